@@ -1,0 +1,373 @@
+//! Code generation for `#[profile]` and `memit!`.
+//!
+//! `#[profile]` keeps the function's signature and attributes as written and
+//! rewrites its body: a call frame and a call guard first, then a statement
+//! guard around each group of statements that start on the same line, in
+//! every nested block (not in closures, async blocks, const contexts or
+//! items). Guards close their region when dropped, so early `return`, `?`,
+//! `break` and panics are recorded without special cases.
+
+use crate::attr::{ProfileArgs, Scope};
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, ToTokens};
+use syn::visit_mut::VisitMut;
+use syn::{parse_quote, Block, Expr, Ident, ItemFn, ReturnType, Stmt, Type};
+
+pub(crate) fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
+    let args = match syn::parse2::<ProfileArgs>(args) {
+        Ok(args) => args,
+        Err(err) => return with_item(err, item),
+    };
+    let func = match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(func) => func,
+        Err(_) => return reject(item),
+    };
+    if let Some(constness) = func.sig.constness {
+        let err = syn::Error::new_spanned(constness, "`#[profile]` cannot instrument a `const fn`");
+        return with_item(err, item);
+    }
+    expand_fn(&args, func)
+}
+
+/// The error plus the item untouched, so the user sees one error rather than
+/// a cascade about a missing function.
+fn with_item(err: syn::Error, item: TokenStream) -> TokenStream {
+    let err = err.into_compile_error();
+    quote!(#err #item)
+}
+
+/// `item` is not a function with a body: say why, or, if it does not parse
+/// at all, hand it back unchanged so that rustc reports the user's own error.
+fn reject(item: TokenStream) -> TokenStream {
+    if let Ok(f) = syn::parse2::<syn::TraitItemFn>(item.clone()) {
+        if f.default.is_none() {
+            let err =
+                syn::Error::new_spanned(&f.sig, "`#[profile]` needs a function body to instrument");
+            return with_item(err, item);
+        }
+    }
+    if let Ok(f) = syn::parse2::<syn::ForeignItemFn>(item.clone()) {
+        let err =
+            syn::Error::new_spanned(&f.sig, "`#[profile]` needs a function body to instrument");
+        return with_item(err, item);
+    }
+    match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(other) => {
+            let err = syn::Error::new(
+                first_token_span(&other),
+                "`#[profile]` can only be applied to functions",
+            );
+            with_item(err, item)
+        }
+        Err(_) => item,
+    }
+}
+
+fn first_token_span(item: &syn::Item) -> Span {
+    let mut tokens = item.to_token_stream().into_iter();
+    // Skip outer attributes (`#` and its bracket group).
+    loop {
+        match tokens.next() {
+            Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '#' => {
+                tokens.next();
+            }
+            Some(t) => return t.span(),
+            None => return Span::call_site(),
+        }
+    }
+}
+
+fn line_of(span: Span) -> u32 {
+    span.unwrap().line() as u32
+}
+
+fn local(name: &str) -> Ident {
+    Ident::new(name, Span::mixed_site())
+}
+
+fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
+    let fn_line = line_of(func.sig.fn_token.span);
+    let attr_line = line_of(Span::call_site());
+    let first_attr_line = func
+        .attrs
+        .first()
+        .map(|a| line_of(a.pound_token.span))
+        .unwrap_or(fn_line);
+    let first_line = attr_line.min(first_attr_line).min(fn_line);
+    let close_line = line_of(func.block.brace_token.span.close()).max(fn_line);
+    let rows = source_rows(&func, first_line, close_line);
+
+    let mut instrumenter = Instrumenter {
+        first_line,
+        last_line: close_line,
+        ancestors: vec![fn_line],
+        cell_rows: vec![fn_line - first_line],
+        frame: local("__memprof_frame"),
+        guard: local("__memprof_stmt"),
+    };
+    instrumenter.instrument_block(&mut func.block);
+    let cell_rows = &instrumenter.cell_rows;
+    let ncells = cell_rows.len();
+
+    let scope = match args.scope {
+        Scope::Thread => quote!(::memprof::__private::Scope::Thread),
+        Scope::Process => quote!(::memprof::__private::Scope::Process),
+    };
+    let frame = &instrumenter.frame;
+    let call = local("__memprof_call");
+    let ret = local("__memprof_ret");
+    let is_async = func.sig.asyncness.is_some();
+    let enter = if is_async {
+        quote!(enter_async)
+    } else {
+        quote!(enter)
+    };
+    let block = &func.block;
+    let body = match nameable_return(&func.sig.output) {
+        // Binding the value first frees the body's temporaries while the call
+        // is still open, whatever the edition's tail-expression rules.
+        Some(ty) => quote! {
+            let #frame = ::memprof::__private::CallFrame::<#ncells>::new(&__MEMPROF_META);
+            let #call = #frame.#enter();
+            let #ret: #ty = #block;
+            #[allow(unreachable_code)]
+            {
+                #ret
+            }
+        },
+        None => {
+            let stmts = &block.stmts;
+            quote! {
+                let #frame = ::memprof::__private::CallFrame::<#ncells>::new(&__MEMPROF_META);
+                let #call = #frame.#enter();
+                #(#stmts)*
+            }
+        }
+    };
+    let body = if is_async {
+        quote!(::memprof::__private::Instrumented::new(async move { #body }).await)
+    } else {
+        body
+    };
+    let meta = quote! {
+        static __MEMPROF_CELLS: [::memprof::__private::LineCell; #ncells] =
+            [const { ::memprof::__private::LineCell::new() }; #ncells];
+        fn __memprof_path() -> &'static str {
+            ::core::any::type_name_of_val(&__memprof_path)
+        }
+        static __MEMPROF_META: ::memprof::__private::FnMeta = ::memprof::__private::FnMeta::new(
+            __memprof_path,
+            ::core::file!(),
+            #first_line,
+            &[#(#rows),*],
+            &[#(#cell_rows),*],
+            &__MEMPROF_CELLS,
+            #scope,
+        );
+        ::memprof::__private::inventory::submit! {
+            ::memprof::__private::Registration(&__MEMPROF_META)
+        }
+    };
+    let attrs = &func.attrs;
+    let vis = &func.vis;
+    let sig = &func.sig;
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            #meta
+            #body
+        }
+    }
+}
+
+/// The return type, if it can be written in a `let` (no `impl Trait`, `!` or
+/// `_`).
+fn nameable_return(output: &ReturnType) -> Option<TokenStream> {
+    let ty = match output {
+        ReturnType::Default => return Some(quote!(())),
+        ReturnType::Type(_, ty) => ty,
+    };
+    struct Unnameable(bool);
+    impl<'a> syn::visit::Visit<'a> for Unnameable {
+        fn visit_type(&mut self, ty: &'a Type) {
+            match ty {
+                Type::ImplTrait(_) | Type::Never(_) | Type::Infer(_) | Type::Macro(_) => {
+                    self.0 = true
+                }
+                _ => syn::visit::visit_type(self, ty),
+            }
+        }
+    }
+    let mut check = Unnameable(false);
+    syn::visit::Visit::visit_type(&mut check, ty);
+    (!check.0).then(|| ty.to_token_stream())
+}
+
+/// Source text of lines `first..=last`, read at compile time so the binary
+/// needs no source files. Falls back to the signature alone when the file
+/// cannot be read (code generated by other macros, say).
+fn source_rows(func: &ItemFn, first: u32, last: u32) -> Vec<String> {
+    let count = (last - first + 1) as usize;
+    let file = func
+        .sig
+        .fn_token
+        .span
+        .unwrap()
+        .local_file()
+        .and_then(|path| std::fs::read_to_string(path).ok());
+    if let Some(text) = file {
+        let rows: Vec<String> = text
+            .lines()
+            .skip(first as usize - 1)
+            .take(count)
+            .map(str::to_owned)
+            .collect();
+        if rows.len() == count {
+            return rows;
+        }
+    }
+    let mut rows = vec![String::new(); count];
+    let fn_row = (line_of(func.sig.fn_token.span) - first) as usize;
+    rows[fn_row] = func.sig.to_token_stream().to_string();
+    rows
+}
+
+struct Instrumenter {
+    first_line: u32,
+    last_line: u32,
+    /// Lines of the statements enclosing the current one (and the `fn` line):
+    /// a statement on one of them is already covered by that row.
+    ancestors: Vec<u32>,
+    /// For each cell, its row. Cell 0 is the `fn` line.
+    cell_rows: Vec<u32>,
+    frame: Ident,
+    guard: Ident,
+}
+
+fn stmt_line(stmt: &Stmt) -> u32 {
+    let span = match stmt {
+        Stmt::Local(local) => local.let_token.span,
+        Stmt::Item(_) => return 0,
+        Stmt::Expr(expr, _) => first_span(expr),
+        Stmt::Macro(mac) => mac
+            .mac
+            .path
+            .segments
+            .first()
+            .map_or_else(Span::call_site, |s| s.ident.span()),
+    };
+    line_of(span)
+}
+
+/// The span of an expression's first token, attributes skipped.
+fn first_span(expr: &Expr) -> Span {
+    let mut tokens = expr.to_token_stream().into_iter().peekable();
+    while let Some(proc_macro2::TokenTree::Punct(p)) = tokens.peek() {
+        if p.as_char() != '#' {
+            break;
+        }
+        tokens.next();
+        tokens.next();
+    }
+    tokens.next().map_or_else(Span::call_site, |t| t.span())
+}
+
+impl Instrumenter {
+    fn instrument_block(&mut self, block: &mut Block) {
+        let stmts = std::mem::take(&mut block.stmts);
+        let count = stmts.len();
+        let tail_is_value = matches!(stmts.last(), Some(Stmt::Expr(_, None)));
+        let mut out = Vec::with_capacity(count * 3);
+        let mut stmts = stmts.into_iter().enumerate().peekable();
+        while let Some((i, first)) = stmts.next() {
+            let line = stmt_line(&first);
+            let mut group = vec![first];
+            let mut last = i;
+            while let Some((j, next)) = stmts.peek() {
+                if line == 0 || stmt_line(next) != line {
+                    break;
+                }
+                last = *j;
+                group.push(stmts.next().map(|(_, s)| s).expect("peeked"));
+            }
+            let probed = line >= self.first_line
+                && line <= self.last_line
+                && !self.ancestors.contains(&line)
+                && group.iter().any(|s| !matches!(s, Stmt::Item(_)));
+            self.ancestors.push(line);
+            for stmt in &mut group {
+                self.visit_stmt_mut(stmt);
+            }
+            self.ancestors.pop();
+            if !probed {
+                out.extend(group);
+                continue;
+            }
+            let cell = self.cell_rows.len();
+            self.cell_rows.push(line - self.first_line);
+            let (frame, guard) = (&self.frame, &self.guard);
+            // A lone `#[cfg]`-ed statement takes its guards with it.
+            let cfgs: Vec<_> = match group.as_slice() {
+                [Stmt::Local(l)] => cfg_attrs(&l.attrs),
+                [Stmt::Macro(m)] => cfg_attrs(&m.attrs),
+                _ => Vec::new(),
+            };
+            out.push(parse_quote!(#(#cfgs)* let #guard = #frame.stmt(#cell);));
+            out.extend(group);
+            let is_tail = last + 1 == count && tail_is_value;
+            if !is_tail {
+                // NOTE: after a statement that diverges (`return x;`,
+                // `panic!()`), this line is unreachable; the guard then closes
+                // as the scope unwinds.
+                out.push(parse_quote!(#(#cfgs)* #[allow(unreachable_code)] #guard.exit();));
+            }
+        }
+        block.stmts = out;
+    }
+}
+
+fn cfg_attrs(attrs: &[syn::Attribute]) -> Vec<syn::Attribute> {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("cfg"))
+        .cloned()
+        .collect()
+}
+
+impl VisitMut for Instrumenter {
+    fn visit_block_mut(&mut self, block: &mut Block) {
+        self.instrument_block(block);
+    }
+
+    // Left as written: they run at another time (closures, async blocks), at
+    // compile time (const contexts, types), or are separate functions (items).
+    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
+    fn visit_expr_async_mut(&mut self, _: &mut syn::ExprAsync) {}
+    fn visit_expr_const_mut(&mut self, _: &mut syn::ExprConst) {}
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    fn visit_type_mut(&mut self, _: &mut Type) {}
+    fn visit_pat_mut(&mut self, _: &mut syn::Pat) {}
+    fn visit_generic_argument_mut(&mut self, _: &mut syn::GenericArgument) {}
+
+    fn visit_expr_repeat_mut(&mut self, repeat: &mut syn::ExprRepeat) {
+        // The length is a const context.
+        self.visit_expr_mut(&mut repeat.expr);
+    }
+}
+
+pub(crate) fn memit(input: TokenStream) -> syn::Result<TokenStream> {
+    let expr: Expr = syn::parse2(input)?;
+    let guard = local("__memprof_memit");
+    let value = local("__memprof_value");
+    Ok(quote! {
+        {
+            let #guard = ::memprof::__private::MeasureGuard::start();
+            match #expr {
+                #value => {
+                    #guard.finish_memit();
+                    #value
+                }
+            }
+        }
+    })
+}

@@ -1,0 +1,24 @@
+//! Procedural macros of memprof. Use them through the `memprof` crate, which
+//! documents them: `#[memprof::profile]` and `memprof::memit!`.
+//!
+//! This crate only parses, checks and emits; everything that runs lives in
+//! `memprof-runtime`, reached through `::memprof::__private`.
+
+mod attr;
+mod expand;
+
+use proc_macro::TokenStream;
+
+/// Instruments every statement of a function; see `memprof::profile`.
+#[proc_macro_attribute]
+pub fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::profile(args.into(), item.into()).into()
+}
+
+/// Prints the peak and increment of one expression; see `memprof::memit`.
+#[proc_macro]
+pub fn memit(input: TokenStream) -> TokenStream {
+    expand::memit(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}

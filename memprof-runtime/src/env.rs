@@ -1,0 +1,124 @@
+//! Configuration from `MEMPROF_*` environment variables, read once.
+//!
+//! A malformed value prints one warning naming the variable and the accepted
+//! values, and the default is used.
+
+use crate::alloc::untracked;
+use std::sync::OnceLock;
+
+/// When tables are printed (`MEMPROF_REPORT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportMode {
+    /// Default: a table after each of the first calls of a function, then one
+    /// aggregated table at exit for functions called more often.
+    Auto,
+    /// A table after every outermost call.
+    Call,
+    /// One aggregated table per function at exit.
+    Exit,
+    /// Nothing is printed; use `memprof::report()`.
+    Off,
+}
+
+/// A fixed unit for byte figures (`MEMPROF_UNIT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Bytes.
+    B,
+    /// 2^10 bytes.
+    KiB,
+    /// 2^20 bytes.
+    MiB,
+    /// 2^30 bytes.
+    GiB,
+}
+
+impl Unit {
+    pub(crate) fn size(self) -> f64 {
+        match self {
+            Unit::B => 1.0,
+            Unit::KiB => 1024.0,
+            Unit::MiB => 1024.0 * 1024.0,
+            Unit::GiB => 1024.0 * 1024.0 * 1024.0,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Unit::B => "B",
+            Unit::KiB => "KiB",
+            Unit::MiB => "MiB",
+            Unit::GiB => "GiB",
+        }
+    }
+}
+
+/// How byte figures are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderSettings {
+    /// `None`: the largest binary unit that keeps the figure at least 1.
+    pub unit: Option<Unit>,
+    /// Digits after the point for units above bytes.
+    pub precision: usize,
+}
+
+impl Default for RenderSettings {
+    fn default() -> Self {
+        RenderSettings {
+            unit: None,
+            precision: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Config {
+    pub(crate) report: ReportMode,
+    pub(crate) render: RenderSettings,
+}
+
+pub(crate) fn config() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| untracked(load))
+}
+
+fn load() -> Config {
+    let report = parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
+        match v.to_ascii_lowercase().as_str() {
+            "auto" => Some(ReportMode::Auto),
+            "call" => Some(ReportMode::Call),
+            "exit" => Some(ReportMode::Exit),
+            "off" => Some(ReportMode::Off),
+            _ => None,
+        }
+    })
+    .unwrap_or(ReportMode::Auto);
+    let unit = parse("MEMPROF_UNIT", "B, KiB, MiB or GiB", |v| {
+        match v.to_ascii_lowercase().as_str() {
+            "b" => Some(Unit::B),
+            "kib" => Some(Unit::KiB),
+            "mib" => Some(Unit::MiB),
+            "gib" => Some(Unit::GiB),
+            _ => None,
+        }
+    });
+    let precision = parse("MEMPROF_PRECISION", "an integer from 0 to 6", |v| {
+        v.parse::<usize>().ok().filter(|p| *p <= 6)
+    })
+    .unwrap_or(1);
+    Config {
+        report,
+        render: RenderSettings { unit, precision },
+    }
+}
+
+/// Reads `name`; `None` when unset or malformed (after one warning).
+fn parse<T>(name: &str, accepted: &str, f: impl FnOnce(&str) -> Option<T>) -> Option<T> {
+    let value = std::env::var(name).ok()?;
+    let value = value.trim();
+    let parsed = f(value);
+    if parsed.is_none() {
+        eprintln!("memprof: ignoring {name}={value:?}: expected {accepted}; using the default");
+    }
+    parsed
+}

@@ -1,0 +1,47 @@
+//! Runtime of memprof: the counting allocator, the probes that generated code
+//! calls, aggregation, and rendering.
+//!
+//! Users depend on the `memprof` facade crate, which re-exports what is public
+//! here. Data flows one way: allocator ([`alloc`]) → probes (`probe`) → per-call
+//! frames → per-function aggregates → [`Report`] → tables (`render`).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod alloc;
+pub mod env;
+mod probe;
+mod render;
+mod report;
+
+pub use alloc::{process_heap, Allocator};
+pub use report::{
+    report, reset, FunctionReport, LineReport, Measurement, Report, AUTO_CALL_TABLES,
+};
+
+/// Runs `f` and measures the heap it used on the calling thread (or async
+/// task), without printing anything.
+///
+/// ```
+/// let (v, m) = memprof::measure(|| vec![0u8; 1024]);
+/// # let _ = (v, m);
+/// ```
+pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
+    let guard = probe::MeasureGuard::start();
+    let value = f();
+    let (stats, _) = guard.finish();
+    if !alloc::is_installed() {
+        alloc::untracked(report::warn_not_installed);
+    }
+    (value, Measurement::from_stats(&stats))
+}
+
+// Not public API. Used by generated code.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::probe::{
+        CallFrame, CallGuard, FnMeta, Instrumented, LineCell, MeasureGuard, Registration, Scope,
+        StmtGuard,
+    };
+    pub use inventory;
+}

@@ -1,0 +1,653 @@
+//! What generated code calls: regions, call frames and statement guards.
+//!
+//! A *region* is a stretch of execution whose heap figures we want: a
+//! statement, a whole call, a `measure` or a `memit!`. Regions nest. Each one
+//! saves the enclosing region's watermark when it opens and folds its own back
+//! in when it closes, so every region sees the highest point reached while it
+//! was open, however deeply its inner regions reset the thread's `peak`.
+//!
+//! Figures are read in *context* terms: a thread's real counters shifted by
+//! `adjust_*`. Outside async code the shift is zero. While an [`Instrumented`]
+//! future is polled the shift makes the counters read as that task's own, so a
+//! task that moves between threads keeps one consistent count across `.await`.
+
+use crate::alloc::{self, ThreadCounters, Totals, THREAD};
+use std::cell::Cell;
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::task::{Context, Poll};
+
+/// Whose allocations a region counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The thread, or async task, running the region.
+    Thread,
+    /// Every thread of the process.
+    Process,
+}
+
+/// Figures for one closed region.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RegionStats {
+    /// Net bytes allocated while open.
+    pub(crate) increment: i64,
+    /// Highest rise above the start.
+    pub(crate) peak: u64,
+    pub(crate) allocs: u64,
+    pub(crate) deallocs: u64,
+    /// The counter's value when the region closed (context terms for thread
+    /// scope, the process total for process scope).
+    pub(crate) end: i64,
+}
+
+fn with_thread<R: Default>(f: impl FnOnce(&ThreadCounters) -> R) -> R {
+    THREAD.try_with(f).unwrap_or_default()
+}
+
+fn ctx_totals(t: &ThreadCounters) -> Totals {
+    Totals {
+        net: t.net.get() + t.adjust_net.get(),
+        allocs: t.allocs.get().wrapping_add(t.adjust_allocs.get()),
+        deallocs: t.deallocs.get().wrapping_add(t.adjust_deallocs.get()),
+    }
+}
+
+/// An open region. Closing it is mandatory and done by its owner's `Drop`.
+#[derive(Debug)]
+pub(crate) struct Region {
+    scope: Scope,
+    start: Totals,
+    /// Thread scope: the enclosing region's watermark when this one opened.
+    saved: i64,
+    watch: Option<alloc::Watch>,
+}
+
+impl Region {
+    #[inline]
+    pub(crate) fn open(scope: Scope) -> Region {
+        match scope {
+            Scope::Thread => with_thread(|t| {
+                let adjust = t.adjust_net.get();
+                let saved = (t.peak.get() + adjust).max(t.carry.get());
+                t.hi.set(t.hi.get().max(t.peak.get()));
+                t.peak.set(t.net.get());
+                t.carry.set(i64::MIN);
+                Region {
+                    scope,
+                    start: ctx_totals(t),
+                    saved,
+                    watch: None,
+                }
+            }),
+            Scope::Process => {
+                let watch = alloc::untracked(alloc::watch_begin);
+                Region {
+                    scope,
+                    start: alloc::process_totals(),
+                    saved: 0,
+                    watch: Some(watch),
+                }
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn close(&mut self) -> RegionStats {
+        match self.scope {
+            Scope::Thread => with_thread(|t| {
+                let adjust = t.adjust_net.get();
+                let watermark = (t.peak.get() + adjust).max(t.carry.get());
+                t.carry.set(self.saved.max(watermark));
+                let end = ctx_totals(t);
+                self.stats(end, watermark - self.start.net)
+            }),
+            Scope::Process => {
+                let end = alloc::process_totals();
+                let rise = self.watch.take().map_or(0, alloc::watch_end);
+                self.stats(end, rise)
+            }
+        }
+    }
+
+    fn stats(&self, end: Totals, rise: i64) -> RegionStats {
+        let increment = end.net - self.start.net;
+        RegionStats {
+            increment,
+            peak: rise.max(increment).max(0) as u64,
+            allocs: end.allocs.wrapping_sub(self.start.allocs),
+            deallocs: end.deallocs.wrapping_sub(self.start.deallocs),
+            end: end.net,
+        }
+    }
+}
+
+impl Default for Region {
+    fn default() -> Self {
+        Region {
+            scope: Scope::Thread,
+            start: Totals::default(),
+            saved: i64::MIN,
+            watch: None,
+        }
+    }
+}
+
+// ---- per-line cells --------------------------------------------------------
+
+/// Accumulated figures of one table row.
+///
+/// Atomics so that frames are `Sync` (a `Send` future may hold references to
+/// them); a frame is only written by the call that owns it, so relaxed loads
+/// and stores suffice there, while the per-function aggregate takes atomic
+/// read-modify-writes from concurrent calls.
+#[derive(Debug)]
+pub struct LineCell {
+    pub(crate) occurrences: AtomicU64,
+    pub(crate) increment: AtomicI64,
+    pub(crate) peak: AtomicU64,
+    pub(crate) mem_usage: AtomicI64,
+}
+
+impl LineCell {
+    /// An empty row.
+    pub const fn new() -> Self {
+        LineCell {
+            occurrences: AtomicU64::new(0),
+            increment: AtomicI64::new(0),
+            peak: AtomicU64::new(0),
+            mem_usage: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    /// Adds one execution; only the owning call writes, hence load + store.
+    #[inline]
+    fn record(&self, increment: i64, peak: u64, mem_usage: i64) {
+        self.occurrences
+            .store(self.occurrences.load(Relaxed) + 1, Relaxed);
+        self.increment
+            .store(self.increment.load(Relaxed) + increment, Relaxed);
+        if peak > self.peak.load(Relaxed) {
+            self.peak.store(peak, Relaxed);
+        }
+        if mem_usage > self.mem_usage.load(Relaxed) {
+            self.mem_usage.store(mem_usage, Relaxed);
+        }
+    }
+
+    /// Adds `other` into `self` when only this thread writes `self`.
+    fn absorb_owned(&self, other: &LineCell) {
+        let (n, inc, peak, mem) = other.load();
+        if n == 0 {
+            return;
+        }
+        self.occurrences
+            .store(self.occurrences.load(Relaxed) + n, Relaxed);
+        self.increment
+            .store(self.increment.load(Relaxed) + inc, Relaxed);
+        self.peak.store(self.peak.load(Relaxed).max(peak), Relaxed);
+        self.mem_usage
+            .store(self.mem_usage.load(Relaxed).max(mem), Relaxed);
+    }
+
+    /// Adds `other` into `self` when other threads may be adding too.
+    pub(crate) fn absorb_shared(&self, other: &LineCell) {
+        let (n, inc, peak, mem) = other.load();
+        if n == 0 {
+            return;
+        }
+        self.occurrences.fetch_add(n, Relaxed);
+        self.increment.fetch_add(inc, Relaxed);
+        self.peak.fetch_max(peak, Relaxed);
+        self.mem_usage.fetch_max(mem, Relaxed);
+    }
+
+    pub(crate) fn load(&self) -> (u64, i64, u64, i64) {
+        (
+            self.occurrences.load(Relaxed),
+            self.increment.load(Relaxed),
+            self.peak.load(Relaxed),
+            self.mem_usage.load(Relaxed),
+        )
+    }
+
+    pub(crate) fn clear(&self) {
+        self.occurrences.store(0, Relaxed);
+        self.increment.store(0, Relaxed);
+        self.peak.store(0, Relaxed);
+        self.mem_usage.store(i64::MIN, Relaxed);
+    }
+}
+
+impl Default for LineCell {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// ---- functions and calls ---------------------------------------------------
+
+/// Static description of one `#[profile]` function, emitted by the macro.
+#[derive(Debug)]
+pub struct FnMeta {
+    path: fn() -> &'static str,
+    pub(crate) file: &'static str,
+    /// Source line of the first table row (the attribute).
+    pub(crate) first_line: u32,
+    /// The table's rows: source text from the attribute to the closing brace.
+    pub(crate) rows: &'static [&'static str],
+    /// For each cell, the row it reports on. Cell 0 is the `fn` line.
+    pub(crate) cell_rows: &'static [u32],
+    /// Figures over all calls so far.
+    pub(crate) aggregate: &'static [LineCell],
+    pub(crate) scope: Scope,
+    pub(crate) calls: AtomicU64,
+    pub(crate) outer_calls: AtomicU64,
+}
+
+impl FnMeta {
+    /// Describes a profiled function. Called in a `static` by generated code.
+    #[allow(clippy::too_many_arguments)]
+    pub const fn new(
+        path: fn() -> &'static str,
+        file: &'static str,
+        first_line: u32,
+        rows: &'static [&'static str],
+        cell_rows: &'static [u32],
+        aggregate: &'static [LineCell],
+        scope: Scope,
+    ) -> Self {
+        FnMeta {
+            path,
+            file,
+            first_line,
+            rows,
+            cell_rows,
+            aggregate,
+            scope,
+            calls: AtomicU64::new(0),
+            outer_calls: AtomicU64::new(0),
+        }
+    }
+
+    /// The function's path, such as `quickstart::addition` or
+    /// `app::Cache::insert`.
+    pub fn name(&self) -> &'static str {
+        let full = (self.path)();
+        let mut name = full.strip_suffix("::__memprof_path").unwrap_or(full);
+        // The body of an `async fn` is a closure-like item of its own.
+        while let Some(outer) = name.strip_suffix("::{{closure}}") {
+            name = outer;
+        }
+        name
+    }
+}
+
+/// Registration of a profiled function, collected with `inventory`.
+#[derive(Debug)]
+pub struct Registration(pub &'static FnMeta);
+
+inventory::collect!(Registration);
+
+/// Sync calls open on this thread, innermost last: (meta, outermost frame's
+/// cells). Lets a recursive call fold its figures into the outermost call of
+/// the same function, so recursion prints one table.
+const CALL_STACK_DEPTH: usize = 64;
+
+struct CallStack {
+    depth: Cell<usize>,
+    entries: [Cell<(usize, usize)>; CALL_STACK_DEPTH],
+}
+
+thread_local! {
+    static CALLS: CallStack = const {
+        CallStack {
+            depth: Cell::new(0),
+            entries: [const { Cell::new((0, 0)) }; CALL_STACK_DEPTH],
+        }
+    };
+}
+
+/// One call's rows. Lives on the caller's stack (or in the future, for
+/// `async fn`) for the duration of the call.
+#[derive(Debug)]
+pub struct CallFrame<const N: usize> {
+    meta: &'static FnMeta,
+    /// Thread scope: process heap at entry minus the context count at entry,
+    /// so `base + context count` is the heap the call sees.
+    base: AtomicI64,
+    /// Address of the outermost same-function frame's cells; 0 if this is it.
+    outer: AtomicUsize,
+    cells: [LineCell; N],
+}
+
+impl<const N: usize> CallFrame<N> {
+    /// An empty frame for `meta`.
+    #[inline]
+    pub fn new(meta: &'static FnMeta) -> Self {
+        CallFrame {
+            meta,
+            base: AtomicI64::new(0),
+            outer: AtomicUsize::new(0),
+            cells: [const { LineCell::new() }; N],
+        }
+    }
+
+    /// Starts a synchronous call: it can be recursive, and prints once.
+    #[inline]
+    pub fn enter(&self) -> CallGuard<'_> {
+        let cells = self.cells.as_ptr() as usize;
+        let meta = self.meta as *const FnMeta as usize;
+        let (outer, pushed) = CALLS
+            .try_with(|stack| {
+                let depth = stack.depth.get();
+                let outer = stack.entries[..depth.min(CALL_STACK_DEPTH)]
+                    .iter()
+                    .rev()
+                    .map(Cell::get)
+                    .find(|&(m, _)| m == meta)
+                    .map_or(0, |(_, c)| c);
+                if depth < CALL_STACK_DEPTH {
+                    let root = if outer == 0 { cells } else { outer };
+                    stack.entries[depth].set((meta, root));
+                }
+                stack.depth.set(depth + 1);
+                (outer, true)
+            })
+            .unwrap_or((0, false));
+        self.outer.store(outer, Relaxed);
+        self.open(pushed)
+    }
+
+    /// Starts an `async fn` call: always printed as its own call.
+    #[inline]
+    pub fn enter_async(&self) -> CallGuard<'_> {
+        self.open(false)
+    }
+
+    fn open(&self, pushed: bool) -> CallGuard<'_> {
+        let region = Region::open(self.meta.scope);
+        if self.meta.scope == Scope::Thread {
+            let heap = alloc::process_totals().net;
+            self.base.store(heap - region.start.net, Relaxed);
+        }
+        CallGuard {
+            frame: FrameRef {
+                meta: self.meta,
+                base: &self.base,
+                outer: &self.outer,
+                cells: &self.cells,
+            },
+            region,
+            pushed,
+        }
+    }
+
+    /// Opens the region of the statement(s) reported on by cell `cell`.
+    #[inline]
+    pub fn stmt(&self, cell: usize) -> StmtGuard<'_> {
+        StmtGuard {
+            cell: &self.cells[cell],
+            base: &self.base,
+            region: Region::open(self.meta.scope),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FrameRef<'a> {
+    meta: &'static FnMeta,
+    base: &'a AtomicI64,
+    outer: &'a AtomicUsize,
+    cells: &'a [LineCell],
+}
+
+fn mem_usage(base: &AtomicI64, scope: Scope, stats: &RegionStats) -> i64 {
+    match scope {
+        Scope::Thread => base.load(Relaxed) + stats.end,
+        Scope::Process => stats.end,
+    }
+}
+
+/// Closes a statement's region when dropped, recording it in its row. Dropped
+/// right after the statement, or during unwinding if the statement exits
+/// early through `return`, `?`, `break` or a panic.
+#[derive(Debug)]
+#[must_use]
+pub struct StmtGuard<'a> {
+    cell: &'a LineCell,
+    base: &'a AtomicI64,
+    region: Region,
+}
+
+impl StmtGuard<'_> {
+    /// Closes the region now.
+    #[inline]
+    pub fn exit(self) {}
+}
+
+impl Drop for StmtGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let stats = self.region.close();
+        let mem = mem_usage(self.base, self.region.scope, &stats);
+        self.cell.record(stats.increment, stats.peak, mem);
+    }
+}
+
+/// Closes a call when dropped: records the `fn` row, then folds the call into
+/// its outermost recursive caller, or into the aggregate and prints it.
+#[derive(Debug)]
+#[must_use]
+pub struct CallGuard<'a> {
+    frame: FrameRef<'a>,
+    region: Region,
+    pushed: bool,
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        let stats = self.region.close();
+        let frame = self.frame;
+        let mem = mem_usage(frame.base, self.region.scope, &stats);
+        frame.cells[0].record(stats.increment, stats.peak, mem);
+        if self.pushed {
+            let _ = CALLS.try_with(|stack| stack.depth.set(stack.depth.get().saturating_sub(1)));
+        }
+        frame.meta.calls.fetch_add(1, Relaxed);
+        let outer = frame.outer.load(Relaxed);
+        if outer != 0 {
+            // SAFETY: `outer` is the address of the cells of a frame of the
+            // same function (hence the same length) further up this thread's
+            // stack, which outlives this call.
+            let outer =
+                unsafe { std::slice::from_raw_parts(outer as *const LineCell, frame.cells.len()) };
+            for (dst, src) in outer.iter().zip(frame.cells) {
+                dst.absorb_owned(src);
+            }
+            return;
+        }
+        for (dst, src) in frame.meta.aggregate.iter().zip(frame.cells) {
+            dst.absorb_shared(src);
+        }
+        let nth = frame.meta.outer_calls.fetch_add(1, Relaxed) + 1;
+        crate::report::call_finished(frame.meta, frame.cells, nth);
+    }
+}
+
+// ---- async -------------------------------------------------------------------
+
+/// A task's own counters, carried between polls.
+#[derive(Debug, Clone, Copy)]
+struct TaskCounters {
+    net: i64,
+    allocs: u64,
+    deallocs: u64,
+    watermark: i64,
+}
+
+/// What a poll replaced in the thread's context, restored when it ends.
+#[derive(Default)]
+struct PollScope {
+    adjust_net: i64,
+    adjust_allocs: u64,
+    adjust_deallocs: u64,
+    outer_watermark: i64,
+    outer_hi: i64,
+}
+
+fn poll_enter(task: &TaskCounters) -> PollScope {
+    with_thread(|t| {
+        let outer = PollScope {
+            adjust_net: t.adjust_net.get(),
+            adjust_allocs: t.adjust_allocs.get(),
+            adjust_deallocs: t.adjust_deallocs.get(),
+            outer_watermark: (t.peak.get() + t.adjust_net.get()).max(t.carry.get()),
+            outer_hi: t.hi.get().max(t.peak.get()),
+        };
+        t.adjust_net.set(task.net - t.net.get());
+        t.adjust_allocs
+            .set(task.allocs.wrapping_sub(t.allocs.get()));
+        t.adjust_deallocs
+            .set(task.deallocs.wrapping_sub(t.deallocs.get()));
+        t.peak.set(t.net.get());
+        t.hi.set(t.net.get());
+        t.carry.set(task.watermark);
+        outer
+    })
+}
+
+fn poll_exit(task: &mut TaskCounters, outer: PollScope) {
+    let _ = THREAD.try_with(|t| {
+        let c = ctx_totals(t);
+        task.net = c.net;
+        task.allocs = c.allocs;
+        task.deallocs = c.deallocs;
+        task.watermark = (t.peak.get() + t.adjust_net.get()).max(t.carry.get());
+        // The highest the thread really went during this poll, which the
+        // context we return to must see as part of its own watermark.
+        let real = t.hi.get().max(t.peak.get());
+        t.adjust_net.set(outer.adjust_net);
+        t.adjust_allocs.set(outer.adjust_allocs);
+        t.adjust_deallocs.set(outer.adjust_deallocs);
+        t.carry
+            .set(outer.outer_watermark.max(real + outer.adjust_net));
+        t.hi.set(outer.outer_hi.max(real));
+        t.peak.set(t.net.get());
+    });
+}
+
+/// Wraps an `async fn` body so that each poll counts as the task's own,
+/// whichever thread runs it.
+#[derive(Debug)]
+pub struct Instrumented<F> {
+    inner: ManuallyDrop<F>,
+    task: TaskCounters,
+}
+
+impl<F> Instrumented<F> {
+    /// Wraps `inner`.
+    pub fn new(inner: F) -> Self {
+        Instrumented {
+            inner: ManuallyDrop::new(inner),
+            task: TaskCounters {
+                net: 0,
+                allocs: 0,
+                deallocs: 0,
+                watermark: i64::MIN,
+            },
+        }
+    }
+}
+
+struct PollExit<'a> {
+    task: &'a mut TaskCounters,
+    outer: Option<PollScope>,
+}
+
+impl Drop for PollExit<'_> {
+    fn drop(&mut self) {
+        if let Some(outer) = self.outer.take() {
+            poll_exit(self.task, outer);
+        }
+    }
+}
+
+impl<F: Future> Future for Instrumented<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `inner` is never moved out of the pinned `self`; `task` is
+        // plain data that is not structurally pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        let outer = poll_enter(&this.task);
+        let _exit = PollExit {
+            task: &mut this.task,
+            outer: Some(outer),
+        };
+        // SAFETY: projection of the pinning of `self` onto `inner`, which
+        // stays in place until `Drop`.
+        let inner = unsafe { Pin::new_unchecked(&mut *this.inner) };
+        inner.poll(cx)
+    }
+}
+
+impl<F> Drop for Instrumented<F> {
+    fn drop(&mut self) {
+        // A future dropped before completion closes its open regions here, so
+        // do it in the task's own context, as a poll would.
+        let outer = poll_enter(&self.task);
+        let _exit = PollExit {
+            task: &mut self.task,
+            outer: Some(outer),
+        };
+        // SAFETY: `inner` is dropped exactly once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+    }
+}
+
+// ---- measure and memit -------------------------------------------------------
+
+/// An open measurement of the calling context; see [`crate::measure`].
+#[derive(Debug)]
+pub struct MeasureGuard {
+    region: Region,
+    heap_before: i64,
+    closed: Option<RegionStats>,
+}
+
+impl MeasureGuard {
+    /// Starts measuring the calling thread or task.
+    #[inline]
+    pub fn start() -> Self {
+        let region = Region::open(Scope::Thread);
+        let heap_before = alloc::process_totals().net;
+        MeasureGuard {
+            region,
+            heap_before,
+            closed: None,
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> (RegionStats, i64) {
+        let stats = self.region.close();
+        self.closed = Some(stats);
+        (stats, self.heap_before)
+    }
+
+    /// Ends the measurement and prints `peak memory: X, increment: Y` as
+    /// `%memit` does.
+    pub fn finish_memit(self) {
+        let (stats, before) = self.finish();
+        crate::report::print_memit(before, &stats);
+    }
+}
+
+impl Drop for MeasureGuard {
+    fn drop(&mut self) {
+        if self.closed.is_none() {
+            self.region.close();
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! memprof: a line-level memory profiler for Rust.
+//!
+//! Put `#[memprof::profile]` on a function and, after each call, memprof
+//! prints a table of exact heap bytes per source line: memory in use after
+//! the line, its increment, its peak, and how often it ran.
+//!
+//! ```
+//! use memprof::profile;
+//!
+//! #[profile]
+//! fn build() -> Vec<u64> {
+//!     let a = vec![1u64; 1024];
+//!     a
+//! }
+//! # build();
+//! ```
+//!
+//! Figures come from [`Allocator`], a counting global allocator that the
+//! default `global-allocator` feature installs.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+/// Instruments every statement of a function and prints a line table after
+/// each outermost call.
+///
+/// Each statement, in every nested block, is measured on the thread (or
+/// async task) running the call: Mem usage (heap in use after the line),
+/// Increment (Σ of allocated − freed over executions), Peak (highest rise
+/// above the line's start) and Occurrences. The `fn` line carries the whole
+/// call. Closures, async blocks and nested items are left as written.
+///
+/// # Options
+/// - `scope = "thread"` (default): count the calling thread or task only.
+/// - `scope = "process"`: count every thread, for code that fans out.
+///
+/// # Examples
+/// ```
+/// #[memprof::profile]
+/// fn addition() -> Vec<u64> {
+///     let a = vec![1u64; 10];
+///     let b = vec![2u64; 300];
+///     [a, b].concat()
+/// }
+/// assert_eq!(addition().len(), 310);
+/// ```
+///
+/// Misuse is a compile error:
+/// ```compile_fail
+/// #[memprof::profile]
+/// const fn answer() -> u32 { 42 }
+/// ```
+/// ```compile_fail
+/// #[memprof::profile(scopes = "thread")]
+/// fn f() {}
+/// ```
+#[doc(inline)]
+pub use memprof_macros::profile;
+
+/// Evaluates an expression, prints `peak memory: X, increment: Y` as IPython's
+/// `%memit` does, and returns its value.
+///
+/// X is the process heap at the highest point during the expression, Y is X
+/// minus the heap before it, both from the calling thread's exact counts.
+///
+/// # Examples
+/// ```
+/// let v = memprof::memit!(vec![0u8; 1 << 20]);
+/// assert_eq!(v.len(), 1 << 20);
+/// ```
+#[doc(inline)]
+pub use memprof_macros::memit;
+
+pub use memprof_runtime::env::{RenderSettings, ReportMode, Unit};
+pub use memprof_runtime::{
+    measure, process_heap, report, reset, Allocator, FunctionReport, LineReport, Measurement,
+    Report,
+};
+
+#[cfg(feature = "global-allocator")]
+#[global_allocator]
+static GLOBAL: Allocator = Allocator::system();
+
+// Not public API. Used by generated code.
+#[doc(hidden)]
+pub mod __private {
+    pub use memprof_runtime::__private::*;
+}

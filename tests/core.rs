@@ -1,0 +1,268 @@
+//! Exact figures of `#[profile]` tables, `measure` and `memit!`.
+//!
+//! Each test profiles functions of its own, so tests running in parallel (as
+//! cargo test runs them) never share a table.
+
+// The point is to allocate on the heap.
+#![allow(clippy::useless_vec)]
+
+use memprof::{measure, memit, profile, FunctionReport, LineReport};
+use std::hint::black_box;
+
+const MIB: u64 = 1 << 20;
+
+fn table(name: &str) -> FunctionReport {
+    let report = memprof::report();
+    report
+        .function(name)
+        .unwrap_or_else(|| panic!("no table for {name}:\n{report}"))
+        .clone()
+}
+
+fn row<'a>(table: &'a FunctionReport, text: &str) -> &'a LineReport {
+    table
+        .line_containing(text)
+        .unwrap_or_else(|| panic!("no row containing {text:?} in\n{table}"))
+}
+
+/// (increment, peak, occurrences) of the row containing `text`.
+fn figures(table: &FunctionReport, text: &str) -> (i64, u64, u64) {
+    let row = row(table, text);
+    (
+        row.increment
+            .unwrap_or_else(|| panic!("row {text:?} has no figures")),
+        row.peak.unwrap(),
+        row.occurrences,
+    )
+}
+
+#[profile]
+fn one_mebibyte() -> usize {
+    let v = vec![0u8; 1 << 20];
+    v.len()
+}
+
+#[test]
+fn a_vec_of_one_mebibyte_increments_by_exactly_that() {
+    assert_eq!(one_mebibyte(), 1 << 20);
+    let t = table("one_mebibyte");
+    assert_eq!(figures(&t, "let v = vec!"), (1 << 20, 1 << 20, 1));
+    // The vec is freed when the call ends: the call as a whole nets zero.
+    assert_eq!(figures(&t, "fn one_mebibyte"), (0, 1 << 20, 1));
+}
+
+#[profile]
+fn temporary_buffer() -> usize {
+    let n = vec![7u8; 8 << 20].iter().filter(|b| **b == 7).count();
+    n
+}
+
+#[test]
+fn a_buffer_freed_within_its_statement_shows_as_peak_only() {
+    assert_eq!(temporary_buffer(), 8 << 20);
+    let t = table("temporary_buffer");
+    assert_eq!(figures(&t, "let n = vec!"), (0, 8 * MIB, 1));
+}
+
+#[profile]
+fn loop_three_times() -> Vec<Vec<u8>> {
+    let mut kept = Vec::with_capacity(3);
+    for i in 0..3 {
+        kept.push(vec![i as u8; 1000]);
+    }
+    kept
+}
+
+#[test]
+fn a_loop_body_run_three_times_has_three_occurrences() {
+    assert_eq!(loop_three_times().len(), 3);
+    let t = table("loop_three_times");
+    assert_eq!(figures(&t, "kept.push"), (3000, 1000, 3));
+    // The outer statement includes its body; it runs once.
+    assert_eq!(figures(&t, "for i in 0..3"), (3000, 3000, 1));
+    // Lines holding no statement have no figures, as in memory_profiler.
+    let closing = t.lines.iter().find(|l| l.contents.trim() == "}").unwrap();
+    assert_eq!(
+        (closing.increment, closing.peak, closing.mem_usage),
+        (None, None, None)
+    );
+}
+
+#[profile]
+fn no_allocation(x: u64) -> u64 {
+    let a = x + 1;
+    let b = a * 2;
+    black_box(b)
+}
+
+#[profile]
+fn calls_a_quiet_function() -> u64 {
+    let mut sum = 0;
+    for i in 0..10 {
+        sum += no_allocation(i);
+    }
+    sum
+}
+
+#[test]
+fn the_profilers_own_bookkeeping_never_shows() {
+    // Ten nested calls: tables printed, aggregates merged, configuration
+    // read, the exit hook registered. None of it may show.
+    assert_eq!(calls_a_quiet_function(), 110);
+    let outer = table("calls_a_quiet_function");
+    assert_eq!(figures(&outer, "sum += no_allocation"), (0, 0, 10));
+    assert_eq!(figures(&outer, "fn calls_a_quiet_function"), (0, 0, 1));
+    let inner = table("no_allocation");
+    assert_eq!(inner.calls, 10);
+    for row in inner.lines.iter().filter(|l| l.increment.is_some()) {
+        assert_eq!((row.increment, row.peak), (Some(0), Some(0)), "{row:?}");
+    }
+}
+
+#[profile]
+fn mem_usage_moves_by_exact_bytes() -> (Vec<u8>, Vec<u8>) {
+    let first = vec![1u8; 4096];
+    let second = vec![2u8; 10_000];
+    (first, second)
+}
+
+#[test]
+fn mem_usage_is_the_heap_after_the_line() {
+    let _keep = mem_usage_moves_by_exact_bytes();
+    let t = table("mem_usage_moves_by_exact_bytes");
+    let first = row(&t, "let first").mem_usage.unwrap();
+    let second = row(&t, "let second").mem_usage.unwrap();
+    assert!(first >= 4096, "{first}");
+    assert_eq!(second - first, 10_000);
+}
+
+#[profile]
+#[rustfmt::skip]
+fn two_statements_on_one_line() -> usize {
+    let a = vec![0u8; 100]; let b = vec![0u8; 200];
+    a.len() + b.len()
+}
+
+#[test]
+fn statements_on_one_line_share_one_row() {
+    assert_eq!(two_statements_on_one_line(), 300);
+    let t = table("two_statements_on_one_line");
+    assert_eq!(figures(&t, "let a = vec!"), (300, 300, 1));
+}
+
+#[profile]
+fn early_exit(fail: bool) -> Result<usize, String> {
+    let v = vec![0u8; 512];
+    let checked: Result<usize, String> = if fail {
+        Err("no".repeat(2))
+    } else {
+        Ok(v.len())
+    };
+    let n = checked?;
+    Ok(n)
+}
+
+#[test]
+fn statements_left_by_question_mark_are_still_recorded() {
+    assert_eq!(early_exit(false), Ok(512));
+    assert_eq!(early_exit(true), Err("nono".to_owned()));
+    let t = table("early_exit");
+    assert_eq!(t.calls, 2);
+    assert_eq!(figures(&t, "let n = checked?").2, 2);
+    // Only the successful call reaches the last line.
+    assert_eq!(figures(&t, "Ok(n)").2, 1);
+    // The error string (4 bytes) leaves through `?` and is the caller's.
+    assert_eq!(figures(&t, "fn early_exit").0, 4);
+}
+
+#[profile]
+fn countdown(n: u32) -> usize {
+    let here = vec![0u8; 16];
+    if n == 0 {
+        return here.len();
+    }
+    here.len() + countdown(n - 1)
+}
+
+#[test]
+fn recursion_is_one_table_with_every_level_counted() {
+    assert_eq!(countdown(4), 80);
+    let t = table("countdown");
+    assert_eq!(t.calls, 5);
+    assert_eq!(figures(&t, "let here"), (5 * 16, 16, 5));
+    assert_eq!(figures(&t, "return here.len()").2, 1);
+    // Every level's call nets zero; the peak is all five buffers at once.
+    assert_eq!(figures(&t, "fn countdown"), (0, 80, 5));
+}
+
+#[test]
+fn measure_counts_exact_bytes_and_calls() {
+    let (v, m) = measure(|| vec![0u8; 10]);
+    assert_eq!(
+        (m.increment, m.peak, m.allocations, m.deallocations),
+        (10, 10, 1, 0)
+    );
+    drop(v);
+    let ((), m) = measure(|| drop(black_box(vec![0u8; 10])));
+    assert_eq!(
+        (m.increment, m.peak, m.allocations, m.deallocations),
+        (0, 10, 1, 1)
+    );
+    // A realloc counts once each way and moves the count by the difference.
+    let (v, m) = measure(|| {
+        let mut v: Vec<u8> = Vec::with_capacity(8);
+        v.extend_from_slice(&[1; 8]);
+        v.reserve_exact(24);
+        v
+    });
+    assert_eq!(v.capacity(), 32);
+    assert_eq!(
+        (m.increment, m.peak, m.allocations, m.deallocations),
+        (32, 32, 2, 1)
+    );
+}
+
+#[test]
+fn memit_returns_the_value_of_its_expression() {
+    let v = memit!(vec![5u8; 3]);
+    assert_eq!(v, [5, 5, 5]);
+    let ((), m) = measure(|| {
+        black_box(memit!(1 + 1));
+    });
+    // Its own printing is bookkeeping.
+    assert_eq!((m.increment, m.peak), (0, 0));
+}
+
+#[test]
+fn concurrent_calls_each_count_only_their_own_thread() {
+    use std::sync::{Arc, Barrier};
+
+    #[profile]
+    fn hold(bytes: usize, barrier: &Barrier) -> usize {
+        let v = vec![1u8; bytes];
+        barrier.wait();
+        let w = vec![2u8; bytes];
+        barrier.wait();
+        v.len() + w.len()
+    }
+
+    // Both threads hold their buffers at the same moment, between the
+    // barriers; each must still see only its own.
+    let barrier = Arc::new(Barrier::new(2));
+    let handles: Vec<_> = [MIB as usize, 3 * MIB as usize]
+        .into_iter()
+        .map(|bytes| {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || measure(|| hold(bytes, &barrier)).1)
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!((results[0].increment, results[0].peak), (0, 2 * MIB));
+    assert_eq!((results[1].increment, results[1].peak), (0, 6 * MIB));
+
+    let t = table("hold");
+    assert_eq!(t.calls, 2);
+    // Σ over both calls: 1 MiB + 3 MiB; the peak is the larger call's.
+    assert_eq!(figures(&t, "let v = vec!"), (4 * MIB as i64, 3 * MIB, 2));
+    assert_eq!(figures(&t, "fn hold"), (0, 6 * MIB, 2));
+}
