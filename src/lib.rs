@@ -72,9 +72,26 @@ pub use memprof_macros::profile;
 pub use memprof_macros::memit;
 
 pub use memprof_runtime::env::{RenderSettings, ReportMode, Unit};
+/// Runs `f` and measures the heap it used on the calling thread (or async
+/// task), without printing anything.
+///
+/// [`Measurement::increment`] is the net change, [`Measurement::peak`] the
+/// highest rise above the start, both in exact bytes.
+///
+/// ```
+/// let (v, m) = memprof::measure(|| vec![0u8; 1024]);
+/// assert_eq!((m.increment, m.peak, m.allocations), (1024, 1024, 1));
+///
+/// let (_, m) = memprof::measure(|| vec![0u8; 4096].len());
+/// assert_eq!((m.increment, m.peak), (0, 4096));
+/// # drop(v);
+/// ```
+pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
+    memprof_runtime::measure(f)
+}
+
 pub use memprof_runtime::{
-    measure, process_heap, report, reset, Allocator, FunctionReport, LineReport, Measurement,
-    Report,
+    process_heap, report, reset, Allocator, FunctionReport, LineReport, Measurement, Report,
 };
 
 #[cfg(feature = "global-allocator")]

@@ -266,3 +266,58 @@ fn concurrent_calls_each_count_only_their_own_thread() {
     assert_eq!(figures(&t, "let v = vec!"), (4 * MIB as i64, 3 * MIB, 2));
     assert_eq!(figures(&t, "fn hold"), (0, 6 * MIB, 2));
 }
+
+#[profile]
+fn scratch_per_iteration() -> usize {
+    let mut total = 0;
+    for i in 0..4 {
+        let scratch = vec![i as u8; 2048];
+        total += scratch.len();
+    }
+    total
+}
+
+#[test]
+fn locals_freed_at_the_end_of_a_block_show_on_its_closing_brace() {
+    assert_eq!(scratch_per_iteration(), 4 * 2048);
+    let t = table("scratch_per_iteration");
+    assert_eq!(figures(&t, "let scratch"), (4 * 2048, 2048, 4));
+    // The loop body's `}`: four scope ends, each freeing its scratch buffer.
+    let body_end = t
+        .lines
+        .iter()
+        .find(|l| l.contents.trim() == "}" && l.occurrences == 4)
+        .unwrap_or_else(|| panic!("no closing brace with 4 occurrences in\n{t}"));
+    assert_eq!(
+        (body_end.increment, body_end.peak),
+        (Some(-4 * 2048), Some(0))
+    );
+    // So the loop as a whole nets zero, as it should.
+    assert_eq!(figures(&t, "for i in 0..4"), (0, 2048, 1));
+}
+
+#[profile]
+fn leaves_early(stop: bool) -> usize {
+    let kept = vec![0u8; 300];
+    if stop {
+        return kept.len();
+    }
+    let more = vec![0u8; 700];
+    kept.len() + more.len()
+}
+
+#[test]
+fn a_scope_left_early_charges_its_frees_to_the_regions_still_open() {
+    assert_eq!(leaves_early(false), 1000);
+    assert_eq!(leaves_early(true), 300);
+    let t = table("leaves_early");
+    // Only the call that reaches the end frees at the closing brace.
+    let end = t.lines.last().unwrap();
+    assert_eq!(end.contents.trim(), "}");
+    assert_eq!((end.increment, end.occurrences), (Some(-1000), 1));
+    // The early `return` closes before `kept` (declared earlier) is dropped,
+    // so that free belongs to the region still open: the call itself.
+    assert_eq!(figures(&t, "return kept.len()"), (0, 0, 1));
+    assert_eq!(figures(&t, "if stop"), (0, 0, 2));
+    assert_eq!(figures(&t, "fn leaves_early"), (0, 1000, 2));
+}

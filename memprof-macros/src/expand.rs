@@ -272,55 +272,101 @@ fn first_span(expr: &Expr) -> Span {
     tokens.next().map_or_else(Span::call_site, |t| t.span())
 }
 
+/// Statements of a block that start on one line and share one row.
+struct Group {
+    line: u32,
+    stmts: Vec<Stmt>,
+    probed: bool,
+}
+
 impl Instrumenter {
+    fn in_table(&self, line: u32) -> bool {
+        line >= self.first_line && line <= self.last_line
+    }
+
+    fn new_cell(&mut self, line: u32) -> usize {
+        self.cell_rows.push(line - self.first_line);
+        self.cell_rows.len() - 1
+    }
+
     fn instrument_block(&mut self, block: &mut Block) {
         let stmts = std::mem::take(&mut block.stmts);
-        let count = stmts.len();
-        let tail_is_value = matches!(stmts.last(), Some(Stmt::Expr(_, None)));
-        let mut out = Vec::with_capacity(count * 3);
-        let mut stmts = stmts.into_iter().enumerate().peekable();
-        while let Some((i, first)) = stmts.next() {
-            let line = stmt_line(&first);
-            let mut group = vec![first];
-            let mut last = i;
-            while let Some((j, next)) = stmts.peek() {
-                if line == 0 || stmt_line(next) != line {
-                    break;
-                }
-                last = *j;
-                group.push(stmts.next().map(|(_, s)| s).expect("peeked"));
+        let has_tail = matches!(stmts.last(), Some(Stmt::Expr(_, None)));
+        let binds_locals = stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
+
+        let mut groups: Vec<Group> = Vec::new();
+        for stmt in stmts {
+            let line = stmt_line(&stmt);
+            match groups.last_mut() {
+                Some(group) if line != 0 && group.line == line => group.stmts.push(stmt),
+                _ => groups.push(Group {
+                    line,
+                    stmts: vec![stmt],
+                    probed: false,
+                }),
             }
-            let probed = line >= self.first_line
-                && line <= self.last_line
-                && !self.ancestors.contains(&line)
-                && group.iter().any(|s| !matches!(s, Stmt::Item(_)));
-            self.ancestors.push(line);
-            for stmt in &mut group {
+        }
+        for group in &mut groups {
+            group.probed = self.in_table(group.line)
+                && !self.ancestors.contains(&group.line)
+                && group.stmts.iter().any(|s| !matches!(s, Stmt::Item(_)));
+            self.ancestors.push(group.line);
+            for stmt in &mut group.stmts {
                 self.visit_stmt_mut(stmt);
             }
             self.ancestors.pop();
-            if !probed {
-                out.extend(group);
+        }
+
+        // What the block's locals free as it ends goes to its closing brace,
+        // if that line has a row of its own and something arms the scope end
+        // after the last statement (the tail's guard, when there is a tail).
+        let close_line = line_of(block.brace_token.span.close());
+        let tail_probed = !has_tail || groups.last().is_some_and(|g| g.probed);
+        let scope_end = binds_locals
+            && tail_probed
+            && self.in_table(close_line)
+            && !self.ancestors.contains(&close_line)
+            && groups.iter().all(|g| g.line != close_line);
+
+        let (frame, guard, end) = (
+            self.frame.clone(),
+            self.guard.clone(),
+            local("__memprof_end"),
+        );
+        let mut out = Vec::new();
+        if scope_end {
+            let cell = self.new_cell(close_line);
+            out.push(parse_quote!(let #end = #frame.scope_end(#cell);));
+        }
+        let count = groups.len();
+        for (i, group) in groups.into_iter().enumerate() {
+            if !group.probed {
+                out.extend(group.stmts);
                 continue;
             }
-            let cell = self.cell_rows.len();
-            self.cell_rows.push(line - self.first_line);
-            let (frame, guard) = (&self.frame, &self.guard);
+            let cell = self.new_cell(group.line);
+            let is_tail = has_tail && i + 1 == count;
             // A lone `#[cfg]`-ed statement takes its guards with it.
-            let cfgs: Vec<_> = match group.as_slice() {
+            let cfgs: Vec<_> = match group.stmts.as_slice() {
                 [Stmt::Local(l)] => cfg_attrs(&l.attrs),
                 [Stmt::Macro(m)] => cfg_attrs(&m.attrs),
                 _ => Vec::new(),
             };
-            out.push(parse_quote!(#(#cfgs)* let #guard = #frame.stmt(#cell);));
-            out.extend(group);
-            let is_tail = last + 1 == count && tail_is_value;
+            if is_tail && scope_end {
+                out.push(parse_quote!(let #guard = #frame.tail(#cell, &#end);));
+            } else {
+                out.push(parse_quote!(#(#cfgs)* let #guard = #frame.stmt(#cell);));
+            }
+            out.extend(group.stmts);
             if !is_tail {
                 // NOTE: after a statement that diverges (`return x;`,
                 // `panic!()`), this line is unreachable; the guard then closes
                 // as the scope unwinds.
                 out.push(parse_quote!(#(#cfgs)* #[allow(unreachable_code)] #guard.exit();));
             }
+        }
+        if scope_end && !has_tail {
+            out.push(parse_quote!(#[allow(unreachable_code)] #end.arm();));
         }
         block.stmts = out;
     }

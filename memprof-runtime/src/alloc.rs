@@ -18,7 +18,10 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU64, AtomicUsize,
+    Ordering::{Relaxed, SeqCst},
+};
 
 /// A global allocator that counts every byte it hands out, wrapping `A`.
 ///
@@ -60,7 +63,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
         // SAFETY: forwarded with the caller's guarantees.
         let ptr = unsafe { self.inner.alloc(layout) };
         if !ptr.is_null() {
-            record(layout.size() as i64, 1, 0);
+            record::<1, 0>(layout.size() as i64);
         }
         ptr
     }
@@ -70,16 +73,18 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
         // SAFETY: forwarded with the caller's guarantees.
         let ptr = unsafe { self.inner.alloc_zeroed(layout) };
         if !ptr.is_null() {
-            record(layout.size() as i64, 1, 0);
+            record::<1, 0>(layout.size() as i64);
         }
         ptr
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // PERF: counted first, so the inner call is a tail call with nothing
+        // to keep alive across it; a free cannot fail.
+        record::<0, 1>(-(layout.size() as i64));
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { self.inner.dealloc(ptr, layout) };
-        record(-(layout.size() as i64), 0, 1);
     }
 
     #[inline]
@@ -89,7 +94,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
         if !new.is_null() {
             // NOTE: a realloc counts as one allocation and one deallocation,
             // and moves the byte count by the size difference only.
-            record(new_size as i64 - layout.size() as i64, 1, 1);
+            record::<1, 1>(new_size as i64 - layout.size() as i64);
         }
         new
     }
@@ -98,22 +103,24 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
 /// Number of per-thread slots; later threads share the overflow slot.
 pub(crate) const SLOT_COUNT: usize = 1024;
 
-/// One thread's share of the process-wide counters.
-#[repr(align(64))]
+/// One thread's share of the process-wide heap count, and the only copy of
+/// that thread's net count. 128-byte aligned so that neighbouring threads'
+/// slots never share a cache line, or a prefetched pair.
+#[repr(align(128))]
 pub(crate) struct Slot {
     claimed: AtomicBool,
+    /// Set while any process-scope watch is open, so the owner learns it from
+    /// the line it writes anyway rather than from a shared global.
+    watched: AtomicBool,
     net: AtomicI64,
-    allocs: AtomicU64,
-    deallocs: AtomicU64,
 }
 
 impl Slot {
     const fn new() -> Self {
         Slot {
             claimed: AtomicBool::new(false),
+            watched: AtomicBool::new(false),
             net: AtomicI64::new(0),
-            allocs: AtomicU64::new(0),
-            deallocs: AtomicU64::new(0),
         }
     }
 }
@@ -122,24 +129,41 @@ static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
 /// How many slots have ever been claimed: readers sum only these.
 static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
 static OVERFLOW: Slot = Slot::new();
+/// Where a thread's slot pointer starts: always zero, never written.
+static EMPTY: Slot = Slot::new();
 /// Set once any thread allocates through a memprof [`Allocator`].
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
+/// Counting normally: the thread owns a slot.
+const COUNTING: u8 = 0;
+/// No slot yet: the thread has not allocated since it started.
+const UNCLAIMED: u8 = 1;
+/// All slots taken: this thread adds to the shared overflow slot.
+const OVERFLOW_SLOT: u8 = 2;
+/// Inside [`untracked`]: nothing is counted.
+const PAUSED: u8 = 3;
+
 /// The calling thread's counters. Only this thread reads or writes them.
 ///
-/// `net`, `peak`, `allocs` and `deallocs` are real: moved by the allocator
-/// alone. The rest is owned by the probes: `adjust_*` shift real values into
+/// The net count (in the thread's slot), `peak`, `allocs` and `deallocs` are
+/// real: moved by the allocator alone. The rest is owned by the probes: `adjust_*` shift real values into
 /// the current context's terms (an async task's own count while it is polled;
 /// zero otherwise), `carry` holds the part of the innermost open region's
 /// watermark that `peak` no longer shows, and `hi` the highest `peak` seen
 /// since the current poll began.
 pub(crate) struct ThreadCounters {
-    pub(crate) net: Cell<i64>,
+    /// One of `COUNTING`, `UNCLAIMED`, `OVERFLOW_SLOT`, `PAUSED`: a single
+    /// compare keeps every special case off the fast path.
+    mode: Cell<u8>,
     pub(crate) peak: Cell<i64>,
     pub(crate) allocs: Cell<u64>,
     pub(crate) deallocs: Cell<u64>,
-    pub(crate) paused: Cell<bool>,
+    /// The claimed slot in `SLOTS`, or `private` once they are all taken;
+    /// `EMPTY` until the thread first allocates.
     slot: Cell<*const Slot>,
+    /// This thread's net count when it has no slot of its own: summed into
+    /// the process total through `OVERFLOW` instead.
+    private: Slot,
     pub(crate) adjust_net: Cell<i64>,
     pub(crate) adjust_allocs: Cell<u64>,
     pub(crate) adjust_deallocs: Cell<u64>,
@@ -152,12 +176,12 @@ thread_local! {
     // allocator may touch it at any point of a thread's life, teardown included.
     pub(crate) static THREAD: ThreadCounters = const {
         ThreadCounters {
-            net: Cell::new(0),
+            mode: Cell::new(UNCLAIMED),
             peak: Cell::new(0),
             allocs: Cell::new(0),
             deallocs: Cell::new(0),
-            paused: Cell::new(false),
-            slot: Cell::new(std::ptr::null()),
+            slot: Cell::new(&EMPTY),
+            private: Slot::new(),
             adjust_net: Cell::new(0),
             adjust_allocs: Cell::new(0),
             adjust_deallocs: Cell::new(0),
@@ -167,59 +191,93 @@ thread_local! {
     };
 }
 
-#[inline(always)]
-fn record(delta: i64, allocs: u64, deallocs: u64) {
-    let _ = THREAD.try_with(|t| {
-        if t.paused.get() {
-            return;
-        }
-        let net = t.net.get() + delta;
-        t.net.set(net);
-        if net > t.peak.get() {
-            t.peak.set(net);
-        }
-        let a = t.allocs.get() + allocs;
-        t.allocs.set(a);
-        let d = t.deallocs.get() + deallocs;
-        t.deallocs.set(d);
+impl ThreadCounters {
+    /// This thread's net count: bytes allocated minus bytes freed.
+    #[inline]
+    pub(crate) fn net(&self) -> i64 {
+        // SAFETY: `slot` points at `EMPTY`, into `SLOTS` or at `private`, all
+        // of which outlive every use through this thread's counters.
+        unsafe { (*self.slot.get()).net.load(Relaxed) }
+    }
+}
 
-        let mut slot = t.slot.get();
-        if slot.is_null() {
-            slot = claim_slot();
-            t.slot.set(slot);
+/// Updates this thread's counters by `delta` bytes, `A` allocations and `D`
+/// deallocations. Never allocates, locks or panics.
+#[inline(always)]
+fn record<const A: u64, const D: u64>(delta: i64) {
+    let _ = THREAD.try_with(|t| {
+        if t.mode.get() != COUNTING {
+            return record_slow(t, delta, A, D);
         }
-        if std::ptr::eq(slot, &OVERFLOW) {
-            OVERFLOW.net.fetch_add(delta, Relaxed);
-            OVERFLOW.allocs.fetch_add(allocs, Relaxed);
-            OVERFLOW.deallocs.fetch_add(deallocs, Relaxed);
-        } else {
-            // SAFETY: non-overflow slot pointers point into the static `SLOTS`.
-            let slot = unsafe { &*slot };
-            // PERF: only this thread writes its slot, so plain stores suffice.
-            slot.net.store(net, Relaxed);
-            slot.allocs.store(a, Relaxed);
-            slot.deallocs.store(d, Relaxed);
-        }
-        if WATCH_MASK.load(Relaxed) != 0 {
+        // SAFETY: in `COUNTING` mode `slot` points into the static `SLOTS`.
+        let slot = unsafe { &*t.slot.get() };
+        // PERF: only this thread writes its slot, so a plain load and store
+        // suffice; the flag below sits on the same cache line.
+        count(t, slot, delta, A, D);
+        if slot.watched.load(Relaxed) {
             watch_record(delta);
         }
     });
 }
 
+#[inline(always)]
+fn count(t: &ThreadCounters, slot: &Slot, delta: i64, allocs: u64, deallocs: u64) {
+    let net = slot.net.load(Relaxed) + delta;
+    slot.net.store(net, Relaxed);
+    // A pure free never raises the peak.
+    if allocs != 0 && net > t.peak.get() {
+        t.peak.set(net);
+    }
+    if allocs != 0 {
+        t.allocs.set(t.allocs.get() + allocs);
+    }
+    if deallocs != 0 {
+        t.deallocs.set(t.deallocs.get() + deallocs);
+    }
+}
+
 #[cold]
-fn claim_slot() -> *const Slot {
-    INSTALLED.store(true, Relaxed);
-    for (i, slot) in SLOTS.iter().enumerate() {
-        if slot
-            .claimed
-            .compare_exchange(false, true, Relaxed, Relaxed)
-            .is_ok()
-        {
-            SLOTS_USED.fetch_max(i + 1, Relaxed);
-            return slot;
+#[inline(never)]
+fn record_slow(t: &ThreadCounters, delta: i64, allocs: u64, deallocs: u64) {
+    match t.mode.get() {
+        PAUSED => return,
+        UNCLAIMED => {
+            INSTALLED.store(true, Relaxed);
+            let slot = match claim_slot() {
+                Some(slot) => {
+                    t.mode.set(COUNTING);
+                    slot
+                }
+                None => {
+                    t.mode.set(OVERFLOW_SLOT);
+                    OVERFLOW.net.fetch_add(delta, Relaxed);
+                    &t.private
+                }
+            };
+            t.slot.set(slot);
+            count(t, slot, delta, allocs, deallocs);
+        }
+        _ => {
+            count(t, &t.private, delta, allocs, deallocs);
+            OVERFLOW.net.fetch_add(delta, Relaxed);
         }
     }
-    &OVERFLOW
+    if WATCH_MASK.load(Relaxed) != 0 {
+        watch_record(delta);
+    }
+}
+
+fn claim_slot() -> Option<&'static Slot> {
+    let (i, slot) = SLOTS.iter().enumerate().find(|(_, slot)| {
+        slot.claimed
+            .compare_exchange(false, true, Relaxed, Relaxed)
+            .is_ok()
+    })?;
+    // NOTE: SeqCst pairs with `set_watched`: either it sees this slot, or
+    // this thread sees its mask.
+    SLOTS_USED.fetch_max(i + 1, SeqCst);
+    slot.watched.store(WATCH_MASK.load(SeqCst) != 0, Relaxed);
+    Some(slot)
 }
 
 /// Whether a memprof [`Allocator`] has counted anything in this process.
@@ -227,46 +285,35 @@ pub fn is_installed() -> bool {
     INSTALLED.load(Relaxed)
 }
 
-/// Process-wide counters, summed over every thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Totals {
-    pub(crate) net: i64,
-    pub(crate) allocs: u64,
-    pub(crate) deallocs: u64,
-}
-
-/// Sums every thread's slot. Costs one pass over the slots claimed so far.
-pub(crate) fn process_totals() -> Totals {
+/// Net heap bytes of the whole process: the sum of every thread's slot. Costs
+/// one pass over the slots claimed so far.
+pub(crate) fn process_net() -> i64 {
     let used = SLOTS_USED.load(Relaxed);
-    let mut t = Totals {
-        net: OVERFLOW.net.load(Relaxed),
-        allocs: OVERFLOW.allocs.load(Relaxed),
-        deallocs: OVERFLOW.deallocs.load(Relaxed),
-    };
-    for slot in &SLOTS[..used] {
-        t.net += slot.net.load(Relaxed);
-        t.allocs = t.allocs.wrapping_add(slot.allocs.load(Relaxed));
-        t.deallocs = t.deallocs.wrapping_add(slot.deallocs.load(Relaxed));
-    }
-    t
+    SLOTS[..used]
+        .iter()
+        .fold(OVERFLOW.net.load(Relaxed), |sum, slot| {
+            sum + slot.net.load(Relaxed)
+        })
 }
 
 /// Heap bytes in use by the whole process, as counted by memprof.
 pub fn process_heap() -> u64 {
-    process_totals().net.max(0) as u64
+    process_net().max(0) as u64
 }
 
 /// Runs `f` with this thread's counting paused: what `f` allocates and frees
 /// shows in no figure. Everything `f` allocates must be freed inside `f` too,
 /// or live for the rest of the process.
 pub(crate) fn untracked<R>(f: impl FnOnce() -> R) -> R {
-    struct Resume(bool);
+    struct Resume(u8);
     impl Drop for Resume {
         fn drop(&mut self) {
-            let _ = THREAD.try_with(|t| t.paused.set(self.0));
+            let _ = THREAD.try_with(|t| t.mode.set(self.0));
         }
     }
-    let was = THREAD.try_with(|t| t.paused.replace(true)).unwrap_or(true);
+    let was = THREAD
+        .try_with(|t| t.mode.replace(PAUSED))
+        .unwrap_or(PAUSED);
     let _resume = Resume(was);
     f()
 }
@@ -280,6 +327,14 @@ static WATCH_MASK: AtomicU64 = AtomicU64::new(0);
 /// ever read as differences.
 static WATCH_NET: AtomicI64 = AtomicI64::new(0);
 static WATCH_PEAK: [AtomicI64; WATCHERS] = [const { AtomicI64::new(0) }; WATCHERS];
+
+/// Tells every slot's owner whether a watch is open.
+fn set_watched(on: bool) {
+    let used = SLOTS_USED.load(SeqCst);
+    for slot in &SLOTS[..used] {
+        slot.watched.store(on, SeqCst);
+    }
+}
 
 #[cold]
 fn watch_record(delta: i64) {
@@ -301,6 +356,21 @@ pub(crate) struct Watch {
     start: i64,
 }
 
+impl Watch {
+    /// As plain integers, for storing in atomics: index (`u32::MAX` for
+    /// none) and start.
+    pub(crate) fn into_parts(self) -> (u32, i64) {
+        (self.index.unwrap_or(u32::MAX), self.start)
+    }
+
+    pub(crate) fn from_parts(index: u32, start: i64) -> Watch {
+        Watch {
+            index: (index != u32::MAX).then_some(index),
+            start,
+        }
+    }
+}
+
 /// Starts watching the process-wide high-water mark.
 ///
 /// Allocations that race with this call may be missed by the peak (never by
@@ -319,12 +389,13 @@ pub(crate) fn watch_begin() -> Watch {
         let i = free.trailing_zeros();
         let start = WATCH_NET.load(Relaxed);
         WATCH_PEAK[i as usize].store(start, Relaxed);
-        match WATCH_MASK.compare_exchange(mask, mask | (1 << i), Relaxed, Relaxed) {
+        match WATCH_MASK.compare_exchange(mask, mask | (1 << i), SeqCst, Relaxed) {
             Ok(_) => {
+                set_watched(true);
                 return Watch {
                     index: Some(i),
                     start,
-                }
+                };
             }
             Err(now) => mask = now,
         }
@@ -337,7 +408,13 @@ pub(crate) fn watch_end(watch: Watch) -> i64 {
     let peak = match watch.index {
         Some(i) => {
             let peak = WATCH_PEAK[i as usize].load(Relaxed);
-            WATCH_MASK.fetch_and(!(1 << i), Relaxed);
+            if WATCH_MASK.fetch_and(!(1 << i), SeqCst) == 1 << i {
+                set_watched(false);
+                // A watch opened meanwhile must not find its flags cleared.
+                if WATCH_MASK.load(SeqCst) != 0 {
+                    set_watched(true);
+                }
+            }
             peak
         }
         None => end,

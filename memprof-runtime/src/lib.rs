@@ -20,20 +20,15 @@ pub use report::{
 };
 
 /// Runs `f` and measures the heap it used on the calling thread (or async
-/// task), without printing anything.
-///
-/// ```
-/// let (v, m) = memprof::measure(|| vec![0u8; 1024]);
-/// # let _ = (v, m);
-/// ```
+/// task), without printing anything. Documented at `memprof::measure`.
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
     let guard = probe::MeasureGuard::start();
     let value = f();
-    let (stats, _) = guard.finish();
+    let (measurement, _) = guard.finish();
     if !alloc::is_installed() {
         alloc::untracked(report::warn_not_installed);
     }
-    (value, Measurement::from_stats(&stats))
+    (value, measurement)
 }
 
 // Not public API. Used by generated code.
@@ -41,7 +36,7 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
 pub mod __private {
     pub use crate::probe::{
         CallFrame, CallGuard, FnMeta, Instrumented, LineCell, MeasureGuard, Registration, Scope,
-        StmtGuard,
+        ScopeEnd, StmtGuard,
     };
     pub use inventory;
 }

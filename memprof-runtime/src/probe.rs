@@ -11,12 +11,15 @@
 //! future is polled the shift makes the counters read as that task's own, so a
 //! task that moves between threads keeps one consistent count across `.await`.
 
-use crate::alloc::{self, ThreadCounters, Totals, THREAD};
+use crate::alloc::{self, ThreadCounters, THREAD};
+use crate::report::Measurement;
 use std::cell::Cell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+};
 use std::task::{Context, Poll};
 
 /// Whose allocations a region counts.
@@ -35,10 +38,8 @@ pub(crate) struct RegionStats {
     pub(crate) increment: i64,
     /// Highest rise above the start.
     pub(crate) peak: u64,
-    pub(crate) allocs: u64,
-    pub(crate) deallocs: u64,
-    /// The counter's value when the region closed (context terms for thread
-    /// scope, the process total for process scope).
+    /// The count when the region closed (context terms for thread scope, the
+    /// process total for process scope).
     pub(crate) end: i64,
 }
 
@@ -46,21 +47,24 @@ fn with_thread<R: Default>(f: impl FnOnce(&ThreadCounters) -> R) -> R {
     THREAD.try_with(f).unwrap_or_default()
 }
 
-fn ctx_totals(t: &ThreadCounters) -> Totals {
-    Totals {
-        net: t.net.get() + t.adjust_net.get(),
-        allocs: t.allocs.get().wrapping_add(t.adjust_allocs.get()),
-        deallocs: t.deallocs.get().wrapping_add(t.adjust_deallocs.get()),
-    }
+/// Allocation and deallocation counts of the calling context.
+fn context_counts() -> (u64, u64) {
+    with_thread(|t| {
+        (
+            t.allocs.get().wrapping_add(t.adjust_allocs.get()),
+            t.deallocs.get().wrapping_add(t.adjust_deallocs.get()),
+        )
+    })
 }
 
 /// An open region. Closing it is mandatory and done by its owner's `Drop`.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Region {
-    scope: Scope,
-    start: Totals,
+    /// The count when the region opened.
+    start: i64,
     /// Thread scope: the enclosing region's watermark when this one opened.
     saved: i64,
+    /// Process scope: the process-wide watermark.
     watch: Option<alloc::Watch>,
 }
 
@@ -70,66 +74,50 @@ impl Region {
         match scope {
             Scope::Thread => with_thread(|t| {
                 let adjust = t.adjust_net.get();
-                let saved = (t.peak.get() + adjust).max(t.carry.get());
-                t.hi.set(t.hi.get().max(t.peak.get()));
-                t.peak.set(t.net.get());
+                let peak = t.peak.get();
+                let net = t.net();
+                let saved = (peak + adjust).max(t.carry.get());
+                t.hi.set(t.hi.get().max(peak));
+                t.peak.set(net);
                 t.carry.set(i64::MIN);
                 Region {
-                    scope,
-                    start: ctx_totals(t),
+                    start: net + adjust,
                     saved,
                     watch: None,
                 }
             }),
-            Scope::Process => {
-                let watch = alloc::untracked(alloc::watch_begin);
-                Region {
-                    scope,
-                    start: alloc::process_totals(),
-                    saved: 0,
-                    watch: Some(watch),
-                }
-            }
+            Scope::Process => Region::open_process(),
         }
     }
 
+    #[cold]
+    fn open_process() -> Region {
+        let watch = alloc::watch_begin();
+        Region {
+            start: alloc::process_net(),
+            saved: 0,
+            watch: Some(watch),
+        }
+    }
+
+    /// Closes the region; later calls return the same figures' increment
+    /// again but must not happen (owners close exactly once).
     #[inline]
     pub(crate) fn close(&mut self) -> RegionStats {
-        match self.scope {
-            Scope::Thread => with_thread(|t| {
+        let (end, rise) = match self.watch.take() {
+            None => with_thread(|t| {
                 let adjust = t.adjust_net.get();
                 let watermark = (t.peak.get() + adjust).max(t.carry.get());
                 t.carry.set(self.saved.max(watermark));
-                let end = ctx_totals(t);
-                self.stats(end, watermark - self.start.net)
+                (t.net() + adjust, watermark - self.start)
             }),
-            Scope::Process => {
-                let end = alloc::process_totals();
-                let rise = self.watch.take().map_or(0, alloc::watch_end);
-                self.stats(end, rise)
-            }
-        }
-    }
-
-    fn stats(&self, end: Totals, rise: i64) -> RegionStats {
-        let increment = end.net - self.start.net;
+            Some(watch) => (alloc::process_net(), alloc::watch_end(watch)),
+        };
+        let increment = end - self.start;
         RegionStats {
             increment,
             peak: rise.max(increment).max(0) as u64,
-            allocs: end.allocs.wrapping_sub(self.start.allocs),
-            deallocs: end.deallocs.wrapping_sub(self.start.deallocs),
-            end: end.net,
-        }
-    }
-}
-
-impl Default for Region {
-    fn default() -> Self {
-        Region {
-            scope: Scope::Thread,
-            start: Totals::default(),
-            saved: i64::MIN,
-            watch: None,
+            end,
         }
     }
 }
@@ -369,8 +357,8 @@ impl<const N: usize> CallFrame<N> {
     fn open(&self, pushed: bool) -> CallGuard<'_> {
         let region = Region::open(self.meta.scope);
         if self.meta.scope == Scope::Thread {
-            let heap = alloc::process_totals().net;
-            self.base.store(heap - region.start.net, Relaxed);
+            self.base
+                .store(alloc::process_net() - region.start, Relaxed);
         }
         CallGuard {
             frame: FrameRef {
@@ -391,7 +379,94 @@ impl<const N: usize> CallFrame<N> {
             cell: &self.cells[cell],
             base: &self.base,
             region: Region::open(self.meta.scope),
+            then: None,
         }
+    }
+
+    /// Like [`CallFrame::stmt`], for a block's tail expression: when it
+    /// closes, the block's scope end `end` opens.
+    #[inline]
+    pub fn tail<'a>(&'a self, cell: usize, end: &'a ScopeEnd<'a>) -> StmtGuard<'a> {
+        StmtGuard {
+            cell: &self.cells[cell],
+            base: &self.base,
+            region: Region::open(self.meta.scope),
+            then: Some(end),
+        }
+    }
+
+    /// A block's scope end, reported on by cell `cell`: declared first in the
+    /// block, so dropped last, after the block's locals.
+    #[inline]
+    pub fn scope_end(&self, cell: usize) -> ScopeEnd<'_> {
+        ScopeEnd {
+            cell: &self.cells[cell],
+            base: &self.base,
+            scope: self.meta.scope,
+            armed: AtomicBool::new(false),
+            start: AtomicI64::new(0),
+            saved: AtomicI64::new(0),
+            watch_index: AtomicU32::new(u32::MAX),
+            watch_start: AtomicI64::new(0),
+        }
+    }
+}
+
+/// Charges what a block frees as it ends, its locals going out of scope, to
+/// the row of its closing brace: the block's last statement arms it, and it
+/// closes when dropped. Not armed when the block is left early: those frees
+/// then belong to whichever regions are still open as the scope unwinds (the
+/// enclosing statements, or the call itself).
+///
+/// Its state is atomic, not `Cell`, so that a future holding a reference to
+/// it across `.await` stays `Send`.
+#[derive(Debug)]
+pub struct ScopeEnd<'a> {
+    cell: &'a LineCell,
+    base: &'a AtomicI64,
+    scope: Scope,
+    armed: AtomicBool,
+    start: AtomicI64,
+    saved: AtomicI64,
+    watch_index: AtomicU32,
+    watch_start: AtomicI64,
+}
+
+impl ScopeEnd<'_> {
+    /// Opens the scope end's region: the block's statements are done.
+    #[inline]
+    pub fn arm(&self) {
+        let region = Region::open(self.scope);
+        self.start.store(region.start, Relaxed);
+        self.saved.store(region.saved, Relaxed);
+        if let Some(watch) = region.watch {
+            let (index, start) = watch.into_parts();
+            self.watch_index.store(index, Relaxed);
+            self.watch_start.store(start, Relaxed);
+        }
+        self.armed.store(true, Relaxed);
+    }
+}
+
+impl Drop for ScopeEnd<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.armed.load(Relaxed) {
+            return;
+        }
+        let mut region = Region {
+            start: self.start.load(Relaxed),
+            saved: self.saved.load(Relaxed),
+            watch: (self.scope == Scope::Process).then(|| {
+                alloc::Watch::from_parts(
+                    self.watch_index.load(Relaxed),
+                    self.watch_start.load(Relaxed),
+                )
+            }),
+        };
+        let stats = region.close();
+        self.cell
+            .record(stats.increment, stats.peak, mem_usage(self.base, &stats));
     }
 }
 
@@ -403,11 +478,11 @@ struct FrameRef<'a> {
     cells: &'a [LineCell],
 }
 
-fn mem_usage(base: &AtomicI64, scope: Scope, stats: &RegionStats) -> i64 {
-    match scope {
-        Scope::Thread => base.load(Relaxed) + stats.end,
-        Scope::Process => stats.end,
-    }
+/// Heap in use after a region. Process scope ends on the process total and
+/// leaves the base at 0; thread scope adds its context's count to the base.
+#[inline]
+fn mem_usage(base: &AtomicI64, stats: &RegionStats) -> i64 {
+    base.load(Relaxed) + stats.end
 }
 
 /// Closes a statement's region when dropped, recording it in its row. Dropped
@@ -419,6 +494,8 @@ pub struct StmtGuard<'a> {
     cell: &'a LineCell,
     base: &'a AtomicI64,
     region: Region,
+    /// For a block's tail: the scope end to open once this closes.
+    then: Option<&'a ScopeEnd<'a>>,
 }
 
 impl StmtGuard<'_> {
@@ -431,8 +508,11 @@ impl Drop for StmtGuard<'_> {
     #[inline]
     fn drop(&mut self) {
         let stats = self.region.close();
-        let mem = mem_usage(self.base, self.region.scope, &stats);
+        let mem = mem_usage(self.base, &stats);
         self.cell.record(stats.increment, stats.peak, mem);
+        if let Some(end) = self.then {
+            end.arm();
+        }
     }
 }
 
@@ -450,7 +530,7 @@ impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
         let stats = self.region.close();
         let frame = self.frame;
-        let mem = mem_usage(frame.base, self.region.scope, &stats);
+        let mem = mem_usage(frame.base, &stats);
         frame.cells[0].record(stats.increment, stats.peak, mem);
         if self.pushed {
             let _ = CALLS.try_with(|stack| stack.depth.set(stack.depth.get().saturating_sub(1)));
@@ -506,13 +586,13 @@ fn poll_enter(task: &TaskCounters) -> PollScope {
             outer_watermark: (t.peak.get() + t.adjust_net.get()).max(t.carry.get()),
             outer_hi: t.hi.get().max(t.peak.get()),
         };
-        t.adjust_net.set(task.net - t.net.get());
+        t.adjust_net.set(task.net - t.net());
         t.adjust_allocs
             .set(task.allocs.wrapping_sub(t.allocs.get()));
         t.adjust_deallocs
             .set(task.deallocs.wrapping_sub(t.deallocs.get()));
-        t.peak.set(t.net.get());
-        t.hi.set(t.net.get());
+        t.peak.set(t.net());
+        t.hi.set(t.net());
         t.carry.set(task.watermark);
         outer
     })
@@ -520,10 +600,9 @@ fn poll_enter(task: &TaskCounters) -> PollScope {
 
 fn poll_exit(task: &mut TaskCounters, outer: PollScope) {
     let _ = THREAD.try_with(|t| {
-        let c = ctx_totals(t);
-        task.net = c.net;
-        task.allocs = c.allocs;
-        task.deallocs = c.deallocs;
+        task.net = t.net() + t.adjust_net.get();
+        task.allocs = t.allocs.get().wrapping_add(t.adjust_allocs.get());
+        task.deallocs = t.deallocs.get().wrapping_add(t.adjust_deallocs.get());
         task.watermark = (t.peak.get() + t.adjust_net.get()).max(t.carry.get());
         // The highest the thread really went during this poll, which the
         // context we return to must see as part of its own watermark.
@@ -534,7 +613,7 @@ fn poll_exit(task: &mut TaskCounters, outer: PollScope) {
         t.carry
             .set(outer.outer_watermark.max(real + outer.adjust_net));
         t.hi.set(outer.outer_hi.max(real));
-        t.peak.set(t.net.get());
+        t.peak.set(t.net());
     });
 }
 
@@ -613,8 +692,9 @@ impl<F> Drop for Instrumented<F> {
 #[derive(Debug)]
 pub struct MeasureGuard {
     region: Region,
+    counts: (u64, u64),
     heap_before: i64,
-    closed: Option<RegionStats>,
+    open: bool,
 }
 
 impl MeasureGuard {
@@ -622,31 +702,39 @@ impl MeasureGuard {
     #[inline]
     pub fn start() -> Self {
         let region = Region::open(Scope::Thread);
-        let heap_before = alloc::process_totals().net;
         MeasureGuard {
+            counts: context_counts(),
+            heap_before: alloc::process_net(),
             region,
-            heap_before,
-            closed: None,
+            open: true,
         }
     }
 
-    pub(crate) fn finish(mut self) -> (RegionStats, i64) {
+    /// Ends the measurement: its figures, and the process heap at its start.
+    pub(crate) fn finish(mut self) -> (Measurement, i64) {
+        let (allocs, deallocs) = context_counts();
+        self.open = false;
         let stats = self.region.close();
-        self.closed = Some(stats);
-        (stats, self.heap_before)
+        let m = Measurement {
+            increment: stats.increment,
+            peak: stats.peak,
+            allocations: allocs.wrapping_sub(self.counts.0),
+            deallocations: deallocs.wrapping_sub(self.counts.1),
+        };
+        (m, self.heap_before)
     }
 
     /// Ends the measurement and prints `peak memory: X, increment: Y` as
     /// `%memit` does.
     pub fn finish_memit(self) {
-        let (stats, before) = self.finish();
-        crate::report::print_memit(before, &stats);
+        let (m, before) = self.finish();
+        crate::report::print_memit(before, &m);
     }
 }
 
 impl Drop for MeasureGuard {
     fn drop(&mut self) {
-        if self.closed.is_none() {
+        if self.open {
             self.region.close();
         }
     }

@@ -5,7 +5,7 @@
 
 use crate::alloc::{self, untracked};
 use crate::env::{self, ReportMode};
-use crate::probe::{FnMeta, LineCell, RegionStats, Registration};
+use crate::probe::{FnMeta, LineCell, Registration};
 use serde::Serialize;
 use std::fmt;
 use std::sync::atomic::Ordering::Relaxed;
@@ -23,17 +23,6 @@ pub struct Measurement {
     pub allocations: u64,
     /// Number of deallocations (a `realloc` counts as one).
     pub deallocations: u64,
-}
-
-impl Measurement {
-    pub(crate) fn from_stats(stats: &RegionStats) -> Self {
-        Measurement {
-            increment: stats.increment,
-            peak: stats.peak,
-            allocations: stats.allocs,
-            deallocations: stats.deallocs,
-        }
-    }
 }
 
 /// Every profiled function, aggregated over all its calls so far.
@@ -299,7 +288,7 @@ pub(crate) fn warn_not_installed() {
     });
 }
 
-pub(crate) fn print_memit(heap_before: i64, stats: &RegionStats) {
+pub(crate) fn print_memit(heap_before: i64, stats: &Measurement) {
     untracked(|| {
         if !alloc::is_installed() {
             warn_not_installed();

@@ -1,0 +1,176 @@
+//! What memprof prints, checked in a child process: each test re-runs this
+//! test binary on one `child_*` test with `MEMPROF_CHILD` set, then reads
+//! what that child printed (tables printed at exit included).
+
+use memprof::{memit, profile};
+use std::process::Command;
+
+#[profile]
+fn called_five_times(n: usize) -> usize {
+    let v = vec![0u8; n];
+    v.len()
+}
+
+/// Runs the child test `name` with extra environment variables; returns its
+/// stdout and stderr.
+fn run_child(name: &str, env: &[(&str, &str)]) -> (String, String) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("MEMPROF_CHILD", "1")
+        .env_remove("MEMPROF_REPORT")
+        .env_remove("MEMPROF_UNIT")
+        .env_remove("MEMPROF_PRECISION");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "child {name} failed: {out:?}");
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn is_child() -> bool {
+    std::env::var_os("MEMPROF_CHILD").is_some()
+}
+
+#[test]
+fn child_five_calls() {
+    if is_child() {
+        for n in 1..=5 {
+            called_five_times(n * 1000);
+        }
+    }
+}
+
+fn tables(stdout: &str) -> usize {
+    stdout
+        .matches("Function: output::called_five_times")
+        .count()
+}
+
+#[test]
+fn default_mode_prints_three_calls_then_one_aggregate_at_exit() {
+    let (out, _) = run_child("child_five_calls", &[]);
+    assert_eq!(tables(&out), 4, "{out}");
+    assert_eq!(out.matches("Calls: 5 (aggregated)").count(), 1, "{out}");
+    assert!(out.contains("further calls of output::called_five_times are aggregated"));
+    // Σ over the five calls of `let v`: 1000 + ... + 5000 bytes, exactly.
+    let row = out
+        .lines()
+        .rev()
+        .find(|l| l.contains("let v = vec!"))
+        .unwrap();
+    assert!(row.contains("14.6 KiB"), "{row}");
+    assert!(row.trim_end().contains(" 5 "), "{row}");
+}
+
+#[test]
+fn report_modes_call_exit_and_off() {
+    let (out, _) = run_child("child_five_calls", &[("MEMPROF_REPORT", "call")]);
+    assert_eq!(tables(&out), 5, "{out}");
+    assert!(!out.contains("aggregated"));
+    let (out, _) = run_child("child_five_calls", &[("MEMPROF_REPORT", "exit")]);
+    assert_eq!(tables(&out), 1, "{out}");
+    assert!(out.contains("Calls: 5 (aggregated)"));
+    let (out, _) = run_child("child_five_calls", &[("MEMPROF_REPORT", "off")]);
+    assert_eq!(tables(&out), 0, "{out}");
+}
+
+#[test]
+fn units_and_precision_can_be_fixed() {
+    let (out, _) = run_child(
+        "child_five_calls",
+        &[("MEMPROF_REPORT", "exit"), ("MEMPROF_UNIT", "B")],
+    );
+    let row = out.lines().find(|l| l.contains("let v = vec!")).unwrap();
+    assert!(row.contains("15000 B"), "{row}");
+    let (out, _) = run_child(
+        "child_five_calls",
+        &[
+            ("MEMPROF_REPORT", "exit"),
+            ("MEMPROF_UNIT", "KiB"),
+            ("MEMPROF_PRECISION", "3"),
+        ],
+    );
+    let row = out.lines().find(|l| l.contains("let v = vec!")).unwrap();
+    assert!(row.contains("14.648 KiB"), "{row}");
+}
+
+#[test]
+fn a_bad_setting_warns_once_and_uses_the_default() {
+    let (out, err) = run_child("child_five_calls", &[("MEMPROF_REPORT", "sometimes")]);
+    assert_eq!(tables(&out), 4, "{out}");
+    assert_eq!(
+        err.matches(
+            "memprof: ignoring MEMPROF_REPORT=\"sometimes\": expected auto, call, exit or off"
+        )
+        .count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn child_memit() {
+    if is_child() {
+        let v = memit!(vec![0u8; 1 << 20]);
+        assert_eq!(v.len(), 1 << 20);
+        drop(v);
+        let n = memit!(vec![0u8; 3000].len());
+        assert_eq!(n, 3000);
+    }
+}
+
+#[test]
+fn memit_prints_peak_and_increment() {
+    let (out, _) = run_child("child_memit", &[("MEMPROF_UNIT", "B")]);
+    // libtest may start the line with `test child_memit ... `.
+    let lines: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.find("peak memory:").map(|at| &l[at..]))
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    // Increment is the peak minus the heap before, as %memit defines it: for
+    // a freed temporary it is still the temporary's size.
+    assert!(lines[0].ends_with(", increment: 1048576 B"), "{}", lines[0]);
+    assert!(lines[1].ends_with(", increment: 3000 B"), "{}", lines[1]);
+    let peak = |line: &str| -> u64 {
+        line["peak memory: ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(peak(lines[0]) >= 1 << 20);
+}
+
+#[test]
+fn json_carries_the_same_figures_as_the_report() {
+    called_five_times(1);
+    let report = memprof::report();
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    let f = report.function("called_five_times").unwrap();
+    let j = json["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == f.name.as_str())
+        .unwrap();
+    assert_eq!(j["calls"], f.calls);
+    assert_eq!(j["file"], "tests/output.rs");
+    let rows = j["lines"].as_array().unwrap();
+    assert_eq!(rows.len(), f.lines.len());
+    for (row, line) in rows.iter().zip(&f.lines) {
+        assert_eq!(row["line"], line.line);
+        assert_eq!(row["contents"], line.contents.as_str());
+        assert_eq!(row["occurrences"], line.occurrences);
+        assert_eq!(row["increment"].as_i64(), line.increment);
+        assert_eq!(row["peak"].as_u64(), line.peak);
+        assert_eq!(row["mem_usage"].as_u64(), line.mem_usage);
+    }
+    // Rows without statements are null, not zero.
+    assert!(rows.iter().any(|r| r["increment"].is_null()));
+}
