@@ -132,8 +132,11 @@ fn plain_loop(n: u64) -> u64 {
 
 fn main() {
     // NOTE: the tables of `probed_loop` would only clutter the output.
-    std::env::set_var("MEMPROF_REPORT", "off");
-    println!("memprof overhead: {ROUNDS} interleaved rounds; ratio = median of per-round ratios to System");
+    // SAFETY: no other thread runs yet.
+    unsafe { std::env::set_var("MEMPROF_REPORT", "off") };
+    println!(
+        "memprof overhead: {ROUNDS} interleaved rounds; ratio = median of per-round ratios to System"
+    );
 
     let one = allocator_row(
         "10M alloc+free of 16 B, 1 thread",

@@ -91,7 +91,7 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
 }
 
 pub use memprof_runtime::{
-    process_heap, report, reset, Allocator, FunctionReport, LineReport, Measurement, Report,
+    Allocator, FunctionReport, LineReport, Measurement, Report, process_heap, report, reset,
 };
 
 #[cfg(feature = "global-allocator")]

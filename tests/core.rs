@@ -6,7 +6,7 @@
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
 
-use memprof::{measure, memit, profile, FunctionReport, LineReport};
+use memprof::{FunctionReport, LineReport, measure, memit, profile};
 use std::hint::black_box;
 
 const MIB: u64 = 1 << 20;

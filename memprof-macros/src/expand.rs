@@ -9,9 +9,9 @@
 
 use crate::attr::{ProfileArgs, Scope};
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, ToTokens};
+use quote::{ToTokens, quote};
 use syn::visit_mut::VisitMut;
-use syn::{parse_quote, Block, Expr, Ident, ItemFn, ReturnType, Stmt, Type};
+use syn::{Block, Expr, Ident, ItemFn, ReturnType, Stmt, Type, parse_quote};
 
 pub(crate) fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
     let args = match syn::parse2::<ProfileArgs>(args) {
@@ -39,12 +39,12 @@ fn with_item(err: syn::Error, item: TokenStream) -> TokenStream {
 /// `item` is not a function with a body: say why, or, if it does not parse
 /// at all, hand it back unchanged so that rustc reports the user's own error.
 fn reject(item: TokenStream) -> TokenStream {
-    if let Ok(f) = syn::parse2::<syn::TraitItemFn>(item.clone()) {
-        if f.default.is_none() {
-            let err =
-                syn::Error::new_spanned(&f.sig, "`#[profile]` needs a function body to instrument");
-            return with_item(err, item);
-        }
+    if let Ok(f) = syn::parse2::<syn::TraitItemFn>(item.clone())
+        && f.default.is_none()
+    {
+        let err =
+            syn::Error::new_spanned(&f.sig, "`#[profile]` needs a function body to instrument");
+        return with_item(err, item);
     }
     if let Ok(f) = syn::parse2::<syn::ForeignItemFn>(item.clone()) {
         let err =

@@ -14,9 +14,9 @@ mod probe;
 mod render;
 mod report;
 
-pub use alloc::{process_heap, Allocator};
+pub use alloc::{Allocator, process_heap};
 pub use report::{
-    report, reset, FunctionReport, LineReport, Measurement, Report, AUTO_CALL_TABLES,
+    AUTO_CALL_TABLES, FunctionReport, LineReport, Measurement, Report, report, reset,
 };
 
 /// Runs `f` and measures the heap it used on the calling thread (or async

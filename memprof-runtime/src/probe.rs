@@ -11,7 +11,7 @@
 //! future is polled the shift makes the counters read as that task's own, so a
 //! task that moves between threads keeps one consistent count across `.await`.
 
-use crate::alloc::{self, ThreadCounters, THREAD};
+use crate::alloc::{self, THREAD, ThreadCounters};
 use crate::report::Measurement;
 use std::cell::Cell;
 use std::future::Future;

@@ -8,8 +8,8 @@ use crate::env::{self, ReportMode};
 use crate::probe::{FnMeta, LineCell, Registration};
 use serde::Serialize;
 use std::fmt;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Once;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Figures of one measured expression, in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -1,0 +1,95 @@
+//! Generated code must not trip lints in the user's crate: this file denies
+//! warnings, `unused_qualifications` and clippy's default set, and profiles
+//! functions of every shape. rustc and `cargo clippy --all-targets` check it.
+
+#![deny(warnings, unused_qualifications, clippy::all)]
+
+use memprof::profile;
+
+#[profile]
+fn unit() {}
+
+#[profile]
+fn returns_early(x: u32) -> u32 {
+    if x == 0 {
+        return 1;
+    }
+    let y = x * 2;
+    y + 1
+}
+
+#[profile]
+fn diverges() -> u32 {
+    panic!("never")
+}
+
+#[profile]
+fn loops_forever_until(n: u32) -> u32 {
+    let mut i = 0;
+    loop {
+        i += 1;
+        if i == n {
+            break i;
+        }
+    }
+}
+
+#[profile]
+fn question_mark(s: &str) -> Result<u32, std::num::ParseIntError> {
+    let n: u32 = s.parse()?;
+    Ok(n)
+}
+
+#[profile]
+fn with_macro_statements(v: &mut Vec<u32>) {
+    v.push(1);
+    assert!(!v.is_empty());
+    if v.len() > 10 {
+        unreachable!("too long");
+    }
+    todo_later();
+}
+
+fn todo_later() {}
+
+#[profile]
+fn impl_return() -> impl Iterator<Item = u32> {
+    let v = vec![1, 2, 3];
+    v.into_iter()
+}
+
+#[profile]
+fn never() -> ! {
+    std::process::exit(0)
+}
+
+#[profile]
+async fn async_fn(x: u32) -> u32 {
+    let y = async { x + 1 }.await;
+    y
+}
+
+struct S;
+
+impl S {
+    #[profile]
+    fn method(&self) -> &Self {
+        self
+    }
+}
+
+#[test]
+fn lint_clean_functions_run() {
+    unit();
+    assert_eq!(returns_early(0), 1);
+    assert_eq!(returns_early(2), 5);
+    assert_eq!(loops_forever_until(3), 3);
+    assert_eq!(question_mark("7"), Ok(7));
+    let mut v = Vec::new();
+    with_macro_statements(&mut v);
+    assert_eq!(impl_return().sum::<u32>(), 6);
+    assert!(std::panic::catch_unwind(diverges).is_err());
+    let _ = S.method();
+    let _keep: fn() -> ! = never;
+    drop(async_fn(1));
+}
