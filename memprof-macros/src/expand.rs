@@ -402,6 +402,12 @@ impl VisitMut for Instrumenter {
 }
 
 pub(crate) fn memit(input: TokenStream) -> syn::Result<TokenStream> {
+    if input.is_empty() {
+        return Err(syn::Error::new(
+            Span::call_site(),
+            "`memit!` needs an expression to measure, as in `memit!(build())`",
+        ));
+    }
     let expr: Expr = syn::parse2(input)?;
     let guard = local("__memprof_memit");
     let value = local("__memprof_value");

@@ -6,13 +6,12 @@
 use crate::alloc::{self, untracked};
 use crate::env::{self, ReportMode};
 use crate::probe::{FnMeta, LineCell, Registration};
-use serde::Serialize;
 use std::fmt;
 use std::sync::Once;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Figures of one measured expression, in bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct Measurement {
     /// Net change: bytes allocated minus bytes freed.
@@ -26,14 +25,18 @@ pub struct Measurement {
 }
 
 /// Every profiled function, aggregated over all its calls so far.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+// NOTE: `to_json` goes through miniserde, not serde_json: serde_json's
+// `PartialEq<Value>` impls for integers would be visible to every crate that
+// depends on memprof and break type inference in code such as
+// `assert_eq!(&*v, &[])` (found by the corpus check).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
 pub struct Report {
     /// One entry per `#[profile]` function in the program, in source order.
     pub functions: Vec<FunctionReport>,
 }
 
 /// One profiled function's table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
 pub struct FunctionReport {
     /// The function's path, e.g. `quickstart::addition`.
     pub name: String,
@@ -49,7 +52,7 @@ pub struct FunctionReport {
 ///
 /// The figures are `None` on lines that hold no statement, or whose
 /// statements never ran.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
 pub struct LineReport {
     /// Source line number.
     pub line: u32,
@@ -66,10 +69,10 @@ pub struct LineReport {
 }
 
 impl Report {
-    /// The report as a JSON document with the same fields as these structs.
+    /// The report as a JSON document with the same fields as these structs;
+    /// figures that are `None` are `null`.
     pub fn to_json(&self) -> String {
-        // NOTE: serializing plain structs of strings and integers cannot fail.
-        serde_json::to_string_pretty(self).unwrap_or_default()
+        miniserde::json::to_string(self)
     }
 
     /// The function whose path is `name`, or ends with `::name`.

@@ -1,0 +1,6 @@
+#[memprof::profile]
+const fn answer() -> u32 {
+    42
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+trait Store {
+    #[memprof::profile]
+    fn get(&self) -> u32;
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[memprof::profile]
+struct Config {
+    size: usize,
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[memprof::profile(scope = 3)]
+fn work() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[memprof::profile(scope = "thread", scope = "process")]
+fn work() {}
+
+fn main() {}

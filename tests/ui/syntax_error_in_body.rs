@@ -1,0 +1,7 @@
+#[memprof::profile]
+fn work() -> u32 {
+    let x = ;
+    x
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[memprof::profile(scopes = "thread")]
+fn work() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[memprof::profile(scope = "everything")]
+fn work() {}
+
+fn main() {}
