@@ -14,3 +14,90 @@ fn depending_on_memprof_does_not_break_type_inference() {
     let (_, m) = memprof::measure(|| 1 + 1);
     assert_eq!(m.increment, 0);
 }
+
+/// A 2,000-statement function once crashed rustc (a stack overflow in the
+/// debug-info builder): a guard `let` per statement nested 3,000 scopes.
+/// Guards now open no scope that outlives their statement where they can
+/// avoid it. `benches/compile_cost.rs` builds the full-size case in a dev
+/// profile; this one keeps a long function in every test run.
+mod long_function {
+    macro_rules! long_body {
+        ($name:ident $(#[$attr:meta])*; $($i:literal)*) => {
+            $(#[$attr])*
+            pub fn $name(x: u64) -> u64 {
+                let mut a = x;
+                $(
+                    let v = a.rotate_left($i).wrapping_mul(2 * $i + 1);
+                    a ^= v;
+                )*
+                a
+            }
+        };
+    }
+    macro_rules! both {
+        ($($i:literal)*) => {
+            long_body!(profiled #[memprof::profile]; $($i)*);
+            long_body!(plain; $($i)*);
+        };
+    }
+    both!(
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30
+        31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58
+        59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86
+        87 88 89 90 91 92 93 94 95 96 97 98 99 100
+    );
+
+    #[test]
+    fn a_long_function_builds_and_runs_as_before() {
+        for x in [0, 1, 7, u64::MAX] {
+            assert_eq!(profiled(x), plain(x));
+        }
+    }
+}
+
+/// Moving a `let` initializer into a block once risked turning borrows of a
+/// place into moves: `let _ = x` must not drop `x`, `ref` patterns and partial
+/// moves must leave the rest of the value usable.
+mod place_initializers {
+    struct Loud<'a>(&'a std::cell::Cell<u32>);
+    impl Drop for Loud<'_> {
+        fn drop(&mut self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
+    struct Pair {
+        a: String,
+        b: String,
+    }
+
+    #[memprof::profile]
+    fn underscore_keeps_the_value(drops: &std::cell::Cell<u32>) -> u32 {
+        let guard = Loud(drops);
+        let _ = guard;
+        let seen = drops.get();
+        drop(guard);
+        seen
+    }
+
+    #[memprof::profile]
+    #[allow(clippy::toplevel_ref_arg)]
+    fn ref_and_partial_moves(pair: Pair) -> (usize, String) {
+        let ref whole = pair.a;
+        let n = whole.len();
+        let Pair { a, .. } = pair;
+        (n + a.len(), pair.b)
+    }
+
+    #[test]
+    fn place_initializers_keep_their_meaning() {
+        let drops = std::cell::Cell::new(0);
+        assert_eq!(underscore_keeps_the_value(&drops), 0);
+        assert_eq!(drops.get(), 1);
+        let pair = Pair {
+            a: "ab".into(),
+            b: "c".into(),
+        };
+        assert_eq!(ref_and_partial_moves(pair), (4, "c".to_owned()));
+    }
+}

@@ -103,7 +103,13 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         ancestors: vec![fn_line],
         cell_rows: vec![fn_line - first_line],
         frame: local("__memprof_frame"),
-        guard: local("__memprof_stmt"),
+        cursor: local("__memprof_cursor"),
+        enter_template: {
+            let cursor = local("__memprof_cursor");
+            // NOTE: after a statement that diverges this is unreachable, as is
+            // the user's next statement.
+            parse_quote!(#[allow(unreachable_code)] #cursor.enter(0);)
+        },
     };
     instrumenter.instrument_block(&mut func.block);
     let cell_rows = &instrumenter.cell_rows;
@@ -241,7 +247,10 @@ struct Instrumenter {
     /// For each cell, its row. Cell 0 is the `fn` line.
     cell_rows: Vec<u32>,
     frame: Ident,
-    guard: Ident,
+    cursor: Ident,
+    /// `cursor.enter(0);`, cloned for each statement. PERF: parsing it anew
+    /// for each of thousands of statements showed in compile times.
+    enter_template: Stmt,
 }
 
 fn stmt_line(stmt: &Stmt) -> u32 {
@@ -259,17 +268,63 @@ fn stmt_line(stmt: &Stmt) -> u32 {
     line_of(span)
 }
 
-/// The span of an expression's first token, attributes skipped.
+/// The span of an expression's first token, found by walking down its left
+/// edge. PERF: converting whole expressions to tokens for this made the macro
+/// quadratic in nesting depth.
 fn first_span(expr: &Expr) -> Span {
-    let mut tokens = expr.to_token_stream().into_iter().peekable();
-    while let Some(proc_macro2::TokenTree::Punct(p)) = tokens.peek() {
-        if p.as_char() != '#' {
-            break;
-        }
-        tokens.next();
-        tokens.next();
+    fn label(label: &Option<syn::Label>, otherwise: Span) -> Span {
+        label.as_ref().map_or(otherwise, |l| l.name.apostrophe)
     }
-    tokens.next().map_or_else(Span::call_site, |t| t.span())
+    fn path(path: &syn::Path) -> Span {
+        match (&path.leading_colon, path.segments.first()) {
+            (Some(colon), _) => colon.spans[0],
+            (None, Some(segment)) => segment.ident.span(),
+            (None, None) => Span::call_site(),
+        }
+    }
+    match expr {
+        Expr::Array(e) if e.attrs.is_empty() => e.bracket_token.span.open(),
+        Expr::Assign(e) if e.attrs.is_empty() => first_span(&e.left),
+        Expr::Await(e) if e.attrs.is_empty() => first_span(&e.base),
+        Expr::Binary(e) if e.attrs.is_empty() => first_span(&e.left),
+        Expr::Block(e) if e.attrs.is_empty() => label(&e.label, e.block.brace_token.span.open()),
+        Expr::Break(e) if e.attrs.is_empty() => e.break_token.span,
+        Expr::Call(e) if e.attrs.is_empty() => first_span(&e.func),
+        Expr::Cast(e) if e.attrs.is_empty() => first_span(&e.expr),
+        Expr::Continue(e) if e.attrs.is_empty() => e.continue_token.span,
+        Expr::Field(e) if e.attrs.is_empty() => first_span(&e.base),
+        Expr::ForLoop(e) if e.attrs.is_empty() => label(&e.label, e.for_token.span),
+        Expr::Group(e) if e.attrs.is_empty() => first_span(&e.expr),
+        Expr::If(e) if e.attrs.is_empty() => e.if_token.span,
+        Expr::Index(e) if e.attrs.is_empty() => first_span(&e.expr),
+        Expr::Let(e) if e.attrs.is_empty() => e.let_token.span,
+        Expr::Lit(e) if e.attrs.is_empty() => e.lit.span(),
+        Expr::Loop(e) if e.attrs.is_empty() => label(&e.label, e.loop_token.span),
+        Expr::Macro(e) if e.attrs.is_empty() => path(&e.mac.path),
+        Expr::Match(e) if e.attrs.is_empty() => e.match_token.span,
+        Expr::MethodCall(e) if e.attrs.is_empty() => first_span(&e.receiver),
+        Expr::Paren(e) if e.attrs.is_empty() => e.paren_token.span.open(),
+        Expr::Path(e) if e.attrs.is_empty() && e.qself.is_none() => path(&e.path),
+        Expr::Reference(e) if e.attrs.is_empty() => e.and_token.span,
+        Expr::Return(e) if e.attrs.is_empty() => e.return_token.span,
+        Expr::Struct(e) if e.attrs.is_empty() && e.qself.is_none() => path(&e.path),
+        Expr::Try(e) if e.attrs.is_empty() => first_span(&e.expr),
+        Expr::Tuple(e) if e.attrs.is_empty() => e.paren_token.span.open(),
+        Expr::Unsafe(e) if e.attrs.is_empty() => e.unsafe_token.span,
+        Expr::While(e) if e.attrs.is_empty() => label(&e.label, e.while_token.span),
+        // Rarer shapes, and anything with attributes: the first token.
+        _ => {
+            let mut tokens = expr.to_token_stream().into_iter().peekable();
+            while let Some(proc_macro2::TokenTree::Punct(p)) = tokens.peek() {
+                if p.as_char() != '#' {
+                    break;
+                }
+                tokens.next();
+                tokens.next();
+            }
+            tokens.next().map_or_else(Span::call_site, |t| t.span())
+        }
+    }
 }
 
 /// Statements of a block that start on one line and share one row.
@@ -284,9 +339,9 @@ impl Instrumenter {
         line >= self.first_line && line <= self.last_line
     }
 
-    fn new_cell(&mut self, line: u32) -> usize {
+    fn new_cell(&mut self, line: u32) -> u32 {
         self.cell_rows.push(line - self.first_line);
-        self.cell_rows.len() - 1
+        self.cell_rows.len() as u32 - 1
     }
 
     fn instrument_block(&mut self, block: &mut Block) {
@@ -309,7 +364,11 @@ impl Instrumenter {
         for group in &mut groups {
             group.probed = self.in_table(group.line)
                 && !self.ancestors.contains(&group.line)
-                && group.stmts.iter().any(|s| !matches!(s, Stmt::Item(_)));
+                && group.stmts.iter().any(|s| match s {
+                    Stmt::Item(_) => false,
+                    Stmt::Local(local) => local.init.is_some(),
+                    _ => true,
+                });
             self.ancestors.push(group.line);
             for stmt in &mut group.stmts {
                 self.visit_stmt_mut(stmt);
@@ -318,58 +377,77 @@ impl Instrumenter {
         }
 
         // What the block's locals free as it ends goes to its closing brace,
-        // if that line has a row of its own and something arms the scope end
-        // after the last statement (the tail's guard, when there is a tail).
+        // if that line has a row of its own.
         let close_line = line_of(block.brace_token.span.close());
-        let tail_probed = !has_tail || groups.last().is_some_and(|g| g.probed);
         let scope_end = binds_locals
-            && tail_probed
             && self.in_table(close_line)
             && !self.ancestors.contains(&close_line)
             && groups.iter().all(|g| g.line != close_line);
-
-        let (frame, guard, end) = (
-            self.frame.clone(),
-            self.guard.clone(),
-            local("__memprof_end"),
-        );
-        let mut out = Vec::new();
-        if scope_end {
-            let cell = self.new_cell(close_line);
-            out.push(parse_quote!(let #end = #frame.scope_end(#cell);));
+        if !scope_end && groups.iter().all(|g| !g.probed) {
+            block.stmts = groups.into_iter().flat_map(|g| g.stmts).collect();
+            return;
         }
+        let end_cell = if scope_end {
+            self.new_cell(close_line)
+        } else {
+            NO_CELL
+        };
+
+        // PERF: one cursor per block, one call per statement: no local, drop
+        // or unwind path per statement. (A guard `let` per statement nested
+        // so many scopes that rustc's debug-info builder overflowed its stack
+        // on a 2,000-statement function.)
+        let cursor = self.cursor.clone();
+        let frame = self.frame.clone();
+        let tail_guard = local("__memprof_tail");
+        let mut out: Vec<Stmt> = vec![parse_quote!(let #cursor = #frame.cursor();)];
         let count = groups.len();
+        let mut open = false;
         for (i, group) in groups.into_iter().enumerate() {
-            if !group.probed {
-                out.extend(group.stmts);
-                continue;
-            }
-            let cell = self.new_cell(group.line);
             let is_tail = has_tail && i + 1 == count;
-            // A lone `#[cfg]`-ed statement takes its guards with it.
-            let cfgs: Vec<_> = match group.stmts.as_slice() {
-                [Stmt::Local(l)] => cfg_attrs(&l.attrs),
-                [Stmt::Macro(m)] => cfg_attrs(&m.attrs),
-                _ => Vec::new(),
-            };
-            if is_tail && scope_end {
-                out.push(parse_quote!(let #guard = #frame.tail(#cell, &#end);));
-            } else {
-                out.push(parse_quote!(#(#cfgs)* let #guard = #frame.stmt(#cell);));
+            let runs = group.stmts.iter().any(|s| !matches!(s, Stmt::Item(_)));
+            if group.probed {
+                let cell = self.new_cell(group.line);
+                // A lone `#[cfg]`-ed statement takes its probe with it.
+                let cfgs: Vec<_> = match group.stmts.as_slice() {
+                    [Stmt::Local(l)] => cfg_attrs(&l.attrs),
+                    [Stmt::Macro(m)] => cfg_attrs(&m.attrs),
+                    _ => Vec::new(),
+                };
+                if is_tail {
+                    out.push(parse_quote!(let #tail_guard = #cursor.tail(#cell, #end_cell);));
+                } else {
+                    let mut enter = self.enter_template.clone();
+                    if let Stmt::Expr(Expr::MethodCall(call), _) = &mut enter {
+                        call.args[0] = cell_literal(cell);
+                        call.attrs.extend(cfgs);
+                    }
+                    out.push(enter);
+                    open = true;
+                }
+            } else if open && runs {
+                // A statement with no row of its own (it shares an enclosing
+                // statement's line) must not count towards the previous one.
+                out.push(parse_quote!(#[allow(unreachable_code)] #cursor.leave(#NO_CELL);));
+                open = false;
             }
             out.extend(group.stmts);
-            if !is_tail {
-                // NOTE: after a statement that diverges (`return x;`,
-                // `panic!()`), this line is unreachable; the guard then closes
-                // as the scope unwinds.
-                out.push(parse_quote!(#(#cfgs)* #[allow(unreachable_code)] #guard.exit();));
-            }
         }
-        if scope_end && !has_tail {
-            out.push(parse_quote!(#[allow(unreachable_code)] #end.arm();));
+        if !has_tail {
+            out.push(parse_quote!(#[allow(unreachable_code)] #cursor.leave(#end_cell);));
         }
         block.stmts = out;
     }
+}
+
+/// No row: the runtime's `u32::MAX`.
+const NO_CELL: u32 = u32::MAX;
+
+fn cell_literal(cell: u32) -> Expr {
+    Expr::Lit(syn::ExprLit {
+        attrs: Vec::new(),
+        lit: syn::Lit::Int(syn::LitInt::new(&cell.to_string(), Span::call_site())),
+    })
 }
 
 fn cfg_attrs(attrs: &[syn::Attribute]) -> Vec<syn::Attribute> {

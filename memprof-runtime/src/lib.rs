@@ -35,8 +35,8 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::probe::{
-        CallFrame, CallGuard, FnMeta, Instrumented, LineCell, MeasureGuard, Registration, Scope,
-        ScopeEnd, StmtGuard,
+        CallFrame, CallGuard, Cursor, FnMeta, Instrumented, LineCell, MeasureGuard, Registration,
+        Scope, TailGuard,
     };
     pub use inventory;
 }

@@ -17,9 +17,7 @@ use std::cell::Cell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
-use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
-};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::task::{Context, Poll};
 
 /// Whose allocations a region counts.
@@ -372,38 +370,14 @@ impl<const N: usize> CallFrame<N> {
         }
     }
 
-    /// Opens the region of the statement(s) reported on by cell `cell`.
+    /// The statement cursor of one block: see [`Cursor`].
     #[inline]
-    pub fn stmt(&self, cell: usize) -> StmtGuard<'_> {
-        StmtGuard {
-            cell: &self.cells[cell],
-            base: &self.base,
-            region: Region::open(self.meta.scope),
-            then: None,
-        }
-    }
-
-    /// Like [`CallFrame::stmt`], for a block's tail expression: when it
-    /// closes, the block's scope end `end` opens.
-    #[inline]
-    pub fn tail<'a>(&'a self, cell: usize, end: &'a ScopeEnd<'a>) -> StmtGuard<'a> {
-        StmtGuard {
-            cell: &self.cells[cell],
-            base: &self.base,
-            region: Region::open(self.meta.scope),
-            then: Some(end),
-        }
-    }
-
-    /// A block's scope end, reported on by cell `cell`: declared first in the
-    /// block, so dropped last, after the block's locals.
-    #[inline]
-    pub fn scope_end(&self, cell: usize) -> ScopeEnd<'_> {
-        ScopeEnd {
-            cell: &self.cells[cell],
+    pub fn cursor(&self) -> Cursor<'_> {
+        Cursor {
+            cells: &self.cells,
             base: &self.base,
             scope: self.meta.scope,
-            armed: AtomicBool::new(false),
+            cell: AtomicU32::new(NO_CELL),
             start: AtomicI64::new(0),
             saved: AtomicI64::new(0),
             watch_index: AtomicU32::new(u32::MAX),
@@ -412,30 +386,62 @@ impl<const N: usize> CallFrame<N> {
     }
 }
 
-/// Charges what a block frees as it ends, its locals going out of scope, to
-/// the row of its closing brace: the block's last statement arms it, and it
-/// closes when dropped. Not armed when the block is left early: those frees
-/// then belong to whichever regions are still open as the scope unwinds (the
-/// enclosing statements, or the call itself).
+/// No region open, or no scope-end row.
+const NO_CELL: u32 = u32::MAX;
+
+/// Walks one block's statements: [`Cursor::enter`] before each statement
+/// closes the previous statement's region and opens the next, so a statement
+/// costs one call and no local of its own. [`Cursor::leave`] after the last
+/// statement opens the region of the block's closing brace, where the
+/// block's locals are freed; the cursor, declared first in the block and so
+/// dropped last, closes it.
 ///
-/// Its state is atomic, not `Cell`, so that a future holding a reference to
-/// it across `.await` stays `Send`.
+/// Left early (`return`, `?`, `break`, a panic), the block drops its cursor
+/// as it unwinds, after its locals: the statement that was running is
+/// charged with what leaving freed.
+///
+/// Its state is atomic, not `Cell`, so that a future holding it across
+/// `.await` stays `Send`.
 #[derive(Debug)]
-pub struct ScopeEnd<'a> {
-    cell: &'a LineCell,
+pub struct Cursor<'a> {
+    cells: &'a [LineCell],
     base: &'a AtomicI64,
     scope: Scope,
-    armed: AtomicBool,
+    cell: AtomicU32,
     start: AtomicI64,
     saved: AtomicI64,
     watch_index: AtomicU32,
     watch_start: AtomicI64,
 }
 
-impl ScopeEnd<'_> {
-    /// Opens the scope end's region: the block's statements are done.
+impl Cursor<'_> {
+    /// Ends the current statement's region, if any, and starts cell `cell`'s.
     #[inline]
-    pub fn arm(&self) {
+    pub fn enter(&self, cell: u32) {
+        self.close();
+        self.open(cell);
+    }
+
+    /// Ends the current statement's region; then starts the closing brace's
+    /// region, cell `end`, unless it is `u32::MAX` (no such row).
+    #[inline]
+    pub fn leave(&self, end: u32) {
+        self.close();
+        if end != NO_CELL {
+            self.open(end);
+        }
+    }
+
+    /// Starts a block's tail expression (cell `cell`); when the returned
+    /// guard drops, right after the tail, the cursor moves on to `end`.
+    #[inline]
+    pub fn tail(&self, cell: u32, end: u32) -> TailGuard<'_, '_> {
+        self.enter(cell);
+        TailGuard { cursor: self, end }
+    }
+
+    #[inline]
+    fn open(&self, cell: u32) {
         let region = Region::open(self.scope);
         self.start.store(region.start, Relaxed);
         self.saved.store(region.saved, Relaxed);
@@ -444,16 +450,16 @@ impl ScopeEnd<'_> {
             self.watch_index.store(index, Relaxed);
             self.watch_start.store(start, Relaxed);
         }
-        self.armed.store(true, Relaxed);
+        self.cell.store(cell, Relaxed);
     }
-}
 
-impl Drop for ScopeEnd<'_> {
     #[inline]
-    fn drop(&mut self) {
-        if !self.armed.load(Relaxed) {
+    fn close(&self) {
+        let cell = self.cell.load(Relaxed);
+        if cell == NO_CELL {
             return;
         }
+        self.cell.store(NO_CELL, Relaxed);
         let mut region = Region {
             start: self.start.load(Relaxed),
             saved: self.saved.load(Relaxed),
@@ -465,8 +471,32 @@ impl Drop for ScopeEnd<'_> {
             }),
         };
         let stats = region.close();
-        self.cell
-            .record(stats.increment, stats.peak, mem_usage(self.base, &stats));
+        if let Some(row) = self.cells.get(cell as usize) {
+            row.record(stats.increment, stats.peak, mem_usage(self.base, &stats));
+        }
+    }
+}
+
+impl Drop for Cursor<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Moves a [`Cursor`] from a block's tail expression to its closing brace
+/// when dropped: after the tail's value is made, before the locals go.
+#[derive(Debug)]
+#[must_use]
+pub struct TailGuard<'c, 'a> {
+    cursor: &'c Cursor<'a>,
+    end: u32,
+}
+
+impl Drop for TailGuard<'_, '_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.cursor.leave(self.end);
     }
 }
 
@@ -483,37 +513,6 @@ struct FrameRef<'a> {
 #[inline]
 fn mem_usage(base: &AtomicI64, stats: &RegionStats) -> i64 {
     base.load(Relaxed) + stats.end
-}
-
-/// Closes a statement's region when dropped, recording it in its row. Dropped
-/// right after the statement, or during unwinding if the statement exits
-/// early through `return`, `?`, `break` or a panic.
-#[derive(Debug)]
-#[must_use]
-pub struct StmtGuard<'a> {
-    cell: &'a LineCell,
-    base: &'a AtomicI64,
-    region: Region,
-    /// For a block's tail: the scope end to open once this closes.
-    then: Option<&'a ScopeEnd<'a>>,
-}
-
-impl StmtGuard<'_> {
-    /// Closes the region now.
-    #[inline]
-    pub fn exit(self) {}
-}
-
-impl Drop for StmtGuard<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        let stats = self.region.close();
-        let mem = mem_usage(self.base, &stats);
-        self.cell.record(stats.increment, stats.peak, mem);
-        if let Some(end) = self.then {
-            end.arm();
-        }
-    }
 }
 
 /// Closes a call when dropped: records the `fn` row, then folds the call into
