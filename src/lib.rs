@@ -71,7 +71,31 @@ pub use memprof_macros::profile;
 #[doc(inline)]
 pub use memprof_macros::memit;
 
-pub use memprof_runtime::env::{RenderSettings, ReportMode, Unit};
+/// Fails (panics) unless the memory figures of an expression meet every
+/// condition, and returns the expression's value otherwise.
+///
+/// Conditions bound `peak`, `increment` (bytes; units B, KB, MB, GB, KiB,
+/// MiB, GiB, where MB means MiB as in pytest-memray), `allocations` or
+/// `deallocations` (counts), with `<`, `<=`, `==`, `>=` or `>`. The figures
+/// are the calling thread's, as [`measure`] gives them, so tests running in
+/// parallel do not disturb each other.
+///
+/// # Examples
+/// ```
+/// let n = memprof::assert_memory!(peak < 2 MiB, increment <= 0, {
+///     let scratch = vec![0u8; 1 << 20];
+///     scratch.len()
+/// });
+/// assert_eq!(n, 1 << 20);
+/// ```
+/// ```should_panic
+/// // memory assertion failed: `peak < 1 KiB`, but peak was 4.0 KiB (4096 B)
+/// memprof::assert_memory!(peak < 1 KiB, { vec![0u8; 4096] });
+/// ```
+#[doc(inline)]
+pub use memprof_macros::assert_memory;
+
+pub use memprof_runtime::env::{Output, RenderSettings, ReportMode, Unit};
 /// Runs `f` and measures the heap it used on the calling thread (or async
 /// task), without printing anything.
 ///

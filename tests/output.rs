@@ -174,3 +174,145 @@ fn json_carries_the_same_figures_as_the_report() {
     // Rows without statements are null, not zero.
     assert!(rows.iter().any(|r| r["increment"].is_null()));
 }
+
+#[test]
+fn child_exits_through_process_exit() {
+    if is_child() {
+        called_five_times(2000);
+        called_five_times(3000);
+        std::process::exit(0);
+    }
+}
+
+#[test]
+fn exit_mode_prints_also_when_the_program_calls_process_exit() {
+    let (out, _) = run_child(
+        "child_exits_through_process_exit",
+        &[("MEMPROF_REPORT", "exit")],
+    );
+    assert_eq!(tables(&out), 1, "{out}");
+    assert!(out.contains("Calls: 2 (aggregated)"), "{out}");
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("memprof-output-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn json_at_exit_matches_the_printed_table() {
+    let dir = scratch_dir("json");
+    let path = dir.join("report.json");
+    let (out, _) = run_child(
+        "child_five_calls",
+        &[
+            ("MEMPROF_REPORT", "exit"),
+            ("MEMPROF_UNIT", "B"),
+            ("MEMPROF_JSON", path.to_str().unwrap()),
+        ],
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let f = json["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "output::called_five_times")
+        .unwrap();
+    assert_eq!(f["calls"], 5);
+    // Every row with figures in the JSON appears, with the same bytes, in the
+    // printed table (fixed to bytes by MEMPROF_UNIT=B).
+    for row in f["lines"].as_array().unwrap() {
+        let Some(increment) = row["increment"].as_i64() else {
+            continue;
+        };
+        let line = row["line"].as_u64().unwrap();
+        let printed = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&line.to_string()))
+            .unwrap_or_else(|| panic!("line {line} not printed:\n{out}"));
+        let cols: Vec<&str> = printed.split_whitespace().collect();
+        assert_eq!(cols[1], row["mem_usage"].as_u64().unwrap().to_string());
+        assert_eq!(cols[3], increment.to_string(), "{printed}");
+        assert_eq!(
+            cols[5],
+            row["peak"].as_u64().unwrap().to_string(),
+            "{printed}"
+        );
+        assert_eq!(
+            cols[7],
+            row["occurrences"].as_u64().unwrap().to_string(),
+            "{printed}"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn output_goes_to_stderr_or_a_file_and_falls_back_to_stderr() {
+    let (out, err) = run_child(
+        "child_five_calls",
+        &[("MEMPROF_REPORT", "exit"), ("MEMPROF_OUTPUT", "stderr")],
+    );
+    assert_eq!((tables(&out), tables(&err)), (0, 1), "{out}\n{err}");
+
+    let dir = scratch_dir("file");
+    let path = dir.join("tables.txt");
+    let (out, _) = run_child(
+        "child_five_calls",
+        &[
+            ("MEMPROF_REPORT", "call"),
+            ("MEMPROF_OUTPUT", path.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(tables(&out), 0);
+    assert_eq!(tables(&std::fs::read_to_string(&path).unwrap()), 5);
+
+    let unwritable = dir.join("no-such-dir").join("tables.txt");
+    let (out, err) = run_child(
+        "child_five_calls",
+        &[
+            ("MEMPROF_REPORT", "call"),
+            ("MEMPROF_OUTPUT", unwritable.to_str().unwrap()),
+        ],
+    );
+    assert_eq!((tables(&out), tables(&err)), (0, 5), "{err}");
+    assert_eq!(
+        err.matches("memprof: cannot open MEMPROF_OUTPUT=").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("writing to stderr instead"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[profile]
+fn loud_and_quiet() -> usize {
+    let loud = vec![0u8; 2 << 20];
+    let quiet = vec![0u8; 10];
+    loud.len() + quiet.len()
+}
+
+#[test]
+fn child_loud_and_quiet() {
+    if is_child() {
+        loud_and_quiet();
+    }
+}
+
+#[test]
+fn min_increment_hides_quieter_lines() {
+    let (out, _) = run_child("child_loud_and_quiet", &[("MEMPROF_MIN_INCREMENT", "1MiB")]);
+    assert!(out.contains("let loud = vec!"), "{out}");
+    assert!(out.contains("fn loud_and_quiet"), "{out}");
+    assert!(!out.contains("let quiet"), "{out}");
+    assert!(!out.contains("#[profile]"), "{out}");
+    let (out, err) = run_child("child_loud_and_quiet", &[("MEMPROF_MIN_INCREMENT", "lots")]);
+    assert!(out.contains("let quiet"), "{out}");
+    assert_eq!(
+        err.matches("memprof: ignoring MEMPROF_MIN_INCREMENT=\"lots\"")
+            .count(),
+        1
+    );
+}

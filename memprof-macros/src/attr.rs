@@ -6,6 +6,8 @@ use syn::{LitStr, Token};
 
 mod kw {
     syn::custom_keyword!(scope);
+    syn::custom_keyword!(limit);
+    syn::custom_keyword!(max_retained);
 }
 
 /// Whose allocations the statements count.
@@ -19,9 +21,14 @@ pub(crate) enum Scope {
 #[derive(Default)]
 pub(crate) struct ProfileArgs {
     pub(crate) scope: Scope,
+    /// Highest rise a call may reach, as written (`limit = "24 MiB"`).
+    pub(crate) limit: Option<LitStr>,
+    /// Net bytes a call may leave allocated (`max_retained = "1 MiB"`).
+    pub(crate) max_retained: Option<LitStr>,
 }
 
 const EXPECTED: &str = "expected `scope = \"thread\"` or `scope = \"process\"`";
+const ARGUMENTS: &str = "expected `scope = \"thread\" | \"process\"`, `limit = \"<size>\"` or `max_retained = \"<size>\"`";
 
 impl Parse for ProfileArgs {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
@@ -38,19 +45,22 @@ impl Parse for ProfileArgs {
                     ));
                 }
                 input.parse::<Token![=]>()?;
-                let value: syn::Lit = input.parse()?;
-                let syn::Lit::Str(value) = value else {
-                    return Err(syn::Error::new_spanned(
-                        value,
-                        format!("`#[profile]` argument `scope` takes a string: {EXPECTED}"),
-                    ));
-                };
-                args.scope = parse_scope(&value)?;
+                args.scope = parse_scope(&string_value(input, "scope", EXPECTED)?)?;
+            } else if lookahead.peek(kw::limit) {
+                let key = input.parse::<kw::limit>()?;
+                input.parse::<Token![=]>()?;
+                let value = string_value(input, "limit", "a size such as `\"24 MiB\"`")?;
+                set_once(&mut args.limit, value, "limit", key.span)?;
+            } else if lookahead.peek(kw::max_retained) {
+                let key = input.parse::<kw::max_retained>()?;
+                input.parse::<Token![=]>()?;
+                let value = string_value(input, "max_retained", "a size such as `\"1 MiB\"`")?;
+                set_once(&mut args.max_retained, value, "max_retained", key.span)?;
             } else {
                 let token: proc_macro2::TokenTree = input.parse()?;
                 return Err(syn::Error::new_spanned(
                     &token,
-                    format!("unknown `#[profile]` argument `{token}`: {EXPECTED}"),
+                    format!("unknown `#[profile]` argument `{token}`: {ARGUMENTS}"),
                 ));
             }
             if !input.is_empty() {
@@ -59,6 +69,28 @@ impl Parse for ProfileArgs {
         }
         Ok(args)
     }
+}
+
+/// The string literal after `name =`.
+fn string_value(input: ParseStream<'_>, name: &str, expected: &str) -> syn::Result<LitStr> {
+    let value: syn::Lit = input.parse()?;
+    match value {
+        syn::Lit::Str(value) => Ok(value),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("`#[profile]` argument `{name}` takes a string: {expected}"),
+        )),
+    }
+}
+
+fn set_once(slot: &mut Option<LitStr>, value: LitStr, name: &str, key: Span) -> syn::Result<()> {
+    if slot.replace(value).is_some() {
+        return Err(syn::Error::new(
+            key,
+            format!("`#[profile]` argument `{name}` is given twice"),
+        ));
+    }
+    Ok(())
 }
 
 fn parse_scope(value: &LitStr) -> syn::Result<Scope> {

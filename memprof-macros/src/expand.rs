@@ -81,7 +81,7 @@ fn line_of(span: Span) -> u32 {
     span.unwrap().line() as u32
 }
 
-fn local(name: &str) -> Ident {
+pub(crate) fn local(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }
 
@@ -119,6 +119,13 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         Scope::Thread => quote!(::memprof::__private::Scope::Thread),
         Scope::Process => quote!(::memprof::__private::Scope::Process),
     };
+    // Sizes are parsed by the runtime's const parser while compiling the
+    // static below: a malformed one fails the build, pointing at the string.
+    let size = |lit: &Option<syn::LitStr>| match lit {
+        Some(lit) => quote::quote_spanned!(lit.span()=> ::memprof::__private::size_or_panic(#lit)),
+        None => quote!(::core::primitive::u64::MAX),
+    };
+    let (limit, max_retained) = (size(&args.limit), size(&args.max_retained));
     let frame = &instrumenter.frame;
     let call = local("__memprof_call");
     let ret = local("__memprof_ret");
@@ -169,7 +176,8 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             &[#(#cell_rows),*],
             &__MEMPROF_CELLS,
             #scope,
-        );
+        )
+        .with_limits(#limit, #max_retained);
         ::memprof::__private::inventory::submit! {
             ::memprof::__private::Registration(&__MEMPROF_META)
         }
@@ -489,15 +497,15 @@ pub(crate) fn memit(input: TokenStream) -> syn::Result<TokenStream> {
     let expr: Expr = syn::parse2(input)?;
     let guard = local("__memprof_memit");
     let value = local("__memprof_value");
+    // A `let`, not a `match`: the expression's temporaries are freed before
+    // the figures are read, in either edition, and `memit!(&temp())` still
+    // extends its temporary as `let x = &temp();` does.
     Ok(quote! {
         {
             let #guard = ::memprof::__private::MeasureGuard::start();
-            match #expr {
-                #value => {
-                    #guard.finish_memit();
-                    #value
-                }
-            }
+            let #value = #expr;
+            #guard.finish_memit();
+            #value
         }
     })
 }

@@ -4,6 +4,7 @@
 //! This crate only parses, checks and emits; everything that runs lives in
 //! `memprof-runtime`, reached through `::memprof::__private`.
 
+mod assert;
 mod attr;
 mod expand;
 
@@ -19,6 +20,15 @@ pub fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn memit(input: TokenStream) -> TokenStream {
     expand::memit(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Fails unless an expression's memory figures meet every condition; see
+/// `memprof::assert_memory`.
+#[proc_macro]
+pub fn assert_memory(input: TokenStream) -> TokenStream {
+    assert::assert_memory(input.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

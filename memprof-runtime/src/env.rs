@@ -4,6 +4,8 @@
 //! values, and the default is used.
 
 use crate::alloc::untracked;
+use crate::units::{SIZE_HELP, parse_size};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// When tables are printed (`MEMPROF_REPORT`).
@@ -60,6 +62,9 @@ pub struct RenderSettings {
     pub unit: Option<Unit>,
     /// Digits after the point for units above bytes.
     pub precision: usize,
+    /// Tables show only statement rows whose increment (either sign) or peak
+    /// reaches this many bytes, and the `fn` row (`MEMPROF_MIN_INCREMENT`).
+    pub min_increment: Option<u64>,
 }
 
 impl Default for RenderSettings {
@@ -67,14 +72,29 @@ impl Default for RenderSettings {
         RenderSettings {
             unit: None,
             precision: 1,
+            min_increment: None,
         }
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+/// Where printed output goes (`MEMPROF_OUTPUT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Standard output, through `print!` so that libtest captures it.
+    Stdout,
+    /// Standard error.
+    Stderr,
+    /// A file, created (or emptied) when memprof first writes to it.
+    File(PathBuf),
+}
+
+#[derive(Debug, Clone)]
 pub(crate) struct Config {
     pub(crate) report: ReportMode,
     pub(crate) render: RenderSettings,
+    pub(crate) output: Output,
+    /// Where to write `report().to_json()` at exit (`MEMPROF_JSON`).
+    pub(crate) json: Option<PathBuf>,
 }
 
 pub(crate) fn config() -> &'static Config {
@@ -106,9 +126,30 @@ fn load() -> Config {
         v.parse::<usize>().ok().filter(|p| *p <= 6)
     })
     .unwrap_or(1);
+    let min_increment = parse("MEMPROF_MIN_INCREMENT", SIZE_HELP, |v| parse_size(v).ok());
+    let output = parse(
+        "MEMPROF_OUTPUT",
+        "stdout, stderr or a file path",
+        |v| match v {
+            "" => None,
+            "stdout" => Some(Output::Stdout),
+            "stderr" => Some(Output::Stderr),
+            path => Some(Output::File(PathBuf::from(path))),
+        },
+    )
+    .unwrap_or(Output::Stdout);
+    let json = parse("MEMPROF_JSON", "a file path", |v| {
+        (!v.is_empty()).then(|| PathBuf::from(v))
+    });
     Config {
         report,
-        render: RenderSettings { unit, precision },
+        render: RenderSettings {
+            unit,
+            precision,
+            min_increment,
+        },
+        output,
+        json,
     }
 }
 

@@ -9,10 +9,12 @@
 #![warn(missing_docs)]
 
 pub mod alloc;
+mod budget;
 pub mod env;
 mod probe;
 mod render;
 mod report;
+pub mod units;
 
 pub use alloc::{Allocator, process_heap};
 pub use report::{
@@ -34,9 +36,11 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
 // Not public API. Used by generated code.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::budget::{Comparison, Condition, Quantity, check_memory};
     pub use crate::probe::{
         CallFrame, CallGuard, Cursor, FnMeta, Instrumented, LineCell, MeasureGuard, Registration,
         Scope, TailGuard,
     };
+    pub use crate::units::size_or_panic;
     pub use inventory;
 }

@@ -228,6 +228,11 @@ pub struct FnMeta {
     /// Figures over all calls so far.
     pub(crate) aggregate: &'static [LineCell],
     pub(crate) scope: Scope,
+    /// Highest rise a call may reach (`limit`); `u64::MAX` for none.
+    pub(crate) peak_limit: u64,
+    /// Net bytes a call may leave allocated (`max_retained`); `u64::MAX`
+    /// for none.
+    pub(crate) retained_limit: u64,
     pub(crate) calls: AtomicU64,
     pub(crate) outer_calls: AtomicU64,
 }
@@ -252,9 +257,19 @@ impl FnMeta {
             cell_rows,
             aggregate,
             scope,
+            peak_limit: u64::MAX,
+            retained_limit: u64::MAX,
             calls: AtomicU64::new(0),
             outer_calls: AtomicU64::new(0),
         }
+    }
+
+    /// Sets the memory budgets of each call: its peak, and the net bytes it
+    /// leaves allocated. `u64::MAX` means none.
+    pub const fn with_limits(mut self, peak: u64, retained: u64) -> Self {
+        self.peak_limit = peak;
+        self.retained_limit = retained;
+        self
     }
 
     /// The function's path, such as `quickstart::addition` or
@@ -535,6 +550,11 @@ impl Drop for CallGuard<'_> {
             let _ = CALLS.try_with(|stack| stack.depth.set(stack.depth.get().saturating_sub(1)));
         }
         frame.meta.calls.fetch_add(1, Relaxed);
+        let over_budget = crate::budget::Budget::check(frame.meta, &stats);
+        // The call's own table, for a budget message, before it is merged.
+        let message = over_budget
+            .filter(|_| !std::thread::panicking())
+            .map(|budget| budget.message(frame.meta, frame.cells));
         let outer = frame.outer.load(Relaxed);
         if outer != 0 {
             // SAFETY: `outer` is the address of the cells of a frame of the
@@ -545,13 +565,18 @@ impl Drop for CallGuard<'_> {
             for (dst, src) in outer.iter().zip(frame.cells) {
                 dst.absorb_owned(src);
             }
-            return;
+        } else {
+            for (dst, src) in frame.meta.aggregate.iter().zip(frame.cells) {
+                dst.absorb_shared(src);
+            }
+            let nth = frame.meta.outer_calls.fetch_add(1, Relaxed) + 1;
+            crate::report::call_finished(frame.meta, frame.cells, nth);
         }
-        for (dst, src) in frame.meta.aggregate.iter().zip(frame.cells) {
-            dst.absorb_shared(src);
+        if let Some(message) = message {
+            // A budget is an assertion: the call fails after it returns, as
+            // pytest-memray's `limit_memory` fails a test.
+            panic!("{message}");
         }
-        let nth = frame.meta.outer_calls.fetch_add(1, Relaxed) + 1;
-        crate::report::call_finished(frame.meta, frame.cells, nth);
     }
 }
 
@@ -721,6 +746,11 @@ impl MeasureGuard {
             deallocations: deallocs.wrapping_sub(self.counts.1),
         };
         (m, self.heap_before)
+    }
+
+    /// Ends the measurement and returns its figures.
+    pub fn measurement(self) -> Measurement {
+        self.finish().0
     }
 
     /// Ends the measurement and prints `peak memory: X, increment: Y` as

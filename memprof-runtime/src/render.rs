@@ -41,7 +41,15 @@ pub(crate) fn table(
         "Occurrences",
         "Line Contents",
     ]);
-    for line in &function.lines {
+    let fn_row = function.lines.iter().position(|l| l.increment.is_some());
+    for (i, line) in function.lines.iter().enumerate() {
+        if let Some(min) = settings.min_increment {
+            let loud = line.increment.is_some_and(|v| v.unsigned_abs() >= min)
+                || line.peak.is_some_and(|v| v >= min);
+            if !loud && Some(i) != fn_row {
+                continue;
+            }
+        }
         let figure = |v: Option<i64>| v.map(|v| bytes(v, settings)).unwrap_or_default();
         builder.push_record([
             line.line.to_string(),
@@ -103,11 +111,13 @@ mod tests {
         let s = RenderSettings {
             unit: Some(Unit::MiB),
             precision: 3,
+            min_increment: None,
         };
         assert_eq!(bytes(1 << 19, &s), "0.500 MiB");
         let s = RenderSettings {
             unit: Some(Unit::B),
             precision: 3,
+            min_increment: None,
         };
         assert_eq!(bytes(1 << 20, &s), "1048576 B");
     }

@@ -4,7 +4,7 @@
 //! tables at process exit; [`crate::env`] picks which (`MEMPROF_REPORT`).
 
 use crate::alloc::{self, untracked};
-use crate::env::{self, ReportMode};
+use crate::env::{self, Output, ReportMode};
 use crate::probe::{FnMeta, LineCell, Registration};
 use std::fmt;
 use std::sync::Once;
@@ -208,7 +208,7 @@ pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64)
             ReportMode::Auto => nth <= AUTO_CALL_TABLES,
             ReportMode::Exit | ReportMode::Off => false,
         };
-        if matches!(config.report, ReportMode::Auto | ReportMode::Exit) {
+        if matches!(config.report, ReportMode::Auto | ReportMode::Exit) || config.json.is_some() {
             register_exit_hook();
         }
         if !print_now {
@@ -236,7 +236,10 @@ fn register_exit_hook() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         extern "C" fn at_exit() {
-            untracked(print_exit_tables);
+            untracked(|| {
+                print_exit_tables();
+                write_json();
+            });
         }
         // SAFETY: `at_exit` is a plain `extern "C" fn` that never unwinds
         // (everything it calls catches panics), as `atexit` requires.
@@ -270,14 +273,64 @@ fn print_exit_tables() {
     }
 }
 
-/// Writes `text` to stdout through `print!`, so that libtest's capture sees
-/// it; falls back to stderr if stdout fails.
-pub(crate) fn emit(text: &str) {
-    let printed = std::panic::catch_unwind(|| print!("{text}")).is_ok();
-    if !printed {
-        use std::io::Write;
-        let _ = std::io::stderr().write_all(text.as_bytes());
+/// `MEMPROF_JSON`: the aggregated report, written at exit.
+fn write_json() {
+    let Some(path) = &env::config().json else {
+        return;
+    };
+    if let Err(err) = std::fs::write(path, report().to_json()) {
+        eprintln!(
+            "memprof: cannot write MEMPROF_JSON={}: {err}",
+            path.display()
+        );
     }
+}
+
+/// Writes `text` where `MEMPROF_OUTPUT` says: stdout through `print!` (so
+/// that libtest's capture sees it), stderr, or a file. Anything that fails
+/// falls back to stderr; nothing here panics.
+pub(crate) fn emit(text: &str) {
+    untracked(|| match &env::config().output {
+        Output::Stdout => {
+            if std::panic::catch_unwind(|| print!("{text}")).is_err() {
+                to_stderr(text);
+            }
+        }
+        Output::Stderr => to_stderr(text),
+        Output::File(path) => match output_file(path) {
+            Some(file) => {
+                use std::io::Write;
+                let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+                if file.write_all(text.as_bytes()).is_err() {
+                    to_stderr(text);
+                }
+            }
+            None => to_stderr(text),
+        },
+    });
+}
+
+fn to_stderr(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// The `MEMPROF_OUTPUT` file, created at the first write; `None`, after one
+/// warning, if it cannot be.
+fn output_file(path: &std::path::Path) -> Option<&'static std::sync::Mutex<std::fs::File>> {
+    static FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
+        std::sync::OnceLock::new();
+    FILE.get_or_init(|| match std::fs::File::create(path) {
+        Ok(file) => Some(std::sync::Mutex::new(file)),
+        Err(err) => {
+            eprintln!(
+                "memprof: cannot open MEMPROF_OUTPUT={}: {err}; writing to stderr instead",
+                path.display()
+            );
+            None
+        }
+    })
+    .as_ref()
 }
 
 pub(crate) fn warn_not_installed() {

@@ -1,0 +1,189 @@
+//! Memory budgets: `#[profile(limit = .., max_retained = ..)]` and
+//! `assert_memory!`, which fail a call or an expression that uses too much.
+
+use crate::alloc::untracked;
+use crate::env;
+use crate::probe::{FnMeta, LineCell, RegionStats};
+use crate::report::{FunctionReport, LineReport, Measurement, function_report};
+
+/// A call over one of its budgets (`#[profile(limit = .., max_retained = ..)]`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    peak: Option<(u64, u64)>,
+    retained: Option<(u64, u64)>,
+}
+
+impl Budget {
+    /// The budgets `stats` broke, if any.
+    pub(crate) fn check(meta: &FnMeta, stats: &RegionStats) -> Option<Budget> {
+        let peak = (stats.peak > meta.peak_limit).then_some((stats.peak, meta.peak_limit));
+        let retained = u64::try_from(stats.increment)
+            .ok()
+            .filter(|r| *r > meta.retained_limit)
+            .map(|r| (r, meta.retained_limit));
+        (peak.is_some() || retained.is_some()).then_some(Budget { peak, retained })
+    }
+
+    /// `memory limit exceeded in <fn>: peak <X> > limit <L>`, then the call's
+    /// table with the lines responsible marked.
+    pub(crate) fn message(&self, meta: &FnMeta, cells: &[LineCell]) -> String {
+        untracked(|| {
+            let settings = env::config().render;
+            let b = |n: u64| crate::render::bytes(n as i64, &settings);
+            let mut report = function_report(meta, cells, 1);
+            let mut what = Vec::new();
+            if let Some((peak, limit)) = self.peak {
+                what.push(format!("peak {} > limit {}", b(peak), b(limit)));
+                mark(&mut report, limit, "peak", |l| l.peak.map(|p| p as i64));
+            }
+            if let Some((retained, limit)) = self.retained {
+                what.push(format!(
+                    "retained {} > max_retained {}",
+                    b(retained),
+                    b(limit)
+                ));
+                mark(&mut report, limit, "increment", |l| l.increment);
+            }
+            format!(
+                "memory limit exceeded in {}: {}\n\n{}",
+                report.name,
+                what.join(", "),
+                crate::render::table(&report, false, &settings)
+            )
+        })
+    }
+}
+
+/// Marks the statement rows whose `figure` alone exceeds `limit`, or else
+/// the one with the largest figure: the lines to look at first. (Which bytes
+/// a call retains is not known line by line, so an increment marked here may
+/// have been freed again further down.)
+fn mark(
+    report: &mut FunctionReport,
+    limit: u64,
+    name: &str,
+    figure: impl Fn(&LineReport) -> Option<i64>,
+) {
+    let mark = format!("   <-- {name} over the limit");
+    let mark = mark.as_str();
+    let fn_row = report.lines.iter().position(|l| l.increment.is_some());
+    let statements = || {
+        report
+            .lines
+            .iter()
+            .enumerate()
+            .filter(|(i, l)| Some(*i) != fn_row && figure(l).is_some_and(|v| v > 0))
+    };
+    let over: Vec<usize> = statements()
+        .filter(|(_, l)| figure(l).is_some_and(|v| v as u64 > limit))
+        .map(|(i, _)| i)
+        .collect();
+    let chosen = if over.is_empty() {
+        statements()
+            .max_by_key(|(_, l)| figure(l))
+            .map(|(i, _)| i)
+            .into_iter()
+            .collect()
+    } else {
+        over
+    };
+    for i in chosen {
+        report.lines[i].contents.push_str(mark);
+    }
+}
+
+/// A figure of a [`Measurement`] that `assert_memory!` can bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    /// [`Measurement::peak`].
+    Peak,
+    /// [`Measurement::increment`].
+    Increment,
+    /// [`Measurement::allocations`].
+    Allocations,
+    /// [`Measurement::deallocations`].
+    Deallocations,
+}
+
+/// A comparison in an `assert_memory!` condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `==`
+    Eq,
+    /// `>=`
+    Ge,
+    /// `>`
+    Gt,
+}
+
+/// One condition of `assert_memory!`, such as `peak < 10 MiB`.
+#[derive(Debug, Clone, Copy)]
+pub struct Condition {
+    /// What is bounded.
+    pub quantity: Quantity,
+    /// How.
+    pub comparison: Comparison,
+    /// The bound, in bytes (or a count, for allocations).
+    pub bound: i128,
+    /// The condition as written.
+    pub text: &'static str,
+}
+
+/// Panics, listing each failed condition with the measured figure, unless
+/// `m` meets every one of `conditions`.
+pub fn check_memory(m: &Measurement, conditions: &[Condition]) {
+    let failed: Vec<&Condition> = conditions.iter().filter(|c| !holds(m, c)).collect();
+    if failed.is_empty() {
+        return;
+    }
+    let message = untracked(|| {
+        let settings = env::config().render;
+        let reasons: Vec<String> = failed
+            .iter()
+            .map(|c| {
+                let (name, value) = figure(m, c.quantity);
+                let shown = match c.quantity {
+                    Quantity::Peak | Quantity::Increment => format!(
+                        "{} ({value} B)",
+                        crate::render::bytes(value as i64, &settings)
+                    ),
+                    Quantity::Allocations | Quantity::Deallocations => value.to_string(),
+                };
+                format!("`{}`, but {name} was {shown}", c.text)
+            })
+            .collect();
+        format!(
+            "memory assertion failed: {}\nmeasured: increment {} B, peak {} B, {} allocations, {} deallocations",
+            reasons.join("; "),
+            m.increment,
+            m.peak,
+            m.allocations,
+            m.deallocations
+        )
+    });
+    panic!("{message}");
+}
+
+fn figure(m: &Measurement, quantity: Quantity) -> (&'static str, i128) {
+    match quantity {
+        Quantity::Peak => ("peak", m.peak as i128),
+        Quantity::Increment => ("increment", m.increment as i128),
+        Quantity::Allocations => ("allocations", m.allocations as i128),
+        Quantity::Deallocations => ("deallocations", m.deallocations as i128),
+    }
+}
+
+fn holds(m: &Measurement, c: &Condition) -> bool {
+    let value = figure(m, c.quantity).1;
+    match c.comparison {
+        Comparison::Lt => value < c.bound,
+        Comparison::Le => value <= c.bound,
+        Comparison::Eq => value == c.bound,
+        Comparison::Ge => value >= c.bound,
+        Comparison::Gt => value > c.bound,
+    }
+}

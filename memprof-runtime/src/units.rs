@@ -1,0 +1,156 @@
+//! Sizes written as text: `"24 MiB"`, `"1.5GB"`, `"512 b"`.
+//!
+//! Units follow pytest-memray's parser: B, KB, MB, GB, KiB, MiB and GiB,
+//! case-insensitive, with decimals allowed. As in pytest-memray, KB, MB and
+//! GB are binary: `"1 MB"` is 2^20 bytes, the same as `"1 MiB"`. A bare
+//! number is bytes. Fractions of a byte are dropped.
+//!
+//! The parser is a `const fn`, so a limit written in `#[profile(limit = ..)]`
+//! is checked while compiling.
+
+/// Why a size did not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeError {
+    /// No digits where the number should be.
+    NoNumber,
+    /// Not one of B, KB, MB, GB, KiB, MiB, GiB.
+    UnknownUnit,
+    /// More than `u64::MAX` bytes.
+    TooLarge,
+}
+
+/// The accepted forms, for messages.
+pub const SIZE_HELP: &str =
+    "a size such as \"24 MiB\" or \"1.5 GB\" (units B, KB, MB, GB, KiB, MiB, GiB; MB = MiB)";
+
+const fn unit_is(bytes: &[u8], start: usize, end: usize, unit: &[u8]) -> bool {
+    if end - start != unit.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < unit.len() {
+        if bytes[start + i].to_ascii_lowercase() != unit[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Parses a size; see the module documentation for the accepted forms.
+pub const fn parse_size(text: &str) -> Result<u64, SizeError> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    let mut whole: u128 = 0;
+    let mut digits = 0;
+    while i < b.len() && b[i].is_ascii_digit() {
+        whole = whole * 10 + (b[i] - b'0') as u128;
+        if whole > u64::MAX as u128 {
+            return Err(SizeError::TooLarge);
+        }
+        digits += 1;
+        i += 1;
+    }
+    let mut fraction: u128 = 0;
+    let mut scale: u128 = 1;
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            // Digits beyond a billionth of a unit cannot change the bytes.
+            if scale < 1_000_000_000_000_000_000 {
+                fraction = fraction * 10 + (b[i] - b'0') as u128;
+                scale *= 10;
+            }
+            digits += 1;
+            i += 1;
+        }
+    }
+    if digits == 0 {
+        return Err(SizeError::NoNumber);
+    }
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    let mut end = b.len();
+    while end > i && b[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    let unit: u128 = if end == i || unit_is(b, i, end, b"b") {
+        1
+    } else if unit_is(b, i, end, b"kb") || unit_is(b, i, end, b"kib") {
+        1 << 10
+    } else if unit_is(b, i, end, b"mb") || unit_is(b, i, end, b"mib") {
+        1 << 20
+    } else if unit_is(b, i, end, b"gb") || unit_is(b, i, end, b"gib") {
+        1 << 30
+    } else {
+        return Err(SizeError::UnknownUnit);
+    };
+    let bytes = whole * unit + fraction * unit / scale;
+    if bytes > u64::MAX as u128 {
+        return Err(SizeError::TooLarge);
+    }
+    Ok(bytes as u64)
+}
+
+/// [`parse_size`] for generated code: evaluated while compiling, so a
+/// malformed size fails the build with this message.
+pub const fn size_or_panic(text: &str) -> u64 {
+    match parse_size(text) {
+        Ok(bytes) => bytes,
+        Err(SizeError::NoNumber) => {
+            panic!("memprof: a size needs a number, as in \"24 MiB\"")
+        }
+        Err(SizeError::UnknownUnit) => {
+            panic!("memprof: unknown size unit; use B, KB, MB, GB, KiB, MiB or GiB")
+        }
+        Err(SizeError::TooLarge) => panic!("memprof: size larger than u64::MAX bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_are_binary_and_case_insensitive() {
+        assert_eq!(parse_size("24 MiB"), Ok(24 << 20));
+        assert_eq!(parse_size("24 MB"), Ok(24 << 20));
+        assert_eq!(parse_size("24mb"), Ok(24 << 20));
+        assert_eq!(parse_size("1 kb"), Ok(1024));
+        assert_eq!(parse_size("1KiB"), Ok(1024));
+        assert_eq!(parse_size("2 GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("2 gb"), Ok(2 << 30));
+        assert_eq!(parse_size("512 B"), Ok(512));
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("  7  b  "), Ok(7));
+    }
+
+    #[test]
+    fn decimals_are_exact_down_to_the_byte() {
+        assert_eq!(parse_size("1.5 MiB"), Ok(3 << 19));
+        assert_eq!(parse_size("0.5KB"), Ok(512));
+        assert_eq!(parse_size(".25 KiB"), Ok(256));
+        assert_eq!(parse_size("1.0009765625 KiB"), Ok(1025));
+        assert_eq!(parse_size("2.7 B"), Ok(2));
+    }
+
+    #[test]
+    fn malformed_sizes_say_why() {
+        assert_eq!(parse_size(""), Err(SizeError::NoNumber));
+        assert_eq!(parse_size("MiB"), Err(SizeError::NoNumber));
+        assert_eq!(parse_size("12 parsecs"), Err(SizeError::UnknownUnit));
+        assert_eq!(parse_size("12 TB"), Err(SizeError::UnknownUnit));
+        assert_eq!(parse_size("-1 MiB"), Err(SizeError::NoNumber));
+        assert_eq!(parse_size("99999999999 GiB"), Err(SizeError::TooLarge));
+    }
+
+    #[test]
+    fn usable_at_compile_time() {
+        const LIMIT: u64 = size_or_panic("24 MiB");
+        assert_eq!(LIMIT, 24 << 20);
+    }
+}

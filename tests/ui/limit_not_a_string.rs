@@ -1,0 +1,4 @@
+#[memprof::profile(limit = 24)]
+fn work() {}
+
+fn main() {}

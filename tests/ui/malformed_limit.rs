@@ -1,0 +1,4 @@
+#[memprof::profile(limit = "12 parsecs")]
+fn work() {}
+
+fn main() {}
