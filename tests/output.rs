@@ -2,6 +2,9 @@
 //! test binary on one `child_*` test with `MEMPROF_CHILD` set, then reads
 //! what that child printed (tables printed at exit included).
 
+// The point is to allocate on the heap.
+#![allow(clippy::useless_vec)]
+
 use memprof::{memit, profile};
 use std::process::Command;
 
