@@ -95,6 +95,43 @@ pub use memprof_macros::memit;
 #[doc(inline)]
 pub use memprof_macros::assert_memory;
 
+/// A checkpoint, like Pytorch-Memory-Utils' `MemTracker.track()`: prints
+/// the process heap here, this thread's net change since its previous
+/// checkpoint, and what it allocated (`+`) and freed (`-`) since then,
+/// grouped by power-of-two size class:
+///
+/// ```text
+/// At src/main.rs:12 app::load: heap 3.2 MiB (+3.0 MiB since last)
+/// + 3 × [1 MiB, 2 MiB) = 3.0 MiB
+/// - 1 × [256 KiB, 512 KiB) = 300.0 KiB
+/// ```
+///
+/// `track!(to = "memory.log")` appends to a file instead. Counting by size
+/// class starts at a thread's first checkpoint: it costs one array increment
+/// per allocation on that thread, and nothing anywhere else.
+///
+/// ```
+/// memprof::track!();
+/// let v = vec![0u8; 3 << 20];
+/// memprof::track!();
+/// # drop(v);
+/// ```
+#[macro_export]
+macro_rules! track {
+    () => {
+        $crate::track!(@at ::core::option::Option::None)
+    };
+    (to = $path:expr $(,)?) => {
+        $crate::track!(@at ::core::option::Option::Some(::core::convert::AsRef::<str>::as_ref(&$path)))
+    };
+    (@at $to:expr) => {
+        $crate::__private::track(::core::file!(), ::core::line!(), {
+            fn __memprof_here() {}
+            ::core::any::type_name_of_val(&__memprof_here)
+        }, $to)
+    };
+}
+
 pub use memprof_runtime::env::{Output, RenderSettings, ReportMode, Unit};
 /// Runs `f` and measures the heap it used on the calling thread (or async
 /// task), without printing anything.

@@ -63,7 +63,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
         // SAFETY: forwarded with the caller's guarantees.
         let ptr = unsafe { self.inner.alloc(layout) };
         if !ptr.is_null() {
-            record::<1, 0>(layout.size() as i64);
+            record::<1, 0>(layout.size(), 0);
         }
         ptr
     }
@@ -73,7 +73,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
         // SAFETY: forwarded with the caller's guarantees.
         let ptr = unsafe { self.inner.alloc_zeroed(layout) };
         if !ptr.is_null() {
-            record::<1, 0>(layout.size() as i64);
+            record::<1, 0>(layout.size(), 0);
         }
         ptr
     }
@@ -82,7 +82,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // PERF: counted first, so the inner call is a tail call with nothing
         // to keep alive across it; a free cannot fail.
-        record::<0, 1>(-(layout.size() as i64));
+        record::<0, 1>(0, layout.size());
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { self.inner.dealloc(ptr, layout) };
     }
@@ -94,7 +94,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
         if !new.is_null() {
             // NOTE: a realloc counts as one allocation and one deallocation,
             // and moves the byte count by the size difference only.
-            record::<1, 1>(new_size as i64 - layout.size() as i64);
+            record::<1, 1>(new_size, layout.size());
         }
         new
     }
@@ -142,6 +142,8 @@ const UNCLAIMED: u8 = 1;
 const OVERFLOW_SLOT: u8 = 2;
 /// Inside [`untracked`]: nothing is counted.
 const PAUSED: u8 = 3;
+/// Counting, and also counting by size class for `track!` checkpoints.
+const TRACKING: u8 = 4;
 
 /// The calling thread's counters. Only this thread reads or writes them.
 ///
@@ -169,6 +171,8 @@ pub(crate) struct ThreadCounters {
     pub(crate) adjust_deallocs: Cell<u64>,
     pub(crate) carry: Cell<i64>,
     pub(crate) hi: Cell<i64>,
+    /// Set by the thread's first `track!`: count by size class from now on.
+    wants_tracking: Cell<bool>,
 }
 
 thread_local! {
@@ -187,6 +191,7 @@ thread_local! {
             adjust_deallocs: Cell::new(0),
             carry: Cell::new(i64::MIN),
             hi: Cell::new(i64::MIN),
+            wants_tracking: Cell::new(false),
         }
     };
 }
@@ -201,13 +206,15 @@ impl ThreadCounters {
     }
 }
 
-/// Updates this thread's counters by `delta` bytes, `A` allocations and `D`
-/// deallocations. Never allocates, locks or panics.
+/// Updates this thread's counters for `allocated` bytes handed out and
+/// `freed` bytes returned, `A` allocations and `D` deallocations. Never
+/// allocates, locks or panics.
 #[inline(always)]
-fn record<const A: u64, const D: u64>(delta: i64) {
+fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) {
+    let delta = allocated as i64 - freed as i64;
     let _ = THREAD.try_with(|t| {
         if t.mode.get() != COUNTING {
-            return record_slow(t, delta, A, D);
+            return record_slow(t, allocated, freed, A, D);
         }
         // SAFETY: in `COUNTING` mode `slot` points into the static `SLOTS`.
         let slot = unsafe { &*t.slot.get() };
@@ -238,14 +245,25 @@ fn count(t: &ThreadCounters, slot: &Slot, delta: i64, allocs: u64, deallocs: u64
 
 #[cold]
 #[inline(never)]
-fn record_slow(t: &ThreadCounters, delta: i64, allocs: u64, deallocs: u64) {
+fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, deallocs: u64) {
+    let delta = allocated as i64 - freed as i64;
     match t.mode.get() {
         PAUSED => return,
+        TRACKING => {
+            // SAFETY: in `TRACKING` mode, as in `COUNTING`, `slot` points
+            // into the static `SLOTS`.
+            count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs);
+            crate::track::count_classes(allocated, freed);
+        }
         UNCLAIMED => {
             INSTALLED.store(true, Relaxed);
             let slot = match claim_slot() {
                 Some(slot) => {
-                    t.mode.set(COUNTING);
+                    t.mode.set(if t.wants_tracking.get() {
+                        TRACKING
+                    } else {
+                        COUNTING
+                    });
                     slot
                 }
                 None => {
@@ -260,6 +278,9 @@ fn record_slow(t: &ThreadCounters, delta: i64, allocs: u64, deallocs: u64) {
         _ => {
             count(t, &t.private, delta, allocs, deallocs);
             OVERFLOW.net.fetch_add(delta, Relaxed);
+            if t.wants_tracking.get() {
+                crate::track::count_classes(allocated, freed);
+            }
         }
     }
     if WATCH_MASK.load(Relaxed) != 0 {
@@ -285,6 +306,11 @@ pub fn is_installed() -> bool {
     INSTALLED.load(Relaxed)
 }
 
+/// This thread's own net count (not shifted into an async task's terms).
+pub(crate) fn thread_net() -> i64 {
+    THREAD.try_with(ThreadCounters::net).unwrap_or(0)
+}
+
 /// Net heap bytes of the whole process: the sum of every thread's slot. Costs
 /// one pass over the slots claimed so far.
 pub(crate) fn process_net() -> i64 {
@@ -301,6 +327,17 @@ pub fn process_heap() -> u64 {
     process_net().max(0) as u64
 }
 
+/// Starts counting this thread's allocations by size class, for `track!`.
+/// From then on its allocations take the allocator's slow path.
+pub(crate) fn start_tracking() {
+    let _ = THREAD.try_with(|t| {
+        t.wants_tracking.set(true);
+        if t.mode.get() == COUNTING {
+            t.mode.set(TRACKING);
+        }
+    });
+}
+
 /// Runs `f` with this thread's counting paused: what `f` allocates and frees
 /// shows in no figure. Everything `f` allocates must be freed inside `f` too,
 /// or live for the rest of the process.
@@ -308,7 +345,11 @@ pub(crate) fn untracked<R>(f: impl FnOnce() -> R) -> R {
     struct Resume(u8);
     impl Drop for Resume {
         fn drop(&mut self) {
-            let _ = THREAD.try_with(|t| t.mode.set(self.0));
+            let _ = THREAD.try_with(|t| {
+                // A `track!` inside may have asked for size classes.
+                let tracking = self.0 == COUNTING && t.wants_tracking.get();
+                t.mode.set(if tracking { TRACKING } else { self.0 });
+            });
         }
     }
     let was = THREAD

@@ -14,6 +14,7 @@ pub mod env;
 mod probe;
 mod render;
 mod report;
+mod track;
 pub mod units;
 
 pub use alloc::{Allocator, process_heap};
@@ -41,6 +42,7 @@ pub mod __private {
         CallFrame, CallGuard, Cursor, FnMeta, Instrumented, LineCell, MeasureGuard, Registration,
         Scope, TailGuard,
     };
+    pub use crate::track::track;
     pub use crate::units::size_or_panic;
     pub use inventory;
 }
