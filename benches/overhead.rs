@@ -111,24 +111,22 @@ fn allocator_row(title: &str, variants: &[(&str, &dyn Fn())]) -> Vec<f64> {
     ratios
 }
 
-#[memprof::profile]
-fn probed_loop(n: u64) -> u64 {
-    let mut acc = 0u64;
-    for i in 0..n {
-        acc = acc.wrapping_add(black_box(i));
-        black_box(&mut acc);
-    }
-    acc
+/// The same loop twice: with `#[profile]` and without.
+macro_rules! summing_loop {
+    ($name:ident $(#[$attr:meta])*) => {
+        $(#[$attr])*
+        fn $name(n: u64) -> u64 {
+            let mut acc = 0u64;
+            for i in 0..n {
+                acc = acc.wrapping_add(black_box(i));
+                black_box(&mut acc);
+            }
+            acc
+        }
+    };
 }
-
-fn plain_loop(n: u64) -> u64 {
-    let mut acc = 0u64;
-    for i in 0..n {
-        acc = acc.wrapping_add(black_box(i));
-        black_box(&mut acc);
-    }
-    acc
-}
+summing_loop!(probed_loop #[memprof::profile]);
+summing_loop!(plain_loop);
 
 fn main() {
     // NOTE: the tables of `probed_loop` would only clutter the output.

@@ -28,6 +28,8 @@ fn a_test_over_its_limit_fails() {
     scratch(2 << 20);
 }
 
+// The same as `scratch`, with a table of its own: the test above calls
+// `scratch` at the same time, from another test thread.
 #[profile(limit = "1 MiB")]
 fn scratch_again(bytes: usize) -> usize {
     let small = vec![0u8; 1000];
