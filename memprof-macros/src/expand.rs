@@ -1,11 +1,12 @@
 //! Code generation for `#[profile]` and `memit!`.
 //!
 //! `#[profile]` keeps the function's signature and attributes as written and
-//! rewrites its body: a call frame and a call guard first, then a statement
-//! guard around each group of statements that start on the same line, in
-//! every nested block (not in closures, async blocks, const contexts or
-//! items). Guards close their region when dropped, so early `return`, `?`,
-//! `break` and panics are recorded without special cases.
+//! rewrites its body: a call frame and a call guard first; then, in every
+//! nested block (not in closures, async blocks, const contexts or items), a
+//! cursor declared first and a `cursor.enter(cell)` before each group of
+//! statements that start on the same line. The cursor and the call guard
+//! close their regions when dropped, so early `return`, `?`, `break` and
+//! panics are recorded without special cases.
 
 use crate::attr::{ProfileArgs, Scope};
 use proc_macro2::{Span, TokenStream};

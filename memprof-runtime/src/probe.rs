@@ -1,4 +1,4 @@
-//! What generated code calls: regions, call frames and statement guards.
+//! What generated code calls: regions, call frames and per-block statement cursors.
 //!
 //! A *region* is a stretch of execution whose heap figures we want: a
 //! statement, a whole call, a `measure` or a `memit!`. Regions nest. Each one
