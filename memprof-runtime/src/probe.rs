@@ -98,8 +98,8 @@ impl Region {
         }
     }
 
-    /// Closes the region; later calls return the same figures' increment
-    /// again but must not happen (owners close exactly once).
+    /// Closes the region. Each region is closed exactly once, by its owner:
+    /// a second close would fold a stale watermark into the enclosing one.
     #[inline]
     pub(crate) fn close(&mut self) -> RegionStats {
         let (end, rise) = match self.watch.take() {

@@ -251,16 +251,17 @@ fn register_exit_hook() {
 
 fn print_exit_tables() {
     let config = env::config();
-    let report = report();
     let mut text = String::new();
-    for (meta, function) in registered().into_iter().zip(&report.functions) {
+    for meta in registered() {
+        let calls = meta.calls.load(Relaxed);
         let wanted = match config.report {
-            ReportMode::Exit => function.calls > 0,
+            ReportMode::Exit => calls > 0,
             ReportMode::Auto => meta.outer_calls.load(Relaxed) > AUTO_CALL_TABLES,
             ReportMode::Call | ReportMode::Off => false,
         };
         if wanted {
-            text.push_str(&crate::render::table(function, true, &config.render));
+            let function = function_report(meta, meta.aggregate, calls);
+            text.push_str(&crate::render::table(&function, true, &config.render));
             text.push('\n');
         }
     }
