@@ -17,6 +17,18 @@
 //!
 //! Figures come from [`Allocator`], a counting global allocator that the
 //! default `global-allocator` feature installs.
+//!
+//! # Features
+//! - `enabled` (default): profiling. Without it, `#[profile]` hands the
+//!   function back as written (still checking its arguments), `memit!(e)` and
+//!   `assert_memory!(.., e)` become `e`, `track!()` does nothing, [`measure`]
+//!   runs its closure and returns zero figures, and [`report`] is empty. Release
+//!   builds can so keep the annotations and pay nothing:
+//!   `memprof = { version = "..", default-features = false }`, plus a feature of
+//!   your own that turns `memprof/enabled` and `memprof/global-allocator` on.
+//! - `global-allocator` (default; implies `enabled`): installs
+//!   [`Allocator::system()`] as the global allocator. To wrap an allocator of
+//!   your own instead, use `default-features = false, features = ["enabled"]`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -33,6 +45,9 @@
 /// # Options
 /// - `scope = "thread"` (default): count the calling thread or task only.
 /// - `scope = "process"`: count every thread, for code that fans out.
+///
+/// Without the `enabled` feature the function is left as written; the
+/// arguments are still checked.
 ///
 /// # Examples
 /// ```
@@ -63,6 +78,8 @@ pub use memprof_macros::profile;
 /// X is the process heap at the highest point during the expression, Y is X
 /// minus the heap before it, both from the calling thread's exact counts.
 ///
+/// Without the `enabled` feature, `memit!(e)` is `e` and prints nothing.
+///
 /// # Examples
 /// ```
 /// let v = memprof::memit!(vec![0u8; 1 << 20]);
@@ -79,6 +96,9 @@ pub use memprof_macros::memit;
 /// `deallocations` (counts), with `<`, `<=`, `==`, `>=` or `>`. The figures
 /// are the calling thread's, as [`measure`] gives them, so tests running in
 /// parallel do not disturb each other.
+///
+/// Without the `enabled` feature nothing is measured, so nothing is checked:
+/// `assert_memory!(.., e)` is `e`.
 ///
 /// # Examples
 /// ```
@@ -110,6 +130,9 @@ pub use memprof_macros::assert_memory;
 /// class starts at a thread's first checkpoint: it costs one array increment
 /// per allocation on that thread, and nothing anywhere else.
 ///
+/// Without the `enabled` feature it does nothing; a `to` path is type-checked
+/// but not evaluated.
+///
 /// ```
 /// memprof::track!();
 /// let v = vec![0u8; 3 << 20];
@@ -125,10 +148,14 @@ macro_rules! track {
         $crate::track!(@at ::core::option::Option::Some(::core::convert::AsRef::<str>::as_ref(&$path)))
     };
     (@at $to:expr) => {
-        $crate::__private::track(::core::file!(), ::core::line!(), {
-            fn __memprof_here() {}
-            ::core::any::type_name_of_val(&__memprof_here)
-        }, $to)
+        // NOTE: a constant from this crate, not a `cfg` here: a `cfg` in the
+        // expansion would test the user's crate's features.
+        if $crate::__private::ENABLED {
+            $crate::__private::track(::core::file!(), ::core::line!(), {
+                fn __memprof_here() {}
+                ::core::any::type_name_of_val(&__memprof_here)
+            }, $to)
+        }
     };
 }
 
@@ -147,8 +174,14 @@ pub use memprof_runtime::env::{Output, RenderSettings, ReportMode, Unit};
 /// assert_eq!((m.increment, m.peak), (0, 4096));
 /// # drop(v);
 /// ```
+///
+/// Without the `enabled` feature it runs `f` and returns all-zero figures.
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
-    memprof_runtime::measure(f)
+    if cfg!(feature = "enabled") {
+        memprof_runtime::measure(f)
+    } else {
+        (f(), Measurement::default())
+    }
 }
 
 pub use memprof_runtime::{
@@ -163,4 +196,7 @@ static GLOBAL: Allocator = Allocator::system();
 #[doc(hidden)]
 pub mod __private {
     pub use memprof_runtime::__private::*;
+
+    /// Whether this crate's `enabled` feature is on.
+    pub const ENABLED: bool = cfg!(feature = "enabled");
 }

@@ -141,6 +141,17 @@ pub(crate) fn assert_memory(input: TokenStream) -> syn::Result<TokenStream> {
     let AssertMemory { conditions, expr } = syn::parse2(input)?;
     let guard = crate::expand::local("__memprof_guard");
     let value = crate::expand::local("__memprof_value");
+    let span = expr.span();
+    if !cfg!(feature = "enabled") {
+        // Nothing is measured, so nothing is checked: the same shape, without
+        // the guard and the check.
+        return Ok(quote_spanned! {span=>
+            {
+                let #value = #expr;
+                #value
+            }
+        });
+    }
     let conditions = conditions.iter().map(|c| {
         let quantity = Ident::new(
             match c.quantity.to_string().as_str() {
@@ -162,7 +173,6 @@ pub(crate) fn assert_memory(input: TokenStream) -> syn::Result<TokenStream> {
             }
         }
     });
-    let span = expr.span();
     Ok(quote_spanned! {span=>
         {
             let #guard = ::memprof::__private::MeasureGuard::start();

@@ -27,6 +27,9 @@ pub(crate) fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
         let err = syn::Error::new_spanned(constness, "`#[profile]` cannot instrument a `const fn`");
         return with_item(err, item);
     }
+    if !cfg!(feature = "enabled") {
+        return crate::disabled::profile(&args, func, item);
+    }
     expand_fn(&args, func)
 }
 
@@ -496,8 +499,16 @@ pub(crate) fn memit(input: TokenStream) -> syn::Result<TokenStream> {
         ));
     }
     let expr: Expr = syn::parse2(input)?;
-    let guard = local("__memprof_memit");
     let value = local("__memprof_value");
+    if !cfg!(feature = "enabled") {
+        // The same shape without the measuring: the value, temporaries and
+        // lints are those of the enabled build.
+        return Ok(quote!({
+            let #value = #expr;
+            #value
+        }));
+    }
+    let guard = local("__memprof_memit");
     // A `let`, not a `match`: the expression's temporaries are freed before
     // the figures are read, in either edition, and `memit!(&temp())` still
     // extends its temporary as `let x = &temp();` does.

@@ -3,9 +3,14 @@
 //!
 //! This crate only parses, checks and emits; everything that runs lives in
 //! `memprof-runtime`, reached through `::memprof::__private`.
+//!
+//! Without its `enabled` feature (which `memprof`'s own `enabled` feature
+//! turns on), every macro still checks its input but emits the user's code
+//! unchanged.
 
 mod assert;
 mod attr;
+mod disabled;
 mod expand;
 
 use proc_macro::TokenStream;

@@ -33,8 +33,11 @@ use std::sync::atomic::{
 /// ```
 ///
 /// The default `global-allocator` feature of the `memprof` crate does this for
-/// you. To count on top of another allocator, turn that feature off and wrap
-/// yours: `memprof::Allocator::new(mimalloc::MiMalloc)`.
+/// you. To count on top of another allocator, keep only its `enabled` feature
+/// (`default-features = false, features = ["enabled"]`) and wrap yours:
+/// `memprof::Allocator::new(mimalloc::MiMalloc)`. An allocator installed this
+/// way counts whatever the features say: gate it on your own feature to
+/// leave it out of release builds.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Allocator<A = System> {
     inner: A,
