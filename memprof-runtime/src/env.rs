@@ -90,6 +90,9 @@ pub enum Output {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
+    /// `MEMPROF=off` turns `#[profile]` into a near no-op: no figures, no
+    /// tables, no budgets.
+    pub(crate) enabled: bool,
     pub(crate) report: ReportMode,
     pub(crate) render: RenderSettings,
     pub(crate) output: Output,
@@ -103,6 +106,14 @@ pub(crate) fn config() -> &'static Config {
 }
 
 fn load() -> Config {
+    let enabled = parse("MEMPROF", "on or off", |v| {
+        match v.to_ascii_lowercase().as_str() {
+            "on" | "1" | "true" => Some(true),
+            "off" | "0" | "false" => Some(false),
+            _ => None,
+        }
+    })
+    .unwrap_or(true);
     let report = parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
         match v.to_ascii_lowercase().as_str() {
             "auto" => Some(ReportMode::Auto),
@@ -142,6 +153,7 @@ fn load() -> Config {
         (!v.is_empty()).then(|| PathBuf::from(v))
     });
     Config {
+        enabled,
         report,
         render: RenderSettings {
             unit,

@@ -17,7 +17,9 @@ use std::cell::Cell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+};
 use std::task::{Context, Poll};
 
 /// Whose allocations a region counts.
@@ -118,6 +120,39 @@ impl Region {
             end,
         }
     }
+}
+
+// ---- the run-time switch ------------------------------------------------------
+
+const SWITCH_UNREAD: u8 = 0;
+const SWITCH_ON: u8 = 1;
+const SWITCH_OFF: u8 = 2;
+
+/// `MEMPROF=on|off`, read at the first profiled call.
+static SWITCH: AtomicU8 = AtomicU8::new(SWITCH_UNREAD);
+
+/// Whether profiled code records anything. Statements only run inside a call,
+/// which has read the switch, so this is one relaxed load.
+#[inline]
+fn recording() -> bool {
+    SWITCH.load(Relaxed) != SWITCH_OFF
+}
+
+/// Reads the switch on a call's entry.
+#[inline]
+fn switch_on_entry() -> bool {
+    match SWITCH.load(Relaxed) {
+        SWITCH_ON => true,
+        SWITCH_OFF => false,
+        _ => read_switch(),
+    }
+}
+
+#[cold]
+fn read_switch() -> bool {
+    let on = crate::env::config().enabled;
+    SWITCH.store(if on { SWITCH_ON } else { SWITCH_OFF }, Relaxed);
+    on
 }
 
 // ---- per-line cells --------------------------------------------------------
@@ -338,6 +373,9 @@ impl<const N: usize> CallFrame<N> {
     /// Starts a synchronous call: it can be recursive, and prints once.
     #[inline]
     pub fn enter(&self) -> CallGuard<'_> {
+        if !switch_on_entry() {
+            return self.inactive();
+        }
         let cells = self.cells.as_ptr() as usize;
         let meta = self.meta as *const FnMeta as usize;
         let (outer, pushed) = CALLS
@@ -364,7 +402,30 @@ impl<const N: usize> CallFrame<N> {
     /// Starts an `async fn` call: always printed as its own call.
     #[inline]
     pub fn enter_async(&self) -> CallGuard<'_> {
+        if !switch_on_entry() {
+            return self.inactive();
+        }
         self.open(false)
+    }
+
+    /// A guard that records nothing: `MEMPROF=off`.
+    #[cold]
+    fn inactive(&self) -> CallGuard<'_> {
+        CallGuard {
+            frame: self.frame_ref(),
+            region: Region::default(),
+            pushed: false,
+            active: false,
+        }
+    }
+
+    fn frame_ref(&self) -> FrameRef<'_> {
+        FrameRef {
+            meta: self.meta,
+            base: &self.base,
+            outer: &self.outer,
+            cells: &self.cells,
+        }
     }
 
     fn open(&self, pushed: bool) -> CallGuard<'_> {
@@ -374,14 +435,10 @@ impl<const N: usize> CallFrame<N> {
                 .store(alloc::process_net() - region.start, Relaxed);
         }
         CallGuard {
-            frame: FrameRef {
-                meta: self.meta,
-                base: &self.base,
-                outer: &self.outer,
-                cells: &self.cells,
-            },
+            frame: self.frame_ref(),
             region,
             pushed,
+            active: true,
         }
     }
 
@@ -433,6 +490,9 @@ impl Cursor<'_> {
     /// Ends the current statement's region, if any, and starts cell `cell`'s.
     #[inline]
     pub fn enter(&self, cell: u32) {
+        if !recording() {
+            return;
+        }
         self.close();
         self.open(cell);
     }
@@ -441,6 +501,9 @@ impl Cursor<'_> {
     /// region, cell `end`, unless it is `u32::MAX` (no such row).
     #[inline]
     pub fn leave(&self, end: u32) {
+        if !recording() {
+            return;
+        }
         self.close();
         if end != NO_CELL {
             self.open(end);
@@ -538,10 +601,15 @@ pub struct CallGuard<'a> {
     frame: FrameRef<'a>,
     region: Region,
     pushed: bool,
+    /// False under `MEMPROF=off`: nothing was opened, nothing is recorded.
+    active: bool,
 }
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
+        if !self.active {
+            return;
+        }
         let stats = self.region.close();
         let frame = self.frame;
         let mem = mem_usage(frame.base, &stats);
