@@ -88,6 +88,31 @@ pub enum Output {
     File(PathBuf),
 }
 
+/// Which GPUs are sampled (`MEMPROF_GPU`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GpuSelection {
+    /// Every device NVML shows, if any; silent when there is none.
+    Auto,
+    /// No GPU sampling.
+    Off,
+    /// One device, by NVML index.
+    Index(u32),
+    /// Every device, summed; a note when there is none.
+    All,
+}
+
+/// What the GPU columns count (`MEMPROF_GPU_MEMORY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GpuMemory {
+    /// This process's memory where NVML's PIDs are ours, else the device's.
+    Auto,
+    /// This process's memory, as NVML lists it for our PID.
+    Process,
+    /// The device's used memory, all processes together (what
+    /// `nvidia-smi --query-gpu=memory.used` shows).
+    Device,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     /// `MEMPROF=off` turns `#[profile]` into a near no-op: no figures, no
@@ -98,6 +123,11 @@ pub(crate) struct Config {
     pub(crate) output: Output,
     /// Where to write `report().to_json()` at exit (`MEMPROF_JSON`).
     pub(crate) json: Option<PathBuf>,
+    pub(crate) gpu: GpuSelection,
+    pub(crate) gpu_memory: GpuMemory,
+    /// Where to load NVML from instead of `libnvidia-ml.so.1`
+    /// (`MEMPROF_NVML_LIB`).
+    pub(crate) nvml_lib: Option<PathBuf>,
 }
 
 pub(crate) fn config() -> &'static Config {
@@ -152,6 +182,30 @@ fn load() -> Config {
     let json = parse("MEMPROF_JSON", "a file path", |v| {
         (!v.is_empty()).then(|| PathBuf::from(v))
     });
+    let gpu = parse(
+        "MEMPROF_GPU",
+        "auto, off, all or a device index",
+        |v| match v.to_ascii_lowercase().as_str() {
+            "auto" => Some(GpuSelection::Auto),
+            "off" => Some(GpuSelection::Off),
+            "all" => Some(GpuSelection::All),
+            index => index.parse().ok().map(GpuSelection::Index),
+        },
+    )
+    .unwrap_or(GpuSelection::Auto);
+    let gpu_memory = parse("MEMPROF_GPU_MEMORY", "auto, process or device", |v| match v
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "auto" => Some(GpuMemory::Auto),
+        "process" => Some(GpuMemory::Process),
+        "device" => Some(GpuMemory::Device),
+        _ => None,
+    })
+    .unwrap_or(GpuMemory::Auto);
+    let nvml_lib = parse("MEMPROF_NVML_LIB", "a file path", |v| {
+        (!v.is_empty()).then(|| PathBuf::from(v))
+    });
     Config {
         enabled,
         report,
@@ -162,6 +216,9 @@ fn load() -> Config {
         },
         output,
         json,
+        gpu,
+        gpu_memory,
+        nvml_lib,
     }
 }
 

@@ -18,7 +18,7 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::sync::atomic::{
-    AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+    AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
 };
 use std::task::{Context, Poll};
 
@@ -169,6 +169,11 @@ pub struct LineCell {
     pub(crate) increment: AtomicI64,
     pub(crate) peak: AtomicU64,
     pub(crate) mem_usage: AtomicI64,
+    /// Sum of GPU bytes after minus before, over sampled executions.
+    pub(crate) gpu_increment: AtomicI64,
+    /// GPU bytes after the line, highest over sampled executions;
+    /// `i64::MIN` when never sampled.
+    pub(crate) gpu_usage: AtomicI64,
 }
 
 impl LineCell {
@@ -179,7 +184,25 @@ impl LineCell {
             increment: AtomicI64::new(0),
             peak: AtomicU64::new(0),
             mem_usage: AtomicI64::new(i64::MIN),
+            gpu_increment: AtomicI64::new(0),
+            gpu_usage: AtomicI64::new(i64::MIN),
         }
+    }
+
+    /// Adds one execution's GPU figures; only the owning call writes.
+    #[inline]
+    fn record_gpu(&self, increment: i64, usage: i64) {
+        self.gpu_increment
+            .store(self.gpu_increment.load(Relaxed) + increment, Relaxed);
+        if usage > self.gpu_usage.load(Relaxed) {
+            self.gpu_usage.store(usage, Relaxed);
+        }
+    }
+
+    /// GPU increment and usage, if any execution was sampled.
+    pub(crate) fn load_gpu(&self) -> Option<(i64, i64)> {
+        let usage = self.gpu_usage.load(Relaxed);
+        (usage != i64::MIN).then(|| (self.gpu_increment.load(Relaxed), usage))
     }
 
     /// Adds one execution; only the owning call writes, hence load + store.
@@ -210,6 +233,9 @@ impl LineCell {
         self.peak.store(self.peak.load(Relaxed).max(peak), Relaxed);
         self.mem_usage
             .store(self.mem_usage.load(Relaxed).max(mem), Relaxed);
+        if let Some((increment, usage)) = other.load_gpu() {
+            self.record_gpu(increment, usage);
+        }
     }
 
     /// Adds `other` into `self` when other threads may be adding too.
@@ -222,6 +248,10 @@ impl LineCell {
         self.increment.fetch_add(inc, Relaxed);
         self.peak.fetch_max(peak, Relaxed);
         self.mem_usage.fetch_max(mem, Relaxed);
+        if let Some((increment, usage)) = other.load_gpu() {
+            self.gpu_increment.fetch_add(increment, Relaxed);
+            self.gpu_usage.fetch_max(usage, Relaxed);
+        }
     }
 
     pub(crate) fn load(&self) -> (u64, i64, u64, i64) {
@@ -238,6 +268,8 @@ impl LineCell {
         self.increment.store(0, Relaxed);
         self.peak.store(0, Relaxed);
         self.mem_usage.store(i64::MIN, Relaxed);
+        self.gpu_increment.store(0, Relaxed);
+        self.gpu_usage.store(i64::MIN, Relaxed);
     }
 }
 
@@ -268,6 +300,9 @@ pub struct FnMeta {
     /// Net bytes a call may leave allocated (`max_retained`); `u64::MAX`
     /// for none.
     pub(crate) retained_limit: u64,
+    /// Whether calls sample GPU memory (`#[profile(gpu = false)]` turns it
+    /// off).
+    pub(crate) gpu: bool,
     pub(crate) calls: AtomicU64,
     pub(crate) outer_calls: AtomicU64,
 }
@@ -294,6 +329,7 @@ impl FnMeta {
             scope,
             peak_limit: u64::MAX,
             retained_limit: u64::MAX,
+            gpu: true,
             calls: AtomicU64::new(0),
             outer_calls: AtomicU64::new(0),
         }
@@ -304,6 +340,12 @@ impl FnMeta {
     pub const fn with_limits(mut self, peak: u64, retained: u64) -> Self {
         self.peak_limit = peak;
         self.retained_limit = retained;
+        self
+    }
+
+    /// Turns GPU sampling off for this function: `#[profile(gpu = false)]`.
+    pub const fn without_gpu(mut self) -> Self {
+        self.gpu = false;
         self
     }
 
@@ -355,6 +397,8 @@ pub struct CallFrame<const N: usize> {
     base: AtomicI64,
     /// Address of the outermost same-function frame's cells; 0 if this is it.
     outer: AtomicUsize,
+    /// Whether this call samples GPU memory.
+    gpu: AtomicBool,
     cells: [LineCell; N],
 }
 
@@ -366,6 +410,7 @@ impl<const N: usize> CallFrame<N> {
             meta,
             base: AtomicI64::new(0),
             outer: AtomicUsize::new(0),
+            gpu: AtomicBool::new(false),
             cells: [const { LineCell::new() }; N],
         }
     }
@@ -416,6 +461,7 @@ impl<const N: usize> CallFrame<N> {
             region: Region::default(),
             pushed: false,
             active: false,
+            gpu_start: None,
         }
     }
 
@@ -429,6 +475,9 @@ impl<const N: usize> CallFrame<N> {
     }
 
     fn open(&self, pushed: bool) -> CallGuard<'_> {
+        let gpu = self.meta.gpu && crate::gpu::active();
+        self.gpu.store(gpu, Relaxed);
+        let gpu_start = if gpu { crate::gpu::sample() } else { None };
         let region = Region::open(self.meta.scope);
         if self.meta.scope == Scope::Thread {
             self.base
@@ -439,6 +488,7 @@ impl<const N: usize> CallFrame<N> {
             region,
             pushed,
             active: true,
+            gpu_start,
         }
     }
 
@@ -449,6 +499,8 @@ impl<const N: usize> CallFrame<N> {
             cells: &self.cells,
             base: &self.base,
             scope: self.meta.scope,
+            gpu: self.gpu.load(Relaxed),
+            gpu_start: AtomicI64::new(NO_SAMPLE),
             cell: AtomicU32::new(NO_CELL),
             start: AtomicI64::new(0),
             saved: AtomicI64::new(0),
@@ -460,6 +512,9 @@ impl<const N: usize> CallFrame<N> {
 
 /// No region open, or no scope-end row.
 const NO_CELL: u32 = u32::MAX;
+
+/// No GPU sample.
+const NO_SAMPLE: i64 = i64::MIN;
 
 /// Walks one block's statements: [`Cursor::enter`] before each statement
 /// closes the previous statement's region and opens the next, so a statement
@@ -479,6 +534,10 @@ pub struct Cursor<'a> {
     cells: &'a [LineCell],
     base: &'a AtomicI64,
     scope: Scope,
+    /// Whether the call samples GPU memory.
+    gpu: bool,
+    /// GPU bytes when the current region opened, or `NO_SAMPLE`.
+    gpu_start: AtomicI64,
     cell: AtomicU32,
     start: AtomicI64,
     saved: AtomicI64,
@@ -493,8 +552,9 @@ impl Cursor<'_> {
         if !recording() {
             return;
         }
-        self.close();
-        self.open(cell);
+        let gpu = self.gpu_sample();
+        self.close(gpu);
+        self.open(cell, gpu);
     }
 
     /// Ends the current statement's region; then starts the closing brace's
@@ -504,9 +564,10 @@ impl Cursor<'_> {
         if !recording() {
             return;
         }
-        self.close();
+        let gpu = self.gpu_sample();
+        self.close(gpu);
         if end != NO_CELL {
-            self.open(end);
+            self.open(end, gpu);
         }
     }
 
@@ -518,8 +579,19 @@ impl Cursor<'_> {
         TailGuard { cursor: self, end }
     }
 
+    /// One GPU sample ends a region and starts the next.
     #[inline]
-    fn open(&self, cell: u32) {
+    fn gpu_sample(&self) -> i64 {
+        if self.gpu {
+            crate::gpu::sample().unwrap_or(NO_SAMPLE)
+        } else {
+            NO_SAMPLE
+        }
+    }
+
+    #[inline]
+    fn open(&self, cell: u32, gpu: i64) {
+        self.gpu_start.store(gpu, Relaxed);
         let region = Region::open(self.scope);
         self.start.store(region.start, Relaxed);
         self.saved.store(region.saved, Relaxed);
@@ -532,7 +604,7 @@ impl Cursor<'_> {
     }
 
     #[inline]
-    fn close(&self) {
+    fn close(&self, gpu: i64) {
         let cell = self.cell.load(Relaxed);
         if cell == NO_CELL {
             return;
@@ -551,6 +623,10 @@ impl Cursor<'_> {
         let stats = region.close();
         if let Some(row) = self.cells.get(cell as usize) {
             row.record(stats.increment, stats.peak, mem_usage(self.base, &stats));
+            let start = self.gpu_start.load(Relaxed);
+            if gpu != NO_SAMPLE && start != NO_SAMPLE {
+                row.record_gpu(gpu - start, gpu);
+            }
         }
     }
 }
@@ -558,7 +634,10 @@ impl Cursor<'_> {
 impl Drop for Cursor<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.close();
+        if self.cell.load(Relaxed) != NO_CELL {
+            let gpu = self.gpu_sample();
+            self.close(gpu);
+        }
     }
 }
 
@@ -603,6 +682,8 @@ pub struct CallGuard<'a> {
     pushed: bool,
     /// False under `MEMPROF=off`: nothing was opened, nothing is recorded.
     active: bool,
+    /// GPU bytes at the call's entry, when it samples GPU memory.
+    gpu_start: Option<i64>,
 }
 
 impl Drop for CallGuard<'_> {
@@ -614,6 +695,11 @@ impl Drop for CallGuard<'_> {
         let frame = self.frame;
         let mem = mem_usage(frame.base, &stats);
         frame.cells[0].record(stats.increment, stats.peak, mem);
+        if let Some(start) = self.gpu_start
+            && let Some(end) = crate::gpu::sample()
+        {
+            frame.cells[0].record_gpu(end - start, end);
+        }
         if self.pushed {
             let _ = CALLS.try_with(|stack| stack.depth.set(stack.depth.get().saturating_sub(1)));
         }
@@ -787,18 +873,25 @@ pub struct MeasureGuard {
     counts: (u64, u64),
     heap_before: i64,
     open: bool,
+    /// GPU bytes at the start and the enclosing watch's high, when sampling.
+    gpu: Option<(i64, i64)>,
 }
 
 impl MeasureGuard {
     /// Starts measuring the calling thread or task.
     #[inline]
     pub fn start() -> Self {
+        let gpu = crate::gpu::active()
+            .then(crate::gpu::sample)
+            .flatten()
+            .map(|start| (start, crate::gpu::watch_begin(start)));
         let region = Region::open(Scope::Thread);
         MeasureGuard {
             counts: context_counts(),
             heap_before: alloc::process_net(),
             region,
             open: true,
+            gpu,
         }
     }
 
@@ -807,11 +900,27 @@ impl MeasureGuard {
         let (allocs, deallocs) = context_counts();
         self.open = false;
         let stats = self.region.close();
+        let (gpu_increment, gpu_peak) = match self.gpu.take() {
+            Some((start, saved)) => {
+                let end = crate::gpu::sample();
+                let high = crate::gpu::watch_end(saved);
+                match end {
+                    Some(end) => (
+                        Some(end - start),
+                        Some((high.max(end) - start).max(0) as u64),
+                    ),
+                    None => (None, None),
+                }
+            }
+            None => (None, None),
+        };
         let m = Measurement {
             increment: stats.increment,
             peak: stats.peak,
             allocations: allocs.wrapping_sub(self.counts.0),
             deallocations: deallocs.wrapping_sub(self.counts.1),
+            gpu_increment,
+            gpu_peak,
         };
         (m, self.heap_before)
     }
@@ -833,6 +942,9 @@ impl Drop for MeasureGuard {
     fn drop(&mut self) {
         if self.open {
             self.region.close();
+        }
+        if let Some((_, saved)) = self.gpu.take() {
+            crate::gpu::watch_end(saved);
         }
     }
 }
