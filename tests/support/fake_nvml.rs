@@ -24,6 +24,10 @@ const NVML_SUCCESS: c_uint = 0;
 /// The path of the fake `libnvidia-ml.so`, built on first use in this test
 /// process. Panics with cargo's output if the build fails.
 pub fn library() -> PathBuf {
+    // A child test process is handed the library its parent built.
+    if let Some(path) = std::env::var_os("MEMPROF_NVML_LIB") {
+        return PathBuf::from(path);
+    }
     static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
     LIBRARY.get_or_init(build).clone()
 }
