@@ -48,7 +48,7 @@ impl Child {
     fn value(&self, key: &str) -> String {
         self.stdout
             .lines()
-            .find_map(|l| Some(l.split_once(key)?.1.strip_prefix(' ')?))
+            .find_map(|l| l.split_once(key)?.1.strip_prefix(' '))
             .unwrap_or_else(|| panic!("no {key} in {}", self.stdout))
             .to_owned()
     }
