@@ -527,3 +527,27 @@ fn in_another_pid_namespace_the_columns_fall_back_to_device_memory() {
     let alloc = row(&report, "device_lines", "fake.alloc(");
     assert_eq!(gpu(alloc), (256 * MIB as i64, 556 * MIB));
 }
+
+#[test]
+fn child_crowded_device() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        for other in 0..100 {
+            fake.alloc(0, OTHER_PID + other, MIB);
+        }
+        device_lines(&fake);
+        print_report();
+    }
+}
+
+/// memprof reads a device's process list into a buffer of 64 entries; a
+/// device with more processes goes through nvml-wrapper's own listing.
+#[test]
+fn a_device_crowded_with_processes_still_shows_this_process() {
+    let child = run_child("child_crowded_device", &[("MEMPROF_GPU_MEMORY", "process")]);
+    let report = child.report();
+    let alloc = row(&report, "device_lines", "fake.alloc(");
+    assert_eq!(gpu(alloc), (256 * MIB as i64, 256 * MIB));
+    let free = row(&report, "device_lines", "fake.free(");
+    assert_eq!(gpu(free), (-64 * MIB as i64, 192 * MIB));
+}
