@@ -20,6 +20,7 @@ fn run_child(name: &str, env: &[(&str, &str)]) -> (String, String) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
         .env("MEMPROF_CHILD", "1")
+        .env_remove("MEMPROF")
         .env_remove("MEMPROF_REPORT")
         .env_remove("MEMPROF_UNIT")
         .env_remove("MEMPROF_PRECISION");
@@ -317,5 +318,46 @@ fn min_increment_hides_quieter_lines() {
         err.matches("memprof: ignoring MEMPROF_MIN_INCREMENT=\"lots\"")
             .count(),
         1
+    );
+}
+
+#[test]
+fn child_switch() {
+    if is_child() {
+        let len = called_five_times(4096);
+        let calls = memprof::report()
+            .functions
+            .iter()
+            .find(|f| f.name == "output::called_five_times")
+            .map(|f| f.calls);
+        println!("returned {len}, recorded calls {calls:?}");
+        let (_, m) = memprof::measure(|| vec![0u8; 100]);
+        println!("measure still counts: {}", m.peak);
+    }
+}
+
+#[test]
+fn memprof_off_records_and_prints_nothing_but_the_program_runs() {
+    let (out, err) = run_child("child_switch", &[("MEMPROF", "off")]);
+    assert_eq!(tables(&out), 0, "{out}");
+    assert!(
+        out.contains("returned 4096, recorded calls Some(0)"),
+        "{out}"
+    );
+    assert!(out.contains("measure still counts: 100"), "{out}");
+    assert!(!err.contains("memprof:"), "{err}");
+    let (out, _) = run_child("child_switch", &[("MEMPROF", "on")]);
+    assert_eq!(tables(&out), 1, "{out}");
+    assert!(
+        out.contains("returned 4096, recorded calls Some(1)"),
+        "{out}"
+    );
+    let (out, err) = run_child("child_switch", &[("MEMPROF", "maybe")]);
+    assert_eq!(tables(&out), 1, "{out}");
+    assert_eq!(
+        err.matches("memprof: ignoring MEMPROF=\"maybe\": expected on or off")
+            .count(),
+        1,
+        "{err}"
     );
 }

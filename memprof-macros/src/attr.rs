@@ -8,6 +8,7 @@ mod kw {
     syn::custom_keyword!(scope);
     syn::custom_keyword!(limit);
     syn::custom_keyword!(max_retained);
+    syn::custom_keyword!(gpu);
 }
 
 /// Whose allocations the statements count.
@@ -25,10 +26,12 @@ pub(crate) struct ProfileArgs {
     pub(crate) limit: Option<LitStr>,
     /// Net bytes a call may leave allocated (`max_retained = "1 MiB"`).
     pub(crate) max_retained: Option<LitStr>,
+    /// `gpu = false` turns GPU sampling off for the function.
+    pub(crate) gpu: Option<syn::LitBool>,
 }
 
 const EXPECTED: &str = "expected `scope = \"thread\"` or `scope = \"process\"`";
-const ARGUMENTS: &str = "expected `scope = \"thread\" | \"process\"`, `limit = \"<size>\"` or `max_retained = \"<size>\"`";
+const ARGUMENTS: &str = "expected `scope = \"thread\" | \"process\"`, `limit = \"<size>\"`, `max_retained = \"<size>\"` or `gpu = false`";
 
 impl Parse for ProfileArgs {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
@@ -56,6 +59,22 @@ impl Parse for ProfileArgs {
                 input.parse::<Token![=]>()?;
                 let value = string_value(input, "max_retained", "a size such as `\"1 MiB\"`")?;
                 set_once(&mut args.max_retained, value, "max_retained", key.span)?;
+            } else if lookahead.peek(kw::gpu) {
+                let key = input.parse::<kw::gpu>()?;
+                input.parse::<Token![=]>()?;
+                let value: syn::Lit = input.parse()?;
+                let syn::Lit::Bool(value) = value else {
+                    return Err(syn::Error::new_spanned(
+                        value,
+                        "`#[profile]` argument `gpu` takes `true` or `false`",
+                    ));
+                };
+                if args.gpu.replace(value).is_some() {
+                    return Err(syn::Error::new(
+                        key.span,
+                        "`#[profile]` argument `gpu` is given twice",
+                    ));
+                }
             } else {
                 let token: proc_macro2::TokenTree = input.parse()?;
                 return Err(syn::Error::new_spanned(

@@ -166,6 +166,10 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     } else {
         body
     };
+    let without_gpu = match &args.gpu {
+        Some(gpu) if !gpu.value => quote!(.without_gpu()),
+        _ => TokenStream::new(),
+    };
     let meta = quote! {
         static __MEMPROF_CELLS: [::memprof::__private::LineCell; #ncells] =
             [const { ::memprof::__private::LineCell::new() }; #ncells];
@@ -181,7 +185,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             &__MEMPROF_CELLS,
             #scope,
         )
-        .with_limits(#limit, #max_retained);
+        .with_limits(#limit, #max_retained)#without_gpu;
         ::memprof::__private::inventory::submit! {
             ::memprof::__private::Registration(&__MEMPROF_META)
         }

@@ -88,13 +88,46 @@ pub enum Output {
     File(PathBuf),
 }
 
+/// Which GPUs are sampled (`MEMPROF_GPU`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GpuSelection {
+    /// Every device NVML shows, if any; silent when there is none.
+    Auto,
+    /// No GPU sampling.
+    Off,
+    /// One device, by NVML index.
+    Index(u32),
+    /// Every device, summed; a note when there is none.
+    All,
+}
+
+/// What the GPU columns count (`MEMPROF_GPU_MEMORY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GpuMemory {
+    /// This process's memory where NVML's PIDs are ours, else the device's.
+    Auto,
+    /// This process's memory, as NVML lists it for our PID.
+    Process,
+    /// The device's used memory, all processes together (what
+    /// `nvidia-smi --query-gpu=memory.used` shows).
+    Device,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
+    /// `MEMPROF=off` turns `#[profile]` into a near no-op: no figures, no
+    /// tables, no budgets.
+    pub(crate) enabled: bool,
     pub(crate) report: ReportMode,
     pub(crate) render: RenderSettings,
     pub(crate) output: Output,
     /// Where to write `report().to_json()` at exit (`MEMPROF_JSON`).
     pub(crate) json: Option<PathBuf>,
+    pub(crate) gpu: GpuSelection,
+    pub(crate) gpu_memory: GpuMemory,
+    /// Where to load NVML from instead of `libnvidia-ml.so.1`
+    /// (`MEMPROF_NVML_LIB`).
+    pub(crate) nvml_lib: Option<PathBuf>,
 }
 
 pub(crate) fn config() -> &'static Config {
@@ -103,6 +136,14 @@ pub(crate) fn config() -> &'static Config {
 }
 
 fn load() -> Config {
+    let enabled = parse("MEMPROF", "on or off", |v| {
+        match v.to_ascii_lowercase().as_str() {
+            "on" | "1" | "true" => Some(true),
+            "off" | "0" | "false" => Some(false),
+            _ => None,
+        }
+    })
+    .unwrap_or(true);
     let report = parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
         match v.to_ascii_lowercase().as_str() {
             "auto" => Some(ReportMode::Auto),
@@ -141,7 +182,32 @@ fn load() -> Config {
     let json = parse("MEMPROF_JSON", "a file path", |v| {
         (!v.is_empty()).then(|| PathBuf::from(v))
     });
+    let gpu = parse(
+        "MEMPROF_GPU",
+        "auto, off, all or a device index",
+        |v| match v.to_ascii_lowercase().as_str() {
+            "auto" => Some(GpuSelection::Auto),
+            "off" => Some(GpuSelection::Off),
+            "all" => Some(GpuSelection::All),
+            index => index.parse().ok().map(GpuSelection::Index),
+        },
+    )
+    .unwrap_or(GpuSelection::Auto);
+    let gpu_memory = parse("MEMPROF_GPU_MEMORY", "auto, process or device", |v| match v
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "auto" => Some(GpuMemory::Auto),
+        "process" => Some(GpuMemory::Process),
+        "device" => Some(GpuMemory::Device),
+        _ => None,
+    })
+    .unwrap_or(GpuMemory::Auto);
+    let nvml_lib = parse("MEMPROF_NVML_LIB", "a file path", |v| {
+        (!v.is_empty()).then(|| PathBuf::from(v))
+    });
     Config {
+        enabled,
         report,
         render: RenderSettings {
             unit,
@@ -150,6 +216,9 @@ fn load() -> Config {
         },
         output,
         json,
+        gpu,
+        gpu_memory,
+        nvml_lib,
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod alloc;
 mod budget;
 pub mod env;
+mod gpu;
 mod probe;
 mod render;
 mod report;

@@ -17,7 +17,9 @@ use std::cell::Cell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+};
 use std::task::{Context, Poll};
 
 /// Whose allocations a region counts.
@@ -120,6 +122,39 @@ impl Region {
     }
 }
 
+// ---- the run-time switch ------------------------------------------------------
+
+const SWITCH_UNREAD: u8 = 0;
+const SWITCH_ON: u8 = 1;
+const SWITCH_OFF: u8 = 2;
+
+/// `MEMPROF=on|off`, read at the first profiled call.
+static SWITCH: AtomicU8 = AtomicU8::new(SWITCH_UNREAD);
+
+/// Whether profiled code records anything. Statements only run inside a call,
+/// which has read the switch, so this is one relaxed load.
+#[inline]
+fn recording() -> bool {
+    SWITCH.load(Relaxed) != SWITCH_OFF
+}
+
+/// Reads the switch on a call's entry.
+#[inline]
+fn switch_on_entry() -> bool {
+    match SWITCH.load(Relaxed) {
+        SWITCH_ON => true,
+        SWITCH_OFF => false,
+        _ => read_switch(),
+    }
+}
+
+#[cold]
+fn read_switch() -> bool {
+    let on = crate::env::config().enabled;
+    SWITCH.store(if on { SWITCH_ON } else { SWITCH_OFF }, Relaxed);
+    on
+}
+
 // ---- per-line cells --------------------------------------------------------
 
 /// Accumulated figures of one table row.
@@ -134,6 +169,11 @@ pub struct LineCell {
     pub(crate) increment: AtomicI64,
     pub(crate) peak: AtomicU64,
     pub(crate) mem_usage: AtomicI64,
+    /// Sum of GPU bytes after minus before, over sampled executions.
+    pub(crate) gpu_increment: AtomicI64,
+    /// GPU bytes after the line, highest over sampled executions;
+    /// `i64::MIN` when never sampled.
+    pub(crate) gpu_usage: AtomicI64,
 }
 
 impl LineCell {
@@ -144,7 +184,25 @@ impl LineCell {
             increment: AtomicI64::new(0),
             peak: AtomicU64::new(0),
             mem_usage: AtomicI64::new(i64::MIN),
+            gpu_increment: AtomicI64::new(0),
+            gpu_usage: AtomicI64::new(i64::MIN),
         }
+    }
+
+    /// Adds one execution's GPU figures; only the owning call writes.
+    #[inline]
+    fn record_gpu(&self, increment: i64, usage: i64) {
+        self.gpu_increment
+            .store(self.gpu_increment.load(Relaxed) + increment, Relaxed);
+        if usage > self.gpu_usage.load(Relaxed) {
+            self.gpu_usage.store(usage, Relaxed);
+        }
+    }
+
+    /// GPU increment and usage, if any execution was sampled.
+    pub(crate) fn load_gpu(&self) -> Option<(i64, i64)> {
+        let usage = self.gpu_usage.load(Relaxed);
+        (usage != i64::MIN).then(|| (self.gpu_increment.load(Relaxed), usage))
     }
 
     /// Adds one execution; only the owning call writes, hence load + store.
@@ -175,6 +233,9 @@ impl LineCell {
         self.peak.store(self.peak.load(Relaxed).max(peak), Relaxed);
         self.mem_usage
             .store(self.mem_usage.load(Relaxed).max(mem), Relaxed);
+        if let Some((increment, usage)) = other.load_gpu() {
+            self.record_gpu(increment, usage);
+        }
     }
 
     /// Adds `other` into `self` when other threads may be adding too.
@@ -187,6 +248,10 @@ impl LineCell {
         self.increment.fetch_add(inc, Relaxed);
         self.peak.fetch_max(peak, Relaxed);
         self.mem_usage.fetch_max(mem, Relaxed);
+        if let Some((increment, usage)) = other.load_gpu() {
+            self.gpu_increment.fetch_add(increment, Relaxed);
+            self.gpu_usage.fetch_max(usage, Relaxed);
+        }
     }
 
     pub(crate) fn load(&self) -> (u64, i64, u64, i64) {
@@ -203,6 +268,8 @@ impl LineCell {
         self.increment.store(0, Relaxed);
         self.peak.store(0, Relaxed);
         self.mem_usage.store(i64::MIN, Relaxed);
+        self.gpu_increment.store(0, Relaxed);
+        self.gpu_usage.store(i64::MIN, Relaxed);
     }
 }
 
@@ -233,6 +300,9 @@ pub struct FnMeta {
     /// Net bytes a call may leave allocated (`max_retained`); `u64::MAX`
     /// for none.
     pub(crate) retained_limit: u64,
+    /// Whether calls sample GPU memory (`#[profile(gpu = false)]` turns it
+    /// off).
+    pub(crate) gpu: bool,
     pub(crate) calls: AtomicU64,
     pub(crate) outer_calls: AtomicU64,
 }
@@ -259,6 +329,7 @@ impl FnMeta {
             scope,
             peak_limit: u64::MAX,
             retained_limit: u64::MAX,
+            gpu: true,
             calls: AtomicU64::new(0),
             outer_calls: AtomicU64::new(0),
         }
@@ -269,6 +340,12 @@ impl FnMeta {
     pub const fn with_limits(mut self, peak: u64, retained: u64) -> Self {
         self.peak_limit = peak;
         self.retained_limit = retained;
+        self
+    }
+
+    /// Turns GPU sampling off for this function: `#[profile(gpu = false)]`.
+    pub const fn without_gpu(mut self) -> Self {
+        self.gpu = false;
         self
     }
 
@@ -320,6 +397,8 @@ pub struct CallFrame<const N: usize> {
     base: AtomicI64,
     /// Address of the outermost same-function frame's cells; 0 if this is it.
     outer: AtomicUsize,
+    /// Whether this call samples GPU memory.
+    gpu: AtomicBool,
     cells: [LineCell; N],
 }
 
@@ -331,6 +410,7 @@ impl<const N: usize> CallFrame<N> {
             meta,
             base: AtomicI64::new(0),
             outer: AtomicUsize::new(0),
+            gpu: AtomicBool::new(false),
             cells: [const { LineCell::new() }; N],
         }
     }
@@ -338,6 +418,9 @@ impl<const N: usize> CallFrame<N> {
     /// Starts a synchronous call: it can be recursive, and prints once.
     #[inline]
     pub fn enter(&self) -> CallGuard<'_> {
+        if !switch_on_entry() {
+            return self.inactive();
+        }
         let cells = self.cells.as_ptr() as usize;
         let meta = self.meta as *const FnMeta as usize;
         let (outer, pushed) = CALLS
@@ -364,24 +447,48 @@ impl<const N: usize> CallFrame<N> {
     /// Starts an `async fn` call: always printed as its own call.
     #[inline]
     pub fn enter_async(&self) -> CallGuard<'_> {
+        if !switch_on_entry() {
+            return self.inactive();
+        }
         self.open(false)
     }
 
+    /// A guard that records nothing: `MEMPROF=off`.
+    #[cold]
+    fn inactive(&self) -> CallGuard<'_> {
+        CallGuard {
+            frame: self.frame_ref(),
+            region: Region::default(),
+            pushed: false,
+            active: false,
+            gpu_start: None,
+        }
+    }
+
+    fn frame_ref(&self) -> FrameRef<'_> {
+        FrameRef {
+            meta: self.meta,
+            base: &self.base,
+            outer: &self.outer,
+            cells: &self.cells,
+        }
+    }
+
     fn open(&self, pushed: bool) -> CallGuard<'_> {
+        let gpu = self.meta.gpu && crate::gpu::active();
+        self.gpu.store(gpu, Relaxed);
+        let gpu_start = if gpu { crate::gpu::sample() } else { None };
         let region = Region::open(self.meta.scope);
         if self.meta.scope == Scope::Thread {
             self.base
                 .store(alloc::process_net() - region.start, Relaxed);
         }
         CallGuard {
-            frame: FrameRef {
-                meta: self.meta,
-                base: &self.base,
-                outer: &self.outer,
-                cells: &self.cells,
-            },
+            frame: self.frame_ref(),
             region,
             pushed,
+            active: true,
+            gpu_start,
         }
     }
 
@@ -392,6 +499,8 @@ impl<const N: usize> CallFrame<N> {
             cells: &self.cells,
             base: &self.base,
             scope: self.meta.scope,
+            gpu: self.gpu.load(Relaxed),
+            gpu_start: AtomicI64::new(NO_SAMPLE),
             cell: AtomicU32::new(NO_CELL),
             start: AtomicI64::new(0),
             saved: AtomicI64::new(0),
@@ -403,6 +512,9 @@ impl<const N: usize> CallFrame<N> {
 
 /// No region open, or no scope-end row.
 const NO_CELL: u32 = u32::MAX;
+
+/// No GPU sample.
+const NO_SAMPLE: i64 = i64::MIN;
 
 /// Walks one block's statements: [`Cursor::enter`] before each statement
 /// closes the previous statement's region and opens the next, so a statement
@@ -422,6 +534,10 @@ pub struct Cursor<'a> {
     cells: &'a [LineCell],
     base: &'a AtomicI64,
     scope: Scope,
+    /// Whether the call samples GPU memory.
+    gpu: bool,
+    /// GPU bytes when the current region opened, or `NO_SAMPLE`.
+    gpu_start: AtomicI64,
     cell: AtomicU32,
     start: AtomicI64,
     saved: AtomicI64,
@@ -433,17 +549,25 @@ impl Cursor<'_> {
     /// Ends the current statement's region, if any, and starts cell `cell`'s.
     #[inline]
     pub fn enter(&self, cell: u32) {
-        self.close();
-        self.open(cell);
+        if !recording() {
+            return;
+        }
+        let gpu = self.gpu_sample();
+        self.close(gpu);
+        self.open(cell, gpu);
     }
 
     /// Ends the current statement's region; then starts the closing brace's
     /// region, cell `end`, unless it is `u32::MAX` (no such row).
     #[inline]
     pub fn leave(&self, end: u32) {
-        self.close();
+        if !recording() {
+            return;
+        }
+        let gpu = self.gpu_sample();
+        self.close(gpu);
         if end != NO_CELL {
-            self.open(end);
+            self.open(end, gpu);
         }
     }
 
@@ -455,8 +579,19 @@ impl Cursor<'_> {
         TailGuard { cursor: self, end }
     }
 
+    /// One GPU sample ends a region and starts the next.
     #[inline]
-    fn open(&self, cell: u32) {
+    fn gpu_sample(&self) -> i64 {
+        if self.gpu {
+            crate::gpu::sample().unwrap_or(NO_SAMPLE)
+        } else {
+            NO_SAMPLE
+        }
+    }
+
+    #[inline]
+    fn open(&self, cell: u32, gpu: i64) {
+        self.gpu_start.store(gpu, Relaxed);
         let region = Region::open(self.scope);
         self.start.store(region.start, Relaxed);
         self.saved.store(region.saved, Relaxed);
@@ -469,7 +604,7 @@ impl Cursor<'_> {
     }
 
     #[inline]
-    fn close(&self) {
+    fn close(&self, gpu: i64) {
         let cell = self.cell.load(Relaxed);
         if cell == NO_CELL {
             return;
@@ -488,6 +623,10 @@ impl Cursor<'_> {
         let stats = region.close();
         if let Some(row) = self.cells.get(cell as usize) {
             row.record(stats.increment, stats.peak, mem_usage(self.base, &stats));
+            let start = self.gpu_start.load(Relaxed);
+            if gpu != NO_SAMPLE && start != NO_SAMPLE {
+                row.record_gpu(gpu - start, gpu);
+            }
         }
     }
 }
@@ -495,7 +634,10 @@ impl Cursor<'_> {
 impl Drop for Cursor<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.close();
+        if self.cell.load(Relaxed) != NO_CELL {
+            let gpu = self.gpu_sample();
+            self.close(gpu);
+        }
     }
 }
 
@@ -538,14 +680,26 @@ pub struct CallGuard<'a> {
     frame: FrameRef<'a>,
     region: Region,
     pushed: bool,
+    /// False under `MEMPROF=off`: nothing was opened, nothing is recorded.
+    active: bool,
+    /// GPU bytes at the call's entry, when it samples GPU memory.
+    gpu_start: Option<i64>,
 }
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
+        if !self.active {
+            return;
+        }
         let stats = self.region.close();
         let frame = self.frame;
         let mem = mem_usage(frame.base, &stats);
         frame.cells[0].record(stats.increment, stats.peak, mem);
+        if let Some(start) = self.gpu_start
+            && let Some(end) = crate::gpu::sample()
+        {
+            frame.cells[0].record_gpu(end - start, end);
+        }
         if self.pushed {
             let _ = CALLS.try_with(|stack| stack.depth.set(stack.depth.get().saturating_sub(1)));
         }
@@ -719,18 +873,25 @@ pub struct MeasureGuard {
     counts: (u64, u64),
     heap_before: i64,
     open: bool,
+    /// GPU bytes at the start and the enclosing watch's high, when sampling.
+    gpu: Option<(i64, i64)>,
 }
 
 impl MeasureGuard {
     /// Starts measuring the calling thread or task.
     #[inline]
     pub fn start() -> Self {
+        let gpu = crate::gpu::active()
+            .then(crate::gpu::sample)
+            .flatten()
+            .map(|start| (start, crate::gpu::watch_begin(start)));
         let region = Region::open(Scope::Thread);
         MeasureGuard {
             counts: context_counts(),
             heap_before: alloc::process_net(),
             region,
             open: true,
+            gpu,
         }
     }
 
@@ -739,11 +900,27 @@ impl MeasureGuard {
         let (allocs, deallocs) = context_counts();
         self.open = false;
         let stats = self.region.close();
+        let (gpu_increment, gpu_peak) = match self.gpu.take() {
+            Some((start, saved)) => {
+                let end = crate::gpu::sample();
+                let high = crate::gpu::watch_end(saved);
+                match end {
+                    Some(end) => (
+                        Some(end - start),
+                        Some((high.max(end) - start).max(0) as u64),
+                    ),
+                    None => (None, None),
+                }
+            }
+            None => (None, None),
+        };
         let m = Measurement {
             increment: stats.increment,
             peak: stats.peak,
             allocations: allocs.wrapping_sub(self.counts.0),
             deallocations: deallocs.wrapping_sub(self.counts.1),
+            gpu_increment,
+            gpu_peak,
         };
         (m, self.heap_before)
     }
@@ -765,6 +942,9 @@ impl Drop for MeasureGuard {
     fn drop(&mut self) {
         if self.open {
             self.region.close();
+        }
+        if let Some((_, saved)) = self.gpu.take() {
+            crate::gpu::watch_end(saved);
         }
     }
 }

@@ -32,15 +32,14 @@ pub(crate) fn table(
     aggregated: bool,
     settings: &RenderSettings,
 ) -> String {
+    let gpu = function.gpu.is_some();
     let mut builder = Builder::default();
-    builder.push_record([
-        "Line #",
-        "Mem usage",
-        "Increment",
-        "Peak",
-        "Occurrences",
-        "Line Contents",
-    ]);
+    let mut header = vec!["Line #", "Mem usage", "Increment", "Peak", "Occurrences"];
+    if gpu {
+        header.extend(["GPU usage", "GPU increment"]);
+    }
+    header.push("Line Contents");
+    builder.push_record(header);
     let fn_row = function.lines.iter().position(|l| l.increment.is_some());
     for (i, line) in function.lines.iter().enumerate() {
         if let Some(min) = settings.min_increment {
@@ -51,7 +50,7 @@ pub(crate) fn table(
             }
         }
         let figure = |v: Option<i64>| v.map(|v| bytes(v, settings)).unwrap_or_default();
-        builder.push_record([
+        let mut record = vec![
             line.line.to_string(),
             figure(line.mem_usage.map(|v| v as i64)),
             figure(line.increment),
@@ -61,15 +60,21 @@ pub(crate) fn table(
             } else {
                 String::new()
             },
-            // NOTE: tabs would throw the columns off.
-            line.contents.replace('\t', "    "),
-        ]);
+        ];
+        if gpu {
+            record.push(figure(line.gpu_usage.map(|v| v as i64)));
+            record.push(figure(line.gpu_increment));
+        }
+        // NOTE: tabs would throw the columns off.
+        record.push(line.contents.replace('\t', "    "));
+        builder.push_record(record);
     }
+    let figures = if gpu { 7 } else { 5 };
     let mut table = builder.build();
     table
         .with(Style::blank().horizontals([(1, HorizontalLine::new('=').intersection('='))]))
-        .with(Modify::new(Columns::new(0..5)).with(Alignment::right()))
-        .with(Modify::new(Columns::new(5..)).with(Alignment::left()));
+        .with(Modify::new(Columns::new(0..figures)).with(Alignment::right()))
+        .with(Modify::new(Columns::new(figures..)).with(Alignment::left()));
 
     let mut out = format!("Filename: {}   Function: {}", function.file, function.name);
     if aggregated {
@@ -83,7 +88,12 @@ pub(crate) fn table(
             }
         ));
     }
-    out.push_str("\n\n");
+    out.push('\n');
+    if let Some(description) = &function.gpu {
+        out.push_str(description);
+        out.push('\n');
+    }
+    out.push('\n');
     for line in table.to_string().lines() {
         out.push_str(line.trim_end());
         out.push('\n');

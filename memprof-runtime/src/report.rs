@@ -22,6 +22,13 @@ pub struct Measurement {
     pub allocations: u64,
     /// Number of deallocations (a `realloc` counts as one).
     pub deallocations: u64,
+    /// Net change of GPU memory (see the README's GPU section for what is
+    /// counted); `None` without a usable GPU.
+    pub gpu_increment: Option<i64>,
+    /// Highest GPU memory sampled during the measurement (at its ends and at
+    /// the statement boundaries of profiled functions it ran on this thread)
+    /// above the start; `None` without a usable GPU.
+    pub gpu_peak: Option<u64>,
 }
 
 /// Every profiled function, aggregated over all its calls so far.
@@ -44,6 +51,9 @@ pub struct FunctionReport {
     pub file: String,
     /// Number of calls, recursive ones included.
     pub calls: u64,
+    /// What the GPU columns show, e.g. `GPU: this process's memory on device
+    /// 0 (NVIDIA H100)`; `None` when the table has no GPU columns.
+    pub gpu: Option<String>,
     /// One row per source line, from the attribute to the closing brace.
     pub lines: Vec<LineReport>,
 }
@@ -64,6 +74,10 @@ pub struct LineReport {
     pub peak: Option<u64>,
     /// Number of executions.
     pub occurrences: u64,
+    /// GPU memory after the line, highest over executions.
+    pub gpu_usage: Option<u64>,
+    /// Sum over executions of GPU memory after the line minus before.
+    pub gpu_increment: Option<i64>,
     /// The source text of the line.
     pub contents: String,
 }
@@ -125,9 +139,13 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[LineCell], calls: u64) -> 
             increment: None,
             peak: None,
             occurrences: 0,
+            gpu_usage: None,
+            gpu_increment: None,
             contents: (*text).to_owned(),
         })
         .collect();
+    // Columns go with sampling: a device lost mid-run drops them.
+    let gpu = crate::gpu::description();
     for (cell, &row) in cells.iter().zip(meta.cell_rows) {
         let (n, increment, peak, mem) = cell.load();
         let Some(line) = lines.get_mut(row as usize) else {
@@ -140,11 +158,19 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[LineCell], calls: u64) -> 
         line.increment = Some(line.increment.unwrap_or(0) + increment);
         line.peak = Some(line.peak.unwrap_or(0).max(peak));
         line.mem_usage = Some(line.mem_usage.unwrap_or(0).max(mem.max(0) as u64));
+        if gpu.is_some()
+            && let Some((increment, usage)) = cell.load_gpu()
+        {
+            line.gpu_increment = Some(line.gpu_increment.unwrap_or(0) + increment);
+            line.gpu_usage = Some(line.gpu_usage.unwrap_or(0).max(usage.max(0) as u64));
+        }
     }
+    let sampled = lines.iter().any(|l| l.gpu_usage.is_some());
     FunctionReport {
         name: meta.name().to_owned(),
         file: meta.file.to_owned(),
         calls,
+        gpu: gpu.filter(|_| sampled).map(str::to_owned),
         lines,
     }
 }
@@ -353,11 +379,19 @@ pub(crate) fn print_memit(heap_before: i64, stats: &Measurement) {
         }
         let settings = env::config().render;
         let peak = heap_before.max(0) as u64 + stats.peak;
-        let line = format!(
-            "peak memory: {}, increment: {}\n",
+        let mut line = format!(
+            "peak memory: {}, increment: {}",
             crate::render::bytes(peak as i64, &settings),
             crate::render::bytes(stats.peak as i64, &settings),
         );
+        if let (Some(peak), Some(increment)) = (stats.gpu_peak, stats.gpu_increment) {
+            line.push_str(&format!(
+                "; GPU peak: +{}, GPU increment: {}",
+                crate::render::bytes(peak as i64, &settings),
+                crate::render::bytes(increment, &settings),
+            ));
+        }
+        line.push('\n');
         emit(&line);
     });
 }

@@ -22,6 +22,8 @@ struct ClassCounts {
     free_bytes: [Cell<u64>; CLASSES],
     /// This thread's net count at its previous checkpoint.
     last_net: Cell<Option<i64>>,
+    /// GPU bytes at this thread's previous checkpoint, if sampled.
+    last_gpu: Cell<Option<i64>>,
 }
 
 thread_local! {
@@ -33,6 +35,7 @@ thread_local! {
             frees: [const { Cell::new(0) }; CLASSES],
             free_bytes: [const { Cell::new(0) }; CLASSES],
             last_net: Cell::new(None),
+            last_gpu: Cell::new(None),
         }
     };
 }
@@ -85,13 +88,27 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
             "At {file}:{line} {function}: heap {}",
             bytes(alloc::process_heap() as i64)
         );
+        let gpu = crate::gpu::active().then(crate::gpu::sample).flatten();
+        let since = |delta: i64| {
+            let sign = if delta >= 0 { "+" } else { "" };
+            format!("{sign}{}", bytes(delta))
+        };
         COUNTS.with(|c| {
-            match c.last_net.replace(Some(net)) {
-                None => text.push_str(" (first checkpoint on this thread)\n"),
-                Some(last) => {
-                    let delta = net - last;
-                    let sign = if delta >= 0 { "+" } else { "" };
-                    text.push_str(&format!(" ({sign}{} since last)\n", bytes(delta)));
+            let last_net = c.last_net.replace(Some(net));
+            match last_net {
+                None => text.push_str(" (first checkpoint on this thread)"),
+                Some(last) => text.push_str(&format!(" ({} since last)", since(net - last))),
+            }
+            if let Some(gpu) = gpu {
+                text.push_str(&format!(", GPU {}", bytes(gpu)));
+                if let Some(last) = c.last_gpu.replace(Some(gpu)) {
+                    text.push_str(&format!(" ({})", since(gpu - last)));
+                }
+            }
+            text.push('\n');
+            match last_net {
+                None => {}
+                Some(_) => {
                     for (mark, counts, totals) in [
                         ("+", &c.allocs, &c.alloc_bytes),
                         ("-", &c.frees, &c.free_bytes),

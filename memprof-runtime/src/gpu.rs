@@ -1,0 +1,323 @@
+//! GPU memory through NVML (`nvml-wrapper`), sampled at statement boundaries.
+//!
+//! NVML is opened once, at the first profiled call or measurement. No library
+//! (`libnvidia-ml.so.1` absent: the normal case without a GPU), no driver, or
+//! no device: GPU sampling stays off and nothing is said, unless the user
+//! asked for a device by `MEMPROF_GPU`. A device that fails later (a GPU lost
+//! mid-run) prints one warning and sampling stops; the program goes on.
+//!
+//! A sample is the GPU memory of this process, summed over the selected
+//! devices: the `used_gpu_memory` of our PID's entries in each device's
+//! running compute processes. NVML reports host PIDs, so in a container
+//! (another PID namespace) ours cannot be matched; the sample is then each
+//! device's used memory, all processes together, and the table header says
+//! so. The choice is made once, from the PID namespace, so one column never
+//! mixes the two.
+//!
+//! NVML calls are slow (microseconds each, under a driver-wide lock), so a
+//! sample is taken only at a statement boundary, where it serves as both the
+//! end of one statement and the start of the next: exact attribution at one
+//! sample per executed statement. Sampling runs untracked: NVML's and
+//! nvml-wrapper's own allocations never show in any heap figure.
+
+use crate::alloc::untracked;
+use crate::env::{self, GpuMemory, GpuSelection};
+use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::{NvmlError, nvml_try};
+use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings::{
+    nvmlProcessInfo_t, nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE, nvmlReturn_enum_NVML_SUCCESS,
+};
+use std::cell::Cell;
+use std::ffi::c_uint;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+const UNREAD: u8 = 0;
+const READY: u8 = 1;
+const ABSENT: u8 = 2;
+const LOST: u8 = 3;
+
+static STATE: AtomicU8 = AtomicU8::new(UNREAD);
+static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
+
+/// What the GPU figures count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// This process's entries in the devices' compute process lists.
+    Process,
+    /// The devices' used memory, every process's.
+    Device,
+}
+
+struct Gpu {
+    nvml: &'static Nvml,
+    devices: Vec<Device<'static>>,
+    source: Source,
+    pid: u32,
+    /// The table header line naming what the columns show.
+    description: String,
+}
+
+/// Whether GPU sampling is on. After the first call, one relaxed load.
+#[inline]
+pub(crate) fn active() -> bool {
+    match STATE.load(Relaxed) {
+        READY => true,
+        UNREAD => open_once(),
+        _ => false,
+    }
+}
+
+#[cold]
+fn open_once() -> bool {
+    let ready = untracked(|| GPU.get_or_init(open).is_some());
+    // A device lost in the meantime stays lost.
+    let _ = STATE.compare_exchange(UNREAD, if ready { READY } else { ABSENT }, Relaxed, Relaxed);
+    STATE.load(Relaxed) == READY
+}
+
+/// The header line for tables with GPU columns, while sampling is on.
+pub(crate) fn description() -> Option<&'static str> {
+    if STATE.load(Relaxed) != READY {
+        return None;
+    }
+    GPU.get()?.as_ref().map(|gpu| gpu.description.as_str())
+}
+
+fn open() -> Option<Gpu> {
+    let config = env::config();
+    let explicit = match config.gpu {
+        GpuSelection::Off => return None,
+        GpuSelection::Auto => false,
+        GpuSelection::Index(_) | GpuSelection::All => true,
+    };
+    let note = |why: &str| {
+        if explicit {
+            eprintln!("memprof: no GPU columns: {why}");
+        }
+    };
+    let mut builder = Nvml::builder();
+    if let Some(path) = &config.nvml_lib {
+        builder.lib_path(path.as_os_str());
+    }
+    let nvml = match builder.init() {
+        Ok(nvml) => nvml,
+        Err(NvmlError::LibloadingError(err)) => {
+            note(&format!("cannot load NVML ({err})"));
+            return None;
+        }
+        Err(err) => {
+            note(&format!("NVML did not start ({err})"));
+            return None;
+        }
+    };
+    // NOTE: NVML stays open for the life of the process; devices borrow it.
+    let nvml: &'static Nvml = Box::leak(Box::new(nvml));
+    let count = match nvml.device_count() {
+        Ok(0) => {
+            note("NVML shows no device");
+            return None;
+        }
+        Ok(count) => count,
+        Err(err) => {
+            note(&format!("NVML cannot count devices ({err})"));
+            return None;
+        }
+    };
+    let indices: Vec<u32> = match config.gpu {
+        GpuSelection::Index(index) if index < count => vec![index],
+        GpuSelection::Index(index) => {
+            eprintln!(
+                "memprof: ignoring MEMPROF_GPU={index}: NVML shows {count} device(s), \
+                 numbered from 0; using all of them"
+            );
+            (0..count).collect()
+        }
+        _ => (0..count).collect(),
+    };
+    let mut devices = Vec::with_capacity(indices.len());
+    let mut names = Vec::with_capacity(indices.len());
+    for index in indices {
+        match nvml.device_by_index(index) {
+            Ok(device) => {
+                let name = device.name().unwrap_or_else(|_| "unnamed".to_owned());
+                names.push(format!("{index} ({name})"));
+                devices.push(device);
+            }
+            Err(err) => {
+                note(&format!("NVML cannot open device {index} ({err})"));
+                return None;
+            }
+        }
+    }
+    let source = match config.gpu_memory {
+        GpuMemory::Process => Source::Process,
+        GpuMemory::Device => Source::Device,
+        GpuMemory::Auto if pids_match_nvml() => Source::Process,
+        GpuMemory::Auto => Source::Device,
+    };
+    let plural = if names.len() == 1 {
+        "device"
+    } else {
+        "devices"
+    };
+    let names = names.join(", ");
+    let description = match (source, config.gpu_memory) {
+        (Source::Process, _) => format!("GPU: this process's memory on {plural} {names}"),
+        (Source::Device, GpuMemory::Device) => {
+            format!(
+                "GPU: memory used on {plural} {names}, all processes (MEMPROF_GPU_MEMORY=device)"
+            )
+        }
+        (Source::Device, _) => format!(
+            "GPU: memory used on {plural} {names}, all processes \
+             (NVML's PIDs are not this PID namespace's)"
+        ),
+    };
+    let gpu = Gpu {
+        nvml,
+        devices,
+        source,
+        pid: std::process::id(),
+        description,
+    };
+    // A device that answers nothing now is no better than none.
+    match gpu.read() {
+        Ok(_) => Some(gpu),
+        Err(err) => {
+            note(&format!("NVML cannot read GPU memory ({err})"));
+            None
+        }
+    }
+}
+
+/// Whether NVML's PIDs (the host's) are ours: true in the initial PID
+/// namespace, false in a container's. Where this cannot be read, assume so.
+fn pids_match_nvml() -> bool {
+    /// The inode of the initial PID namespace, fixed by the kernel
+    /// (`PROC_PID_INIT_INO`).
+    const INITIAL_PID_NAMESPACE: &str = "pid:[4026531836]";
+    match std::fs::read_link("/proc/self/ns/pid") {
+        Ok(link) => link.as_os_str() == INITIAL_PID_NAMESPACE,
+        Err(_) => true,
+    }
+}
+
+impl Gpu {
+    fn read(&self) -> Result<u64, NvmlError> {
+        let mut total = 0u64;
+        for device in &self.devices {
+            total += match self.source {
+                Source::Device => device.memory_info()?.used,
+                Source::Process => match self.listed_bytes(device) {
+                    Some(bytes) => bytes?,
+                    None => device
+                        .running_compute_processes()?
+                        .iter()
+                        .filter(|p| p.pid == self.pid)
+                        .map(|p| match p.used_gpu_memory {
+                            UsedGpuMemory::Used(bytes) => bytes,
+                            UsedGpuMemory::Unavailable => 0,
+                        })
+                        .sum(),
+                },
+            };
+        }
+        Ok(total)
+    }
+
+    /// This process's bytes on `device` in one NVML call into a buffer on
+    /// the stack; `None` if more processes run there than it holds.
+    ///
+    /// PERF: nvml-wrapper's `running_compute_processes` makes two calls (a
+    /// count, then the list) and allocates; at some 12 µs a call on a real
+    /// driver, one call per sample halves the cost of GPU sampling.
+    fn listed_bytes(&self, device: &Device<'static>) -> Option<Result<u64, NvmlError>> {
+        /// `usedGpuMemory` when NVML cannot tell (NVML_VALUE_NOT_AVAILABLE).
+        const NOT_AVAILABLE: u64 = u64::MAX;
+        const ROOM: usize = 64;
+        let list = self
+            .nvml
+            .lib()
+            .nvmlDeviceGetComputeRunningProcesses_v3
+            .as_ref()
+            .ok()?;
+        // SAFETY: `nvmlProcessInfo_t` is plain integers, valid when zeroed.
+        let mut infos: [nvmlProcessInfo_t; ROOM] = unsafe { std::mem::zeroed() };
+        let mut count = ROOM as c_uint;
+        // SAFETY: `list` is NVML's own function for this signature; the
+        // device handle belongs to the open NVML, and `count` says how many
+        // entries `infos` holds.
+        let code = unsafe { list(device.handle(), &mut count, infos.as_mut_ptr()) };
+        if code == nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE {
+            return None;
+        }
+        if code != nvmlReturn_enum_NVML_SUCCESS {
+            return Some(nvml_try(code).map(|()| 0));
+        }
+        let listed = infos.get(..count as usize).unwrap_or(&infos);
+        Some(Ok(listed
+            .iter()
+            .filter(|p| p.pid == self.pid && p.usedGpuMemory != NOT_AVAILABLE)
+            .map(|p| p.usedGpuMemory)
+            .sum()))
+    }
+}
+
+thread_local! {
+    /// Highest sample taken on this thread since the innermost open
+    /// measurement started; `i64::MIN` when none is open.
+    static HIGH: Cell<i64> = const { Cell::new(i64::MIN) };
+}
+
+/// GPU bytes now, or `None` when sampling is off or the device failed.
+pub(crate) fn sample() -> Option<i64> {
+    if STATE.load(Relaxed) != READY {
+        return None;
+    }
+    let gpu = GPU.get()?.as_ref()?;
+    match untracked(|| gpu.read()) {
+        Ok(bytes) => {
+            let bytes = bytes.min(i64::MAX as u64) as i64;
+            let _ = HIGH.try_with(|h| h.set(h.get().max(bytes)));
+            Some(bytes)
+        }
+        Err(err) => {
+            lose(err);
+            None
+        }
+    }
+}
+
+#[cold]
+fn lose(err: NvmlError) {
+    if STATE.swap(LOST, Relaxed) == READY {
+        untracked(|| {
+            eprintln!(
+                "memprof: GPU sampling stopped, NVML failed: {err}; tables go on without GPU columns"
+            );
+        });
+    }
+}
+
+/// Starts watching the highest sample on this thread from `start`; returns
+/// what to pass to [`watch_end`].
+pub(crate) fn watch_begin(start: i64) -> i64 {
+    HIGH.try_with(|h| h.replace(start)).unwrap_or(i64::MIN)
+}
+
+/// Ends a watch: the highest sample since [`watch_begin`], with the
+/// enclosing watch's own high restored (and raised by this one's).
+pub(crate) fn watch_end(saved: i64) -> i64 {
+    HIGH.try_with(|h| {
+        let high = h.get();
+        h.set(if saved == i64::MIN {
+            i64::MIN
+        } else {
+            saved.max(high)
+        });
+        high
+    })
+    .unwrap_or(i64::MIN)
+}

@@ -1,0 +1,619 @@
+//! A fake `libnvidia-ml.so` for memprof's tests. It is a test stand-in written
+//! for this repository, not NVIDIA code, and it talks to no GPU.
+//!
+//! CI has no GPU and no driver, so the GPU columns are tested against this
+//! library instead: `nvml-wrapper` loads it with
+//! `Nvml::builder().lib_path(..)`, and the test loads the same path with
+//! `libloading`. `dlopen` of one path returns one handle, so both see the same
+//! statics, and the test steers what NVML reports through the `fake_nvml_*`
+//! functions at the bottom of this file.
+//!
+//! Only the symbols that memprof's calls into `nvml-wrapper` 0.13 reach are
+//! exported. `nvml-wrapper-sys` looks every symbol up at load time but keeps
+//! each as a `Result`, so a missing one fails only when it is called: as
+//! `NvmlError::FailedToLoadSymbol` from `nvml-wrapper`'s methods, but as a
+//! panic from `Nvml`'s `Drop`, which calls `nvmlShutdown` through the
+//! `expect`ing accessor. That is why `nvmlShutdown` must be here.
+//!
+//! The model: up to [`MAX_DEVICES`] devices, each with [`TOTAL_BYTES`] of
+//! memory, a `baseline` used by processes the test does not name, and the
+//! bytes each named pid holds. `used` is the baseline plus the pids' bytes,
+//! `free` is the rest, `reserved` is 0.
+//!
+//! Environment, read at every `nvmlInit*`, so a child process can be set up
+//! without code: `FAKE_NVML_DEVICES=<0..=8>` sets the device count (and wins
+//! over `fake_nvml_set_device_count`), `FAKE_NVML_FAIL_INIT=1` makes init
+//! return `NVML_ERROR_DRIVER_NOT_LOADED`.
+//!
+//! NOTE: nothing here may unwind into the C caller. Every export runs its body
+//! under `catch_unwind` and answers `NVML_ERROR_UNKNOWN` if it panicked, and
+//! the state lock ignores poisoning.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, c_char, c_uint, c_ulonglong, c_void};
+use std::io::Write;
+use std::mem::{offset_of, size_of};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// `nvmlReturn_t`: a C enum, passed as `unsigned int`.
+pub type NvmlReturn = c_uint;
+
+// The values of `nvmlReturn_t` that this library returns, as nvml.h numbers them.
+const NVML_SUCCESS: NvmlReturn = 0;
+const NVML_ERROR_UNINITIALIZED: NvmlReturn = 1;
+const NVML_ERROR_INVALID_ARGUMENT: NvmlReturn = 2;
+const NVML_ERROR_INSUFFICIENT_SIZE: NvmlReturn = 7;
+const NVML_ERROR_DRIVER_NOT_LOADED: NvmlReturn = 9;
+const NVML_ERROR_GPU_IS_LOST: NvmlReturn = 15;
+const NVML_ERROR_MEMORY: NvmlReturn = 20;
+const NVML_ERROR_ARGUMENT_VERSION_MISMATCH: NvmlReturn = 25;
+const NVML_ERROR_UNKNOWN: NvmlReturn = 999;
+
+/// `nvmlDevice_t`: an opaque pointer that this library never dereferences.
+pub type NvmlDevice = *mut c_void;
+
+/// The most devices the fake can show.
+pub const MAX_DEVICES: u32 = 8;
+
+/// Memory of every fake device: 80 GiB, as on an H100 or A100 80GB.
+pub const TOTAL_BYTES: u64 = 80 << 30;
+
+/// What `nvmlSystemGetDriverVersion` reports. It parses as major version 0, so
+/// `nvml-wrapper` keeps its default (v12) field-id numbering.
+const DRIVER_VERSION: &str = "0.0.0-fake";
+
+/// `nvmlMemory_v2_t`.
+#[repr(C)]
+pub struct MemoryV2 {
+    version: c_uint,
+    total: c_ulonglong,
+    reserved: c_ulonglong,
+    free: c_ulonglong,
+    used: c_ulonglong,
+}
+
+/// nvml.h's `NVML_STRUCT_VERSION(Memory, 2)`: the struct size with the
+/// version number in the top byte. Callers must set it, and NVML refuses others.
+const MEMORY_V2_VERSION: c_uint = size_of::<MemoryV2>() as c_uint | (2 << 24);
+
+/// `nvmlProcessInfo_t` (the same layout as `nvmlProcessInfo_v2_t`), which
+/// `nvmlDeviceGetComputeRunningProcesses_v3` fills.
+#[repr(C)]
+pub struct ProcessInfo {
+    pid: c_uint,
+    used_gpu_memory: c_ulonglong,
+    gpu_instance_id: c_uint,
+    compute_instance_id: c_uint,
+}
+
+/// What NVML puts in the instance ids when MIG is off.
+const NO_INSTANCE: c_uint = 0xFFFF_FFFF;
+
+// The C layouts (x86-64 and aarch64 Linux), so that a field moved by mistake
+// fails the build instead of shifting numbers in a test.
+const _: () = {
+    assert!(size_of::<MemoryV2>() == 40);
+    assert!(offset_of!(MemoryV2, total) == 8);
+    assert!(offset_of!(MemoryV2, reserved) == 16);
+    assert!(offset_of!(MemoryV2, free) == 24);
+    assert!(offset_of!(MemoryV2, used) == 32);
+    assert!(MEMORY_V2_VERSION == 0x0200_0028);
+    assert!(size_of::<ProcessInfo>() == 24);
+    assert!(offset_of!(ProcessInfo, used_gpu_memory) == 8);
+    assert!(offset_of!(ProcessInfo, gpu_instance_id) == 16);
+    assert!(offset_of!(ProcessInfo, compute_instance_id) == 20);
+};
+
+struct DeviceState {
+    baseline: u64,
+    /// Bytes per pid; a pid is removed when it frees everything, so every
+    /// entry is nonzero and the map is the process list.
+    processes: BTreeMap<u32, u64>,
+}
+
+impl DeviceState {
+    const fn new() -> Self {
+        Self {
+            baseline: 0,
+            processes: BTreeMap::new(),
+        }
+    }
+
+    /// Never overflows: every change is checked against [`TOTAL_BYTES`].
+    fn used(&self) -> u64 {
+        self.baseline + self.processes.values().sum::<u64>()
+    }
+}
+
+struct State {
+    /// `nvmlInit*` calls not yet matched by `nvmlShutdown`: NVML counts them,
+    /// and answers `NVML_ERROR_UNINITIALIZED` when none is live.
+    live_inits: u32,
+    device_count: u32,
+    devices: [DeviceState; MAX_DEVICES as usize],
+    /// Device queries still answered before the GPU is lost; negative: never lost.
+    fail_after: i64,
+    queries: u64,
+}
+
+impl State {
+    const fn new() -> Self {
+        Self {
+            live_inits: 0,
+            device_count: 1,
+            devices: [const { DeviceState::new() }; MAX_DEVICES as usize],
+            fail_after: -1,
+            queries: 0,
+        }
+    }
+
+    /// Everything a test controls goes back to the start. `live_inits` does
+    /// not: it belongs to whoever holds an `Nvml`, and a reset in the middle of
+    /// a test must not make its handle uninitialized.
+    fn reset(&mut self) {
+        *self = Self {
+            live_inits: self.live_inits,
+            ..Self::new()
+        };
+    }
+
+    /// The device behind a handle from `nvmlDeviceGetHandleByIndex_v2`, if
+    /// NVML is initialized and the device still exists.
+    fn device(&self, handle: NvmlDevice) -> Result<&DeviceState, NvmlReturn> {
+        if self.live_inits == 0 {
+            return Err(NVML_ERROR_UNINITIALIZED);
+        }
+        match handle_index(handle) {
+            Some(index) if index < self.device_count => Ok(&self.devices[index as usize]),
+            _ => Err(NVML_ERROR_INVALID_ARGUMENT),
+        }
+    }
+
+    /// Counts a memory or process query that reached a device, and decides
+    /// whether the GPU is lost. Lost queries count too, so a test can tell
+    /// that a sampler stopped asking once the GPU was gone.
+    fn device_query(&mut self) -> Result<(), NvmlReturn> {
+        self.queries += 1;
+        match self.fail_after {
+            0 => Err(NVML_ERROR_GPU_IS_LOST),
+            n if n > 0 => {
+                self.fail_after = n - 1;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn device_mut(&mut self, index: u32) -> Result<&mut DeviceState, NvmlReturn> {
+        self.devices
+            .get_mut(index as usize)
+            .ok_or(NVML_ERROR_INVALID_ARGUMENT)
+    }
+}
+
+static STATE: Mutex<State> = Mutex::new(State::new());
+
+/// A panic elsewhere must not turn every later call into another panic.
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs an export's body so that a panic becomes `fallback` instead of
+/// unwinding into C.
+fn ffi<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+}
+
+fn ffi_status(body: impl FnOnce() -> Result<(), NvmlReturn>) -> NvmlReturn {
+    ffi(NVML_ERROR_UNKNOWN, || match body() {
+        Ok(()) => NVML_SUCCESS,
+        Err(code) => code,
+    })
+}
+
+// Handles are the device index plus one, so that none is null. They carry no
+// provenance because nothing ever reads through them.
+fn index_handle(index: u32) -> NvmlDevice {
+    std::ptr::without_provenance_mut(index as usize + 1)
+}
+
+fn handle_index(handle: NvmlDevice) -> Option<u32> {
+    (handle.addr() as u64)
+        .checked_sub(1)
+        .and_then(|index| u32::try_from(index).ok())
+}
+
+/// Copies `text` and a NUL into a caller's buffer of `length` bytes, the way
+/// NVML's string getters do.
+///
+/// # Safety
+///
+/// `buffer` is null or valid for writes of `length` bytes.
+unsafe fn write_c_string(
+    text: &str,
+    buffer: *mut c_char,
+    length: c_uint,
+) -> Result<(), NvmlReturn> {
+    if buffer.is_null() {
+        return Err(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    if text.len() >= length as usize {
+        return Err(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    // SAFETY: the caller gave `length` writable bytes and `text.len() + 1`
+    // fits in them; a Rust string cannot overlap a buffer that C owns.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), buffer, text.len());
+        buffer.add(text.len()).write(0);
+    }
+    Ok(())
+}
+
+/// Applies `FAKE_NVML_*` and counts one more live init.
+fn init() -> Result<(), NvmlReturn> {
+    if std::env::var_os("FAKE_NVML_FAIL_INIT").is_some_and(|v| v == "1") {
+        return Err(NVML_ERROR_DRIVER_NOT_LOADED);
+    }
+    let mut state = state();
+    if let Some(value) = std::env::var_os("FAKE_NVML_DEVICES") {
+        match value.to_str().and_then(|v| v.parse::<u32>().ok()) {
+            Some(count) if count <= MAX_DEVICES => state.device_count = count,
+            _ => {
+                // NOTE: init has no argument to blame, so say why on stderr
+                // rather than leave a bare NVML_ERROR_UNKNOWN to puzzle over.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "fake-nvml: FAKE_NVML_DEVICES={value:?} is not a device count from 0 to {MAX_DEVICES}"
+                );
+                return Err(NVML_ERROR_UNKNOWN);
+            }
+        }
+    }
+    state.live_inits += 1;
+    Ok(())
+}
+
+/// `nvmlInit_v2`, which `Nvml::init` and `NvmlBuilder::init` call.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlInit_v2() -> NvmlReturn {
+    ffi_status(init)
+}
+
+/// `nvmlInitWithFlags`, which `NvmlBuilder::init` calls when flags are set.
+/// The fake has no GPUs to attach, so every flag is accepted and ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlInitWithFlags(_flags: c_uint) -> NvmlReturn {
+    ffi_status(init)
+}
+
+/// `nvmlShutdown`, which `Nvml`'s `Drop` and `Nvml::shutdown` call.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlShutdown() -> NvmlReturn {
+    ffi_status(|| {
+        let mut state = state();
+        state.live_inits = state
+            .live_inits
+            .checked_sub(1)
+            .ok_or(NVML_ERROR_UNINITIALIZED)?;
+        Ok(())
+    })
+}
+
+/// `nvmlErrorString`: a static description of a return code. `nvml-wrapper`
+/// never calls it itself; it is reachable through `Nvml::lib()`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlErrorString(result: NvmlReturn) -> *const c_char {
+    let text: &CStr = match result {
+        NVML_SUCCESS => c"success",
+        NVML_ERROR_UNINITIALIZED => c"nvml is not initialized",
+        NVML_ERROR_INVALID_ARGUMENT => c"an argument is invalid",
+        NVML_ERROR_INSUFFICIENT_SIZE => c"the buffer is too small",
+        NVML_ERROR_DRIVER_NOT_LOADED => c"the driver is not loaded (FAKE_NVML_FAIL_INIT)",
+        NVML_ERROR_GPU_IS_LOST => c"the gpu is lost (fake_nvml_fail_after)",
+        NVML_ERROR_MEMORY => c"not enough device memory",
+        NVML_ERROR_ARGUMENT_VERSION_MISMATCH => c"the struct version is not supported",
+        _ => c"unknown error",
+    };
+    text.as_ptr()
+}
+
+/// `nvmlSystemGetDriverVersion`, which `Nvml::sys_driver_version` calls, and
+/// `Nvml`'s init too, to pick a field-id numbering.
+///
+/// # Safety
+///
+/// `version` is null or valid for writes of `length` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlSystemGetDriverVersion(
+    version: *mut c_char,
+    length: c_uint,
+) -> NvmlReturn {
+    ffi_status(|| {
+        if state().live_inits == 0 {
+            return Err(NVML_ERROR_UNINITIALIZED);
+        }
+        // SAFETY: the caller's contract is the one `write_c_string` needs.
+        unsafe { write_c_string(DRIVER_VERSION, version, length) }
+    })
+}
+
+/// `nvmlDeviceGetCount_v2`, which `Nvml::device_count` calls.
+///
+/// # Safety
+///
+/// `device_count` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetCount_v2(device_count: *mut c_uint) -> NvmlReturn {
+    ffi_status(|| {
+        let state = state();
+        if state.live_inits == 0 {
+            return Err(NVML_ERROR_UNINITIALIZED);
+        }
+        if device_count.is_null() {
+            return Err(NVML_ERROR_INVALID_ARGUMENT);
+        }
+        // SAFETY: non-null, and the caller promised it is writable.
+        unsafe { device_count.write(state.device_count) };
+        Ok(())
+    })
+}
+
+/// `nvmlDeviceGetHandleByIndex_v2`, which `Nvml::device_by_index` calls.
+///
+/// # Safety
+///
+/// `device` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(
+    index: c_uint,
+    device: *mut NvmlDevice,
+) -> NvmlReturn {
+    ffi_status(|| {
+        let state = state();
+        if state.live_inits == 0 {
+            return Err(NVML_ERROR_UNINITIALIZED);
+        }
+        if index >= state.device_count || device.is_null() {
+            return Err(NVML_ERROR_INVALID_ARGUMENT);
+        }
+        // SAFETY: non-null, and the caller promised it is writable.
+        unsafe { device.write(index_handle(index)) };
+        Ok(())
+    })
+}
+
+/// `nvmlDeviceGetName`, which `Device::name` calls: `Fake GPU <index>`.
+///
+/// # Safety
+///
+/// `name` is null or valid for writes of `length` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetName(
+    device: NvmlDevice,
+    name: *mut c_char,
+    length: c_uint,
+) -> NvmlReturn {
+    ffi_status(|| {
+        state().device(device)?;
+        let index = handle_index(device).unwrap_or_default();
+        // SAFETY: the caller's contract is the one `write_c_string` needs.
+        unsafe { write_c_string(&format!("Fake GPU {index}"), name, length) }
+    })
+}
+
+/// `nvmlDeviceGetUUID`, which `Device::uuid` calls: a well-formed UUID whose
+/// first group spells "fa4e" and whose last digits are the index.
+///
+/// # Safety
+///
+/// `uuid` is null or valid for writes of `length` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetUUID(
+    device: NvmlDevice,
+    uuid: *mut c_char,
+    length: c_uint,
+) -> NvmlReturn {
+    ffi_status(|| {
+        state().device(device)?;
+        let index = handle_index(device).unwrap_or_default();
+        let text = format!("GPU-fa4e0000-0000-0000-0000-{index:012}");
+        // SAFETY: the caller's contract is the one `write_c_string` needs.
+        unsafe { write_c_string(&text, uuid, length) }
+    })
+}
+
+/// `nvmlDeviceGetMemoryInfo_v2`, which `Device::memory_info` calls.
+///
+/// # Safety
+///
+/// `memory` is null or valid for reads and writes of an `nvmlMemory_v2_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
+    device: NvmlDevice,
+    memory: *mut MemoryV2,
+) -> NvmlReturn {
+    ffi_status(|| {
+        let mut state = state();
+        state.device(device)?;
+        if memory.is_null() {
+            return Err(NVML_ERROR_INVALID_ARGUMENT);
+        }
+        // SAFETY: non-null, and the caller promised a readable struct.
+        if unsafe { (*memory).version } != MEMORY_V2_VERSION {
+            return Err(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+        }
+        state.device_query()?;
+        let used = state.device(device)?.used();
+        // SAFETY: non-null, and the caller promised a writable struct.
+        unsafe {
+            memory.write(MemoryV2 {
+                version: MEMORY_V2_VERSION,
+                total: TOTAL_BYTES,
+                reserved: 0,
+                free: TOTAL_BYTES - used,
+                used,
+            });
+        }
+        Ok(())
+    })
+}
+
+/// `nvmlDeviceGetComputeRunningProcesses_v3`, which
+/// `Device::running_compute_processes` and
+/// `Device::running_compute_processes_count` call: every pid with bytes on
+/// the device, in pid order.
+///
+/// NVML's size protocol: `*info_count` is the room in `infos` on the way in
+/// and the number of processes on the way out. Too little room answers
+/// `NVML_ERROR_INSUFFICIENT_SIZE` and writes nothing else, which is how
+/// callers ask for the count with `*info_count == 0` and a null `infos`.
+///
+/// # Safety
+///
+/// `info_count` is null or valid for reads and writes; `infos` is null or
+/// valid for writes of `*info_count` entries.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
+    device: NvmlDevice,
+    info_count: *mut c_uint,
+    infos: *mut ProcessInfo,
+) -> NvmlReturn {
+    ffi_status(|| {
+        let mut state = state();
+        state.device(device)?;
+        if info_count.is_null() {
+            return Err(NVML_ERROR_INVALID_ARGUMENT);
+        }
+        // SAFETY: non-null, and the caller promised it is readable.
+        let room = unsafe { info_count.read() };
+        state.device_query()?;
+        let processes = &state.device(device)?.processes;
+        // Bounded by the pids a test allocated for, far below u32::MAX.
+        let count = processes.len() as c_uint;
+        // SAFETY: non-null, and the caller promised it is writable.
+        unsafe { info_count.write(count) };
+        if count > room {
+            return Err(NVML_ERROR_INSUFFICIENT_SIZE);
+        }
+        if count > 0 && infos.is_null() {
+            return Err(NVML_ERROR_INVALID_ARGUMENT);
+        }
+        for (slot, (&pid, &bytes)) in processes.iter().enumerate() {
+            let info = ProcessInfo {
+                pid,
+                used_gpu_memory: bytes,
+                gpu_instance_id: NO_INSTANCE,
+                compute_instance_id: NO_INSTANCE,
+            };
+            // SAFETY: `slot < count <= room`, and the caller promised `room`
+            // writable entries at a non-null `infos`.
+            unsafe { infos.add(slot).write(info) };
+        }
+        Ok(())
+    })
+}
+
+/// Back to the start: 1 device, no processes, baselines 0, no failure
+/// scheduled, query count 0. NVML stays initialized if it was.
+#[unsafe(no_mangle)]
+pub extern "C" fn fake_nvml_reset() {
+    ffi((), || state().reset());
+}
+
+/// Sets how many devices NVML reports. Answers `NVML_ERROR_INVALID_ARGUMENT`
+/// above [`MAX_DEVICES`]. Devices beyond the count keep their state.
+#[unsafe(no_mangle)]
+pub extern "C" fn fake_nvml_set_device_count(count: u32) -> NvmlReturn {
+    ffi_status(|| {
+        if count > MAX_DEVICES {
+            return Err(NVML_ERROR_INVALID_ARGUMENT);
+        }
+        state().device_count = count;
+        Ok(())
+    })
+}
+
+/// Sets the bytes used on `device` by processes that NVML does not list.
+/// Answers `NVML_ERROR_MEMORY` if the device would use more than it has.
+#[unsafe(no_mangle)]
+pub extern "C" fn fake_nvml_set_baseline(device: u32, bytes: u64) -> NvmlReturn {
+    ffi_status(|| {
+        let mut state = state();
+        let device = state.device_mut(device)?;
+        let processes: u64 = device.processes.values().sum();
+        if bytes
+            .checked_add(processes)
+            .is_none_or(|used| used > TOTAL_BYTES)
+        {
+            return Err(NVML_ERROR_MEMORY);
+        }
+        device.baseline = bytes;
+        Ok(())
+    })
+}
+
+/// `pid` takes `bytes` more on `device`, as `cudaMalloc` would. Answers
+/// `NVML_ERROR_MEMORY` if the device would use more than it has.
+#[unsafe(no_mangle)]
+pub extern "C" fn fake_nvml_alloc(device: u32, pid: u32, bytes: u64) -> NvmlReturn {
+    ffi_status(|| {
+        let mut state = state();
+        let device = state.device_mut(device)?;
+        if device
+            .used()
+            .checked_add(bytes)
+            .is_none_or(|used| used > TOTAL_BYTES)
+        {
+            return Err(NVML_ERROR_MEMORY);
+        }
+        if bytes > 0 {
+            *device.processes.entry(pid).or_default() += bytes;
+        }
+        Ok(())
+    })
+}
+
+/// `pid` gives back `bytes` on `device`, as `cudaFree` would; at zero it
+/// leaves the process list. Answers `NVML_ERROR_INVALID_ARGUMENT` if `pid`
+/// holds fewer bytes than that.
+#[unsafe(no_mangle)]
+pub extern "C" fn fake_nvml_free(device: u32, pid: u32, bytes: u64) -> NvmlReturn {
+    ffi_status(|| {
+        let mut state = state();
+        let device = state.device_mut(device)?;
+        let held = device.processes.get(&pid).copied().unwrap_or(0);
+        let left = held.checked_sub(bytes).ok_or(NVML_ERROR_INVALID_ARGUMENT)?;
+        if left == 0 {
+            device.processes.remove(&pid);
+        } else {
+            device.processes.insert(pid, left);
+        }
+        Ok(())
+    })
+}
+
+/// After `n` more answered device queries (memory info or process list, the
+/// count-only call included), every such query answers
+/// `NVML_ERROR_GPU_IS_LOST`. Negative: never (the default).
+#[unsafe(no_mangle)]
+pub extern "C" fn fake_nvml_fail_after(n: i64) {
+    ffi((), || state().fail_after = n);
+}
+
+/// Device queries (memory info or process list calls that reached a device,
+/// those answered with `NVML_ERROR_GPU_IS_LOST` included) since the last reset.
+#[unsafe(no_mangle)]
+pub extern "C" fn fake_nvml_query_count() -> u64 {
+    ffi(u64::MAX, || state().queries)
+}
+
+/// `nvmlInit*` calls not yet matched by `nvmlShutdown`, so a test can check
+/// that NVML was shut down.
+#[unsafe(no_mangle)]
+pub extern "C" fn fake_nvml_live_inits() -> u32 {
+    ffi(u32::MAX, || state().live_inits)
+}

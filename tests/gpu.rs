@@ -1,0 +1,553 @@
+//! GPU columns, checked against the fake NVML library (tests/fake-nvml)
+//! through the real nvml-wrapper code path. memprof opens NVML once per
+//! process, so each test re-runs this binary on one `child_*` test with the
+//! environment under test, and reads what the child printed: its tables and
+//! its report as JSON.
+
+#[path = "support/fake_nvml.rs"]
+mod fake_nvml;
+
+use fake_nvml::FakeNvml;
+use memprof::{memit, profile};
+use serde_json::Value;
+use std::process::Command;
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// A PID that is not this process's: another program on the same GPU, or,
+/// in a container, this process under its host PID.
+const OTHER_PID: u32 = 4_000_000;
+
+fn pid() -> u32 {
+    std::process::id()
+}
+
+fn is_child() -> bool {
+    std::env::var_os("MEMPROF_GPU_CHILD").is_some()
+}
+
+struct Child {
+    stdout: String,
+    stderr: String,
+}
+
+impl Child {
+    /// The report the child printed last, as JSON.
+    fn report(&self) -> Value {
+        let line = self
+            .stdout
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("REPORT "))
+            .unwrap_or_else(|| panic!("no report in {}", self.stdout));
+        serde_json::from_str(line).unwrap()
+    }
+
+    /// The value the child printed after `key `.
+    fn value(&self, key: &str) -> String {
+        self.stdout
+            .lines()
+            .find_map(|l| l.split_once(key)?.1.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {key} in {}", self.stdout))
+            .to_owned()
+    }
+}
+
+/// Runs the child test `name` against the fake library, or against
+/// `MEMPROF_NVML_LIB` from `env` if given.
+fn run_child(name: &str, env: &[(&str, &str)]) -> Child {
+    run_child_with(None, name, env)
+}
+
+fn run_child_with(prefix: Option<&[&str]>, name: &str, env: &[(&str, &str)]) -> Child {
+    let library = fake_nvml::library();
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = match prefix {
+        Some([program, args @ ..]) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).arg(&exe);
+            cmd
+        }
+        _ => Command::new(&exe),
+    };
+    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("MEMPROF_GPU_CHILD", "1")
+        .env("MEMPROF_NVML_LIB", &library)
+        .env("MEMPROF_REPORT", "call")
+        .env("MEMPROF_UNIT", "MiB")
+        .env_remove("MEMPROF")
+        .env_remove("MEMPROF_GPU")
+        .env_remove("MEMPROF_GPU_MEMORY")
+        .env_remove("FAKE_NVML_DEVICES")
+        .env_remove("FAKE_NVML_FAIL_INIT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let child = Child {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    };
+    assert!(
+        out.status.success(),
+        "child {name} failed: {}\n{}\n{}",
+        out.status,
+        child.stdout,
+        child.stderr
+    );
+    child
+}
+
+fn print_report() {
+    println!("REPORT {}", memprof::report().to_json());
+}
+
+/// The report of the function whose path ends with `::name`.
+fn function<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"].as_str().unwrap().ends_with(&format!("::{name}")))
+        .unwrap_or_else(|| panic!("no {name} in {report}"))
+}
+
+/// The row of `name` whose source contains `needle`.
+fn row<'a>(report: &'a Value, name: &str, needle: &str) -> &'a Value {
+    let function = function(report, name);
+    function["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["contents"].as_str().unwrap().contains(needle))
+        .unwrap_or_else(|| panic!("no {needle:?} row in {function}"))
+}
+
+fn gpu(row: &Value) -> (i64, u64) {
+    (
+        row["gpu_increment"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{row}")),
+        row["gpu_usage"].as_u64().unwrap_or_else(|| panic!("{row}")),
+    )
+}
+
+/// What a GPU program's lines do: `alloc`/`free` stand in for cudaMalloc and
+/// cudaFree.
+#[profile]
+fn device_lines(fake: &FakeNvml) -> usize {
+    fake.alloc(0, pid(), 256 * MIB);
+    let host = vec![0u8; 1000];
+    fake.free(0, pid(), 64 * MIB);
+    host.len()
+}
+
+#[test]
+fn child_device_lines() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        // Another process's memory: not ours, so not in the process columns.
+        fake.set_baseline(0, GIB);
+        fake.alloc(0, OTHER_PID, 100 * MIB);
+        device_lines(&fake);
+        device_lines(&fake);
+        print_report();
+    }
+}
+
+#[test]
+fn columns_show_each_lines_device_memory() {
+    let child = run_child("child_device_lines", &[("MEMPROF_GPU_MEMORY", "process")]);
+    let out = &child.stdout;
+    assert_eq!(out.matches("GPU usage   GPU increment").count(), 2, "{out}");
+    assert_eq!(
+        out.matches("GPU: this process's memory on device 0 (Fake GPU 0)\n")
+            .count(),
+        2,
+        "{out}"
+    );
+    // The first call's table: +256 MiB where it allocates, -64 MiB where it
+    // frees, the heap columns as without a GPU.
+    let words = |needle: &str| {
+        let line = out.lines().find(|l| l.contains(needle)).unwrap();
+        line.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    assert!(
+        words("fake.alloc(").ends_with(" 1 256.0 MiB 256.0 MiB fake.alloc(0, pid(), 256 * MIB);"),
+        "{out}"
+    );
+    assert!(
+        words("fake.free(").ends_with(" 1 192.0 MiB -64.0 MiB fake.free(0, pid(), 64 * MIB);"),
+        "{out}"
+    );
+
+    // Both calls: 0 → 256 → 192, then 192 → 448 → 384.
+    let report = child.report();
+    let alloc = row(&report, "device_lines", "fake.alloc(");
+    assert_eq!(gpu(alloc), (512 * MIB as i64, 448 * MIB));
+    let host = row(&report, "device_lines", "let host");
+    assert_eq!(gpu(host), (0, 448 * MIB));
+    assert_eq!(host["increment"], 2000);
+    let free = row(&report, "device_lines", "fake.free(");
+    assert_eq!(gpu(free), (-128 * MIB as i64, 384 * MIB));
+    let call = row(&report, "device_lines", "fn device_lines");
+    assert_eq!(gpu(call), (384 * MIB as i64, 384 * MIB));
+    assert_eq!(
+        function(&report, "device_lines")["gpu"],
+        "GPU: this process's memory on device 0 (Fake GPU 0)"
+    );
+    // Lines with no statement have no figures.
+    let blank = row(&report, "device_lines", "#[profile]");
+    assert!(blank["gpu_usage"].is_null() && blank["gpu_increment"].is_null());
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+}
+
+/// Three statements: one GPU sample at each of the four statement
+/// boundaries, plus one at the call's entry and one at its exit.
+#[profile]
+fn three_statements(fake: &FakeNvml) {
+    fake.alloc(0, pid(), MIB);
+    fake.alloc(0, pid(), MIB);
+    fake.free(0, pid(), 2 * MIB);
+}
+
+#[profile(gpu = false)]
+fn without_gpu(fake: &FakeNvml) {
+    fake.alloc(0, pid(), MIB);
+    fake.free(0, pid(), MIB);
+}
+
+#[test]
+fn child_sampling() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        fake.set_baseline(0, GIB);
+        three_statements(&fake);
+        let before = fake.query_count();
+        three_statements(&fake);
+        println!("samples per call {}", fake.query_count() - before);
+        let before = fake.query_count();
+        without_gpu(&fake);
+        println!("samples without gpu {}", fake.query_count() - before);
+        print_report();
+    }
+}
+
+#[test]
+fn device_memory_is_sampled_once_per_statement_boundary_and_only_where_asked() {
+    // In device mode one sample is one NVML query.
+    let child = run_child("child_sampling", &[("MEMPROF_GPU_MEMORY", "device")]);
+    assert_eq!(child.value("samples per call"), "6");
+    assert_eq!(child.value("samples without gpu"), "0");
+    let report = child.report();
+    // All processes' memory, the other process's baseline included.
+    let first = row(&report, "three_statements", "fake.alloc(");
+    assert_eq!(gpu(first), (2 * MIB as i64, GIB + MIB));
+    assert!(row(&report, "without_gpu", "fake.alloc(")["gpu_usage"].is_null());
+    let out = &child.stdout;
+    assert!(
+        out.contains(
+            "GPU: memory used on device 0 (Fake GPU 0), all processes (MEMPROF_GPU_MEMORY=device)"
+        ),
+        "{out}"
+    );
+    // `gpu = false` tables have no GPU columns.
+    let table = out.split("Function: gpu::without_gpu").nth(1).unwrap();
+    let table = table.split("\n\n").nth(1).unwrap();
+    assert!(!table.contains("GPU usage"), "{table}");
+
+    // MEMPROF_GPU=off: NVML is never asked.
+    let child = run_child("child_sampling", &[("MEMPROF_GPU", "off")]);
+    assert_eq!(child.value("samples per call"), "0");
+    assert!(!child.stdout.contains("GPU usage"), "{}", child.stdout);
+}
+
+#[test]
+fn child_plain() {
+    if is_child() {
+        #[profile]
+        fn plain() -> usize {
+            let v = vec![0u8; 4096];
+            v.len()
+        }
+        plain();
+        let (_, m) = memprof::measure(plain);
+        println!("measure gpu {:?} {:?}", m.gpu_increment, m.gpu_peak);
+        print_report();
+    }
+}
+
+#[test]
+fn without_a_library_device_or_driver_there_are_no_columns_and_no_message() {
+    let missing = std::env::temp_dir().join("memprof-no-such-dir/libnvidia-ml.so.1");
+    let missing = missing.to_str().unwrap();
+    for env in [
+        &[("MEMPROF_NVML_LIB", missing)][..],
+        &[("FAKE_NVML_DEVICES", "0")],
+        &[("FAKE_NVML_FAIL_INIT", "1")],
+    ] {
+        let child = run_child("child_plain", env);
+        assert!(
+            !child.stdout.contains("GPU usage"),
+            "{env:?}: {}",
+            child.stdout
+        );
+        assert!(
+            !child.stderr.contains("memprof"),
+            "{env:?}: {}",
+            child.stderr
+        );
+        assert_eq!(child.value("measure gpu"), "None None");
+        let report = child.report();
+        assert!(function(&report, "plain")["gpu"].is_null());
+        assert!(row(&report, "plain", "let v")["gpu_usage"].is_null());
+        // The heap columns are there as ever.
+        assert_eq!(row(&report, "plain", "let v")["increment"], 8192);
+    }
+    // Asked for by name, a missing GPU gets one note.
+    let child = run_child(
+        "child_plain",
+        &[("MEMPROF_NVML_LIB", missing), ("MEMPROF_GPU", "0")],
+    );
+    assert_eq!(
+        child
+            .stderr
+            .matches("memprof: no GPU columns: cannot load NVML")
+            .count(),
+        1,
+        "{}",
+        child.stderr
+    );
+    assert!(!child.stdout.contains("GPU usage"));
+}
+
+#[test]
+fn child_lost() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        three_statements(&fake);
+        // The device answers two more queries, then is gone.
+        fake.fail_after(2);
+        three_statements(&fake);
+        three_statements(&fake);
+        println!("still running");
+        print_report();
+    }
+}
+
+#[test]
+fn a_device_lost_mid_run_warns_once_and_drops_the_columns() {
+    let child = run_child("child_lost", &[("MEMPROF_GPU_MEMORY", "device")]);
+    assert_eq!(
+        child
+            .stderr
+            .matches("memprof: GPU sampling stopped, NVML failed: ")
+            .count(),
+        1,
+        "{}",
+        child.stderr
+    );
+    assert!(child.stdout.contains("still running"));
+    let tables: Vec<&str> = child
+        .stdout
+        .split("Filename: ")
+        .filter(|t| t.contains("three_statements"))
+        .collect();
+    assert_eq!(tables.len(), 3, "{}", child.stdout);
+    assert!(tables[0].contains("GPU usage"), "{}", tables[0]);
+    assert!(!tables[1].contains("GPU usage"), "{}", tables[1]);
+    assert!(!tables[2].contains("GPU usage"), "{}", tables[2]);
+    let report = child.report();
+    assert!(function(&report, "three_statements")["gpu"].is_null());
+    // The heap figures go on.
+    assert_eq!(
+        row(&report, "three_statements", "fake.free(")["occurrences"],
+        3
+    );
+}
+
+#[profile]
+fn on_two_devices(fake: &FakeNvml) {
+    fake.alloc(0, pid(), 100 * MIB);
+    fake.alloc(1, pid(), 50 * MIB);
+}
+
+#[test]
+fn child_two_devices() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        on_two_devices(&fake);
+        print_report();
+    }
+}
+
+#[test]
+fn devices_are_chosen_by_memprof_gpu() {
+    let two = ("FAKE_NVML_DEVICES", "2");
+    let process = ("MEMPROF_GPU_MEMORY", "process");
+    for (setting, description, first, second) in [
+        ("all", "devices 0 (Fake GPU 0), 1 (Fake GPU 1)", 100, 50),
+        ("auto", "devices 0 (Fake GPU 0), 1 (Fake GPU 1)", 100, 50),
+        ("1", "device 1 (Fake GPU 1)", 0, 50),
+    ] {
+        let child = run_child(
+            "child_two_devices",
+            &[two, process, ("MEMPROF_GPU", setting)],
+        );
+        let report = child.report();
+        assert_eq!(
+            function(&report, "on_two_devices")["gpu"],
+            format!("GPU: this process's memory on {description}"),
+            "MEMPROF_GPU={setting}"
+        );
+        let total = (first + second) * MIB;
+        assert_eq!(
+            gpu(row(&report, "on_two_devices", "fake.alloc(0")),
+            (first as i64 * MIB as i64, first * MIB)
+        );
+        assert_eq!(
+            gpu(row(&report, "on_two_devices", "fake.alloc(1")),
+            (second as i64 * MIB as i64, total)
+        );
+    }
+    let child = run_child("child_two_devices", &[two, process, ("MEMPROF_GPU", "7")]);
+    assert!(
+        child.stderr.contains(
+            "memprof: ignoring MEMPROF_GPU=7: NVML shows 2 device(s), numbered from 0; using all of them"
+        ),
+        "{}",
+        child.stderr
+    );
+    let child = run_child(
+        "child_two_devices",
+        &[two, process, ("MEMPROF_GPU", "most")],
+    );
+    assert!(
+        child.stderr.contains(
+            "memprof: ignoring MEMPROF_GPU=\"most\": expected auto, off, all or a device index"
+        ),
+        "{}",
+        child.stderr
+    );
+}
+
+#[test]
+fn child_measure_and_memit() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        let (_, m) = memprof::measure(|| device_lines(&fake));
+        println!("measure gpu {:?} {:?}", m.gpu_increment, m.gpu_peak);
+        memit!(device_lines(&fake));
+        memprof::track!();
+        fake.alloc(0, pid(), 32 * MIB);
+        memprof::track!();
+    }
+}
+
+#[test]
+fn measure_memit_and_checkpoints_carry_gpu_figures() {
+    let child = run_child(
+        "child_measure_and_memit",
+        &[("MEMPROF_GPU_MEMORY", "process"), ("MEMPROF_REPORT", "off")],
+    );
+    // 0 → 256 (sampled after the allocating statement) → 192 MiB.
+    assert_eq!(
+        child.value("measure gpu"),
+        format!("Some({}) Some({})", 192 * MIB, 256 * MIB)
+    );
+    assert!(
+        child
+            .stdout
+            .contains("; GPU peak: +256.0 MiB, GPU increment: 192.0 MiB\n"),
+        "{}",
+        child.stdout
+    );
+    let checkpoints: Vec<&str> = child
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("At tests/gpu.rs"))
+        .collect();
+    assert_eq!(checkpoints.len(), 2, "{}", child.stdout);
+    assert!(
+        checkpoints[0].ends_with(", GPU 384.0 MiB"),
+        "{}",
+        checkpoints[0]
+    );
+    assert!(
+        checkpoints[1].ends_with(", GPU 416.0 MiB (+32.0 MiB)"),
+        "{}",
+        checkpoints[1]
+    );
+}
+
+#[test]
+fn child_in_a_container() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        // NVML knows this process by its host PID, not the one it sees.
+        fake.alloc(0, OTHER_PID, 300 * MIB);
+        device_lines(&fake);
+        print_report();
+    }
+}
+
+/// In another PID namespace, as in a container, NVML's PIDs are not ours:
+/// the columns show the device's used memory and the header says why.
+#[test]
+fn in_another_pid_namespace_the_columns_fall_back_to_device_memory() {
+    let unshare: &[&str] = &["unshare", "--user", "--map-root-user", "--pid", "--fork"];
+    let usable = Command::new(unshare[0])
+        .args(&unshare[1..])
+        .arg("true")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !usable {
+        eprintln!("note: `unshare` cannot make a PID namespace here; checking the host only");
+        let child = run_child("child_in_a_container", &[]);
+        let report = child.report();
+        let host = std::fs::read_link("/proc/self/ns/pid")
+            .is_ok_and(|l| l.as_os_str() == "pid:[4026531836]");
+        assert_eq!(
+            function(&report, "device_lines")["gpu"]
+                .as_str()
+                .unwrap()
+                .contains("this process's memory"),
+            host
+        );
+        return;
+    }
+    let child = run_child_with(Some(unshare), "child_in_a_container", &[]);
+    let report = child.report();
+    assert_eq!(
+        function(&report, "device_lines")["gpu"],
+        "GPU: memory used on device 0 (Fake GPU 0), all processes \
+         (NVML's PIDs are not this PID namespace's)"
+    );
+    let alloc = row(&report, "device_lines", "fake.alloc(");
+    assert_eq!(gpu(alloc), (256 * MIB as i64, 556 * MIB));
+}
+
+#[test]
+fn child_crowded_device() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        for other in 0..100 {
+            fake.alloc(0, OTHER_PID + other, MIB);
+        }
+        device_lines(&fake);
+        print_report();
+    }
+}
+
+/// memprof reads a device's process list into a buffer of 64 entries; a
+/// device with more processes goes through nvml-wrapper's own listing.
+#[test]
+fn a_device_crowded_with_processes_still_shows_this_process() {
+    let child = run_child("child_crowded_device", &[("MEMPROF_GPU_MEMORY", "process")]);
+    let report = child.report();
+    let alloc = row(&report, "device_lines", "fake.alloc(");
+    assert_eq!(gpu(alloc), (256 * MIB as i64, 256 * MIB));
+    let free = row(&report, "device_lines", "fake.free(");
+    assert_eq!(gpu(free), (-64 * MIB as i64, 192 * MIB));
+}

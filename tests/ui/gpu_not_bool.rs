@@ -1,0 +1,4 @@
+#[memprof::profile(gpu = "off")]
+fn f() {}
+
+fn main() {}
