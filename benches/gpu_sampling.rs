@@ -66,9 +66,9 @@ fn main() {
     per_statement.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (sampled, unsampled, queries) = per_statement[ROUNDS / 2];
     println!("GPU sampling: {ROUNDS} rounds of {ITERATIONS} iterations; median round");
-    println!();
-    println!("summary                                  measured   target");
+    // A row of the summary table that `benches/overhead.rs` starts.
     println!(
-        "probe with GPU sampling (fake NVML), ns  {sampled:>8.0}   (reference: {unsampled:.1} ns without, {queries:.2} NVML queries per statement)"
+        "| `#[profile]` probe with GPU sampling (fake NVML), ns per statement | {sampled:.0} | \
+         {unsampled:.1} without; {queries:.2} NVML queries per statement | |"
     );
 }

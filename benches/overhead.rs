@@ -1,20 +1,31 @@
 //! memprof's cost, as ratios measured in one run: `cargo bench --bench overhead`.
 //!
-//! Allocators are called through `GlobalAlloc` directly, so System, memprof
-//! and stats_alloc are compared side by side in one binary. The variants run
-//! in interleaved rounds, and each ratio is the median of the ratios measured
-//! within a round, which keeps them steady on a shared, noisy machine.
+//! Allocators are called through `GlobalAlloc` directly, so System, memprof,
+//! stats_alloc, mimalloc and memprof wrapping mimalloc are compared side by
+//! side in one binary. The variants run in interleaved rounds, and each ratio
+//! is the median of the ratios measured within a round, which keeps them
+//! steady on a shared, noisy machine.
+//!
+//! The run ends with a Markdown summary table (`scripts/bench-summary`
+//! collects it with the other benches' rows).
 
 use memprof::Allocator;
+use mimalloc::MiMalloc;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
 
 const PAIRS: usize = 10_000_000;
 const ROUNDS: usize = 10;
+/// Set in the child process that measures the probe under `MEMPROF=off`.
+const CHILD: &str = "MEMPROF_BENCH_CHILD";
 
 static MEMPROF: Allocator = Allocator::system();
 static STATS_ALLOC: stats_alloc::StatsAlloc<System> = stats_alloc::StatsAlloc::system();
+static MEMPROF_MIMALLOC: Allocator<MiMalloc> = Allocator::new(MiMalloc);
 
 /// `PAIRS` allocations and frees of a 16-byte box.
 fn small_pairs<A: GlobalAlloc>(alloc: &A) {
@@ -29,9 +40,9 @@ fn small_pairs<A: GlobalAlloc>(alloc: &A) {
     }
 }
 
-/// Vec-like growth: 16 B doubled by realloc up to 1 MiB, many times over.
-fn realloc_growth<A: GlobalAlloc>(alloc: &A) {
-    for _ in 0..PAIRS / 200 {
+/// Vec-like growth: 16 B doubled by realloc up to 1 MiB, `times` times.
+fn realloc_growth<A: GlobalAlloc>(alloc: &A, times: usize) {
+    for _ in 0..times {
         // SAFETY: every realloc passes the block's current layout, and the
         // final block is freed with its final layout.
         unsafe {
@@ -56,11 +67,11 @@ fn on_threads(threads: usize, work: fn()) {
     });
 }
 
-/// Runs each variant `ROUNDS` times, interleaved; returns each round's times.
+/// Runs each variant `rounds` times, interleaved; returns each round's times.
 /// Every other round runs the variants in reverse, so that no variant always
 /// goes first (after a thread start, or on a cold cache).
-fn rounds(variants: &[(&str, &dyn Fn())]) -> Vec<Vec<Duration>> {
-    let mut times = vec![vec![Duration::ZERO; variants.len()]; ROUNDS];
+fn rounds(rounds: usize, variants: &[(&str, &dyn Fn())]) -> Vec<Vec<Duration>> {
+    let mut times = vec![vec![Duration::ZERO; variants.len()]; rounds];
     for (round, row) in times.iter_mut().enumerate() {
         let mut order: Vec<usize> = (0..variants.len()).collect();
         if round % 2 == 1 {
@@ -85,30 +96,32 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
-/// Prints each variant's best time and its ratio to the first variant: the
-/// median over rounds of the ratio *within* a round, so that the machine's
-/// drifting load, shared by neighbours in time, cancels out.
-fn allocator_row(title: &str, variants: &[(&str, &dyn Fn())]) -> Vec<f64> {
-    let times = rounds(variants);
-    print!("{title:<44}");
-    let mut ratios = Vec::new();
+/// Variant `i`'s time over variant `base`'s: the median over rounds of the
+/// ratio *within* a round, so that the machine's drifting load, shared by
+/// neighbours in time, cancels out.
+fn ratio(times: &[Vec<Duration>], i: usize, base: usize) -> f64 {
+    median(
+        times
+            .iter()
+            .map(|row| row[i].as_secs_f64() / row[base].as_secs_f64())
+            .collect(),
+    )
+}
+
+/// Prints each variant's best time and its ratio to the first variant, and
+/// returns the rounds' times.
+fn allocator_row(title: &str, variants: &[(&str, &dyn Fn())]) -> Vec<Vec<Duration>> {
+    let times = rounds(ROUNDS, variants);
+    println!("{title}");
     for (i, (name, _)) in variants.iter().enumerate() {
         let best = times.iter().map(|row| row[i]).min().unwrap_or_default();
-        let ratio = median(
-            times
-                .iter()
-                .map(|row| row[i].as_secs_f64() / row[0].as_secs_f64())
-                .collect(),
-        );
-        ratios.push(ratio);
-        print!(
-            " | {name} {:>7.1} ms {:>5.2}x",
+        println!(
+            "    {name:<18} {:>8.1} ms {:>6.2}x",
             best.as_secs_f64() * 1e3,
-            ratio
+            ratio(&times, i, 0)
         );
     }
-    println!();
-    ratios
+    times
 }
 
 /// The same loop twice: with `#[profile]` and without.
@@ -128,20 +141,152 @@ macro_rules! summing_loop {
 summing_loop!(probed_loop #[memprof::profile]);
 summing_loop!(plain_loop);
 
+/// Nanoseconds a profiled statement adds: the median over rounds of the
+/// per-round difference between the profiled and the plain loop.
+fn probe_ns() -> f64 {
+    // Two statements per iteration; the body binds no locals, so it has no
+    // scope end (which, where present, costs one more probe per iteration).
+    const ITERATIONS: u64 = 20_000_000;
+    let times = rounds(
+        ROUNDS,
+        &[
+            ("plain", &|| {
+                black_box(plain_loop(black_box(ITERATIONS)));
+            }),
+            ("profiled", &|| {
+                black_box(probed_loop(black_box(ITERATIONS)));
+            }),
+        ],
+    );
+    median(
+        times
+            .iter()
+            .map(|row| {
+                (row[1].as_secs_f64() - row[0].as_secs_f64()) * 1e9 / (2 * ITERATIONS) as f64
+            })
+            .collect(),
+    )
+}
+
+/// `probe_ns` in a child process run with `MEMPROF=off`: the switch is read
+/// once per process, at the first profiled call.
+fn probe_ns_switched_off() -> Option<f64> {
+    let exe = std::env::current_exe().ok()?;
+    let out = Command::new(exe)
+        .env("MEMPROF", "off")
+        .env(CHILD, "probe")
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!(
+            "the MEMPROF=off child failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// A realistic workload, twice: sorting and hashing strings, with
+/// `#[profile]` and without. The statements in its loops run once per
+/// string.
+macro_rules! sort_and_hash {
+    ($name:ident $(#[$attr:meta])*) => {
+        $(#[$attr])*
+        fn $name(words: &[String]) -> u64 {
+            let mut sorted = words.to_vec();
+            sorted.sort_unstable();
+            let mut counts: HashMap<&str, u32> = HashMap::with_capacity(sorted.len());
+            for word in &sorted {
+                *counts.entry(word.as_str()).or_insert(0) += 1;
+            }
+            let mut digest = 0u64;
+            for (word, n) in &counts {
+                let mut hasher = DefaultHasher::new();
+                word.hash(&mut hasher);
+                digest = digest.wrapping_add(hasher.finish().wrapping_mul(u64::from(*n)));
+            }
+            digest
+        }
+    };
+}
+sort_and_hash!(profiled_sort_and_hash #[memprof::profile]);
+sort_and_hash!(plain_sort_and_hash);
+
+/// `n` pseudo-random words of 12 to 22 bytes, about half of them distinct.
+fn words(n: usize) -> Vec<String> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let r = x % (n as u64 / 2);
+            format!("w{:x}-{}", r.wrapping_mul(0x2545_F491_4F6C_DD1D), r % 1000)
+        })
+        .collect()
+}
+
+/// Today as `YYYY-MM-DD` (UTC), from the civil-from-days algorithm.
+fn today() -> String {
+    let secs = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// CPU model, cores and memory, as the summary names the machine.
+fn machine() -> String {
+    let read = |path| std::fs::read_to_string(path).unwrap_or_default();
+    let field = |text: &str, key: &str| {
+        text.lines()
+            .find(|line| line.starts_with(key))
+            .and_then(|line| line.split_once(':'))
+            .map(|(_, value)| value.trim().to_owned())
+    };
+    let cpu = field(&read("/proc/cpuinfo"), "model name").unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let memory = field(&read("/proc/meminfo"), "MemTotal")
+        .and_then(|kib| kib.trim_end_matches(" kB").parse::<f64>().ok())
+        .map(|kib| format!(", {:.0} GiB", kib / (1u64 << 20) as f64))
+        .unwrap_or_default();
+    format!(
+        "{cpu}, {cores} cores{memory}, {}-{}",
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    )
+}
+
 fn main() {
-    // NOTE: the tables of `probed_loop` would only clutter the output.
+    if std::env::var_os(CHILD).is_some() {
+        println!("{}", probe_ns());
+        return;
+    }
+    // NOTE: the tables of the profiled functions would only clutter the output.
     // SAFETY: no other thread runs yet.
     unsafe { std::env::set_var("MEMPROF_REPORT", "off") };
     println!(
-        "memprof overhead: {ROUNDS} interleaved rounds; ratio = median of per-round ratios to System"
+        "memprof overhead: {ROUNDS} interleaved rounds; ratio = median of per-round ratios to the first variant"
     );
 
+    let mimalloc = &MiMalloc;
     let one = allocator_row(
         "10M alloc+free of 16 B, 1 thread",
         &[
             ("System", &|| small_pairs(&System)),
             ("memprof", &|| small_pairs(&MEMPROF)),
             ("stats_alloc", &|| small_pairs(&STATS_ALLOC)),
+            ("mimalloc", &|| small_pairs(mimalloc)),
+            ("memprof<mimalloc>", &|| small_pairs(&MEMPROF_MIMALLOC)),
         ],
     );
     let two = allocator_row(
@@ -152,57 +297,119 @@ fn main() {
             ("stats_alloc", &|| {
                 on_threads(2, || small_pairs(&STATS_ALLOC))
             }),
+            ("mimalloc", &|| on_threads(2, || small_pairs(&MiMalloc))),
+            ("memprof<mimalloc>", &|| {
+                on_threads(2, || small_pairs(&MEMPROF_MIMALLOC))
+            }),
         ],
     );
-    allocator_row(
+    let growth = allocator_row(
         "realloc growth 16 B -> 1 MiB, 50k times",
         &[
-            ("System", &|| realloc_growth(&System)),
-            ("memprof", &|| realloc_growth(&MEMPROF)),
-            ("stats_alloc", &|| realloc_growth(&STATS_ALLOC)),
+            ("System", &|| realloc_growth(&System, 50_000)),
+            ("memprof", &|| realloc_growth(&MEMPROF, 50_000)),
+            ("stats_alloc", &|| realloc_growth(&STATS_ALLOC, 50_000)),
+        ],
+    );
+    // PERF: mimalloc moves a block to a new size class at each doubling,
+    // copying it, where glibc grows the top chunk in place: about 100 times
+    // System's time here, hence fewer repetitions.
+    let mimalloc_growth = allocator_row(
+        "realloc growth 16 B -> 1 MiB, 5k times",
+        &[
+            ("mimalloc", &|| realloc_growth(mimalloc, 5_000)),
+            ("memprof<mimalloc>", &|| {
+                realloc_growth(&MEMPROF_MIMALLOC, 5_000)
+            }),
         ],
     );
 
-    // Two statements per iteration; the body binds no locals, so it has no
-    // scope end (which, where present, costs one more probe per iteration).
-    const ITERATIONS: u64 = 20_000_000;
-    let times = rounds(&[
-        ("plain", &|| {
-            black_box(plain_loop(black_box(ITERATIONS)));
-        }),
-        ("profiled", &|| {
-            black_box(probed_loop(black_box(ITERATIONS)));
-        }),
-    ]);
-    let probe_ns = median(
-        times
-            .iter()
-            .map(|row| {
-                (row[1].as_secs_f64() - row[0].as_secs_f64()) * 1e9 / (2 * ITERATIONS) as f64
-            })
-            .collect(),
+    let probe = probe_ns();
+    let probe_off = probe_ns_switched_off();
+
+    // Built outside the timed part; each run clones them.
+    const STRINGS: usize = 1_000_000;
+    let words = words(STRINGS);
+    assert_eq!(plain_sort_and_hash(&words), profiled_sort_and_hash(&words));
+    let times = rounds(
+        5,
+        &[
+            ("plain", &|| {
+                black_box(plain_sort_and_hash(black_box(&words)));
+            }),
+            ("profiled", &|| {
+                black_box(profiled_sort_and_hash(black_box(&words)));
+            }),
+        ],
     );
+    let best = |i: usize| times.iter().map(|row| row[i]).min().unwrap_or_default();
+    println!(
+        "sort and hash 1M strings: plain {:.0} ms, #[profile] {:.0} ms",
+        best(0).as_secs_f64() * 1e3,
+        best(1).as_secs_f64() * 1e3
+    );
+    let strings = ratio(&times, 1, 0);
 
     println!();
-    println!("summary                                  measured   target");
-    println!(
-        "allocator, 1 thread (x System)           {:>8.2}   <= 1.10",
-        one[1]
+    println!("Measured {} on {}:", today(), machine());
+    println!();
+    println!("| | memprof | reference | target |");
+    println!("|---|---|---|---|");
+    let row = |what: &str, measured: String, reference: String, target: &str| {
+        println!("| {what} | {measured} | {reference} | {target} |");
+    };
+    let x = |r: f64| format!("{r:.2}");
+    row(
+        "10M alloc+free of 16 B, 1 thread (× System)",
+        x(ratio(&one, 1, 0)),
+        format!("stats_alloc {:.2}", ratio(&one, 2, 0)),
+        "≤ 1.10",
     );
-    println!(
-        "allocator, 2 threads (x System)          {:>8.2}   <= 1.25",
-        two[1]
+    row(
+        "the same on each of 2 threads (× System)",
+        x(ratio(&two, 1, 0)),
+        format!("stats_alloc {:.2}", ratio(&two, 2, 0)),
+        "≤ 1.25",
     );
-    println!(
-        "stats_alloc, 1 thread (x System)         {:>8.2}   (reference)",
-        one[2]
+    row(
+        "realloc growth 16 B → 1 MiB, 50k times (× System)",
+        x(ratio(&growth, 1, 0)),
+        format!("stats_alloc {:.2}", ratio(&growth, 2, 0)),
+        "",
     );
-    println!(
-        "stats_alloc, 2 threads (x System)        {:>8.2}   (reference)",
-        two[2]
+    for (what, times) in [
+        ("`Allocator<MiMalloc>`, 10M alloc+free, 1 thread", &one),
+        ("`Allocator<MiMalloc>`, the same on 2 threads", &two),
+    ] {
+        row(
+            &format!("{what} (× mimalloc)"),
+            x(ratio(times, 4, 3)),
+            format!("mimalloc {:.2} × System", ratio(times, 3, 0)),
+            "",
+        );
+    }
+    row(
+        "`Allocator<MiMalloc>`, realloc growth, 5k times (× mimalloc)",
+        x(ratio(&mimalloc_growth, 1, 0)),
+        String::new(),
+        "",
     );
-    println!(
-        "probe, ns per executed statement         {:>8.2}   <= 10",
-        probe_ns
+    row(
+        "`#[profile]` probe, ns per executed statement",
+        format!("{probe:.1}"),
+        String::new(),
+        "≤ 10",
+    );
+    row(
+        "the same with `MEMPROF=off`, ns per statement",
+        probe_off.map_or_else(|| "failed".into(), |ns| format!("{ns:.1}")),
+        String::new(),
+        "one relaxed load",
+    );
+    row(
+        "sort and hash 1M strings, `#[profile]` (× plain)",
+        x(strings),
+        String::new(),
+        "≤ 1.5",
     );
 }
