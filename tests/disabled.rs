@@ -14,9 +14,13 @@ use std::process::{Command, Output};
 fn build(features: &[&str]) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("disabled");
+    let fixture = root.join("tests/crates/disabled");
+    // The workspace's exact dependency versions, with nothing to resolve.
+    std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock"))
+        .expect("fixture is writable");
     let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .args(["build", "--quiet", "--manifest-path"])
-        .arg(root.join("tests/crates/disabled/Cargo.toml"))
+        .arg(fixture.join("Cargo.toml"))
         .args(features.iter().flat_map(|f| ["--features", f]))
         .env("CARGO_TARGET_DIR", &target)
         .output()
