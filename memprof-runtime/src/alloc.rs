@@ -13,8 +13,9 @@
 //! still exact, only slower.
 //!
 //! While a process-scope region is open, allocations also feed a small set of
-//! global watermarks (see [`watch_begin`]); otherwise that costs one relaxed
-//! load per allocation.
+//! global watermarks (see [`watch_begin`]). The fast path pays for that, and
+//! for every other special case, with one flag test on the slot it writes
+//! (see `ThreadCounters::hook`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -112,9 +113,11 @@ pub(crate) const SLOT_COUNT: usize = 1024;
 #[repr(align(128))]
 pub(crate) struct Slot {
     claimed: AtomicBool,
-    /// Set while any process-scope watch is open, so the owner learns it from
-    /// the line it writes anyway rather than from a shared global.
-    watched: AtomicBool,
+    /// Sends the allocator to its slow path. Set in every claimed slot while
+    /// any process-scope watch is open, so the owner learns it from the line
+    /// it writes anyway rather than from a shared global; always set in
+    /// `EMPTY`.
+    divert: AtomicBool,
     net: AtomicI64,
 }
 
@@ -122,7 +125,7 @@ impl Slot {
     const fn new() -> Self {
         Slot {
             claimed: AtomicBool::new(false),
-            watched: AtomicBool::new(false),
+            divert: AtomicBool::new(false),
             net: AtomicI64::new(0),
         }
     }
@@ -132,8 +135,12 @@ static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
 /// How many slots have ever been claimed: readers sum only these.
 static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
 static OVERFLOW: Slot = Slot::new();
-/// Where a thread's slot pointer starts: always zero, never written.
-static EMPTY: Slot = Slot::new();
+/// Where a thread's slot pointer starts, and where its `hook` points unless
+/// it is `COUNTING`: always zero, never written, always diverting.
+static EMPTY: Slot = Slot {
+    divert: AtomicBool::new(true),
+    ..Slot::new()
+};
 /// Set once any thread allocates through a memprof [`Allocator`].
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -157,8 +164,15 @@ const TRACKING: u8 = 4;
 /// watermark that `peak` no longer shows, and `hi` the highest `peak` seen
 /// since the current poll began.
 pub(crate) struct ThreadCounters {
-    /// One of `COUNTING`, `UNCLAIMED`, `OVERFLOW_SLOT`, `PAUSED`: a single
-    /// compare keeps every special case off the fast path.
+    /// The slot the allocator's fast path counts into: `slot` while
+    /// `COUNTING`, `EMPTY` otherwise. Set only through [`set_mode`].
+    ///
+    /// PERF: the fast path loads this pointer and tests the slot's `divert`
+    /// flag, one test for every special case: a mode other than `COUNTING`
+    /// (through `EMPTY`) and an open process-scope watch.
+    hook: Cell<*const Slot>,
+    /// One of `COUNTING`, `UNCLAIMED`, `OVERFLOW_SLOT`, `PAUSED`, `TRACKING`;
+    /// read on the slow path only.
     mode: Cell<u8>,
     pub(crate) peak: Cell<i64>,
     pub(crate) allocs: Cell<u64>,
@@ -183,6 +197,7 @@ thread_local! {
     // allocator may touch it at any point of a thread's life, teardown included.
     pub(crate) static THREAD: ThreadCounters = const {
         ThreadCounters {
+            hook: Cell::new(&EMPTY),
             mode: Cell::new(UNCLAIMED),
             peak: Cell::new(0),
             allocs: Cell::new(0),
@@ -209,6 +224,16 @@ impl ThreadCounters {
     }
 }
 
+/// Switches the thread to `mode`, and its allocator hook with it.
+fn set_mode(t: &ThreadCounters, mode: u8) {
+    t.mode.set(mode);
+    t.hook.set(if mode == COUNTING {
+        t.slot.get()
+    } else {
+        &EMPTY
+    });
+}
+
 /// Updates this thread's counters for `allocated` bytes handed out and
 /// `freed` bytes returned, `A` allocations and `D` deallocations. Never
 /// allocates, locks or panics.
@@ -216,17 +241,15 @@ impl ThreadCounters {
 fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) {
     let delta = allocated as i64 - freed as i64;
     let _ = THREAD.try_with(|t| {
-        if t.mode.get() != COUNTING {
+        // SAFETY: `hook` points at the static `EMPTY` or into `SLOTS`.
+        let hook = unsafe { &*t.hook.get() };
+        // PERF: the flag sits on the line that `count` writes anyway.
+        if hook.divert.load(Relaxed) {
             return record_slow(t, allocated, freed, A, D);
         }
-        // SAFETY: in `COUNTING` mode `slot` points into the static `SLOTS`.
-        let slot = unsafe { &*t.slot.get() };
         // PERF: only this thread writes its slot, so a plain load and store
-        // suffice; the flag below sits on the same cache line.
-        count(t, slot, delta, A, D);
-        if slot.watched.load(Relaxed) {
-            watch_record(delta);
-        }
+        // suffice.
+        count(t, hook, delta, A, D);
     });
 }
 
@@ -252,6 +275,9 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
     let delta = allocated as i64 - freed as i64;
     match t.mode.get() {
         PAUSED => return,
+        // Diverted by an open process-scope watch, which is fed below.
+        // SAFETY: in `COUNTING` mode `slot` points into the static `SLOTS`.
+        COUNTING => count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs),
         TRACKING => {
             // SAFETY: in `TRACKING` mode, as in `COUNTING`, `slot` points
             // into the static `SLOTS`.
@@ -260,22 +286,16 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
         }
         UNCLAIMED => {
             INSTALLED.store(true, Relaxed);
-            let slot = match claim_slot() {
-                Some(slot) => {
-                    t.mode.set(if t.wants_tracking.get() {
-                        TRACKING
-                    } else {
-                        COUNTING
-                    });
-                    slot
-                }
+            let (slot, mode) = match claim_slot() {
+                Some(slot) if t.wants_tracking.get() => (slot, TRACKING),
+                Some(slot) => (slot, COUNTING),
                 None => {
-                    t.mode.set(OVERFLOW_SLOT);
                     OVERFLOW.net.fetch_add(delta, Relaxed);
-                    &t.private
+                    (&t.private, OVERFLOW_SLOT)
                 }
             };
             t.slot.set(slot);
+            set_mode(t, mode);
             count(t, slot, delta, allocs, deallocs);
         }
         _ => {
@@ -300,7 +320,7 @@ fn claim_slot() -> Option<&'static Slot> {
     // NOTE: SeqCst pairs with `set_watched`: either it sees this slot, or
     // this thread sees its mask.
     SLOTS_USED.fetch_max(i + 1, SeqCst);
-    slot.watched.store(WATCH_MASK.load(SeqCst) != 0, Relaxed);
+    slot.divert.store(WATCH_MASK.load(SeqCst) != 0, Relaxed);
     Some(slot)
 }
 
@@ -336,7 +356,7 @@ pub(crate) fn start_tracking() {
     let _ = THREAD.try_with(|t| {
         t.wants_tracking.set(true);
         if t.mode.get() == COUNTING {
-            t.mode.set(TRACKING);
+            set_mode(t, TRACKING);
         }
     });
 }
@@ -351,12 +371,16 @@ pub(crate) fn untracked<R>(f: impl FnOnce() -> R) -> R {
             let _ = THREAD.try_with(|t| {
                 // A `track!` inside may have asked for size classes.
                 let tracking = self.0 == COUNTING && t.wants_tracking.get();
-                t.mode.set(if tracking { TRACKING } else { self.0 });
+                set_mode(t, if tracking { TRACKING } else { self.0 });
             });
         }
     }
     let was = THREAD
-        .try_with(|t| t.mode.replace(PAUSED))
+        .try_with(|t| {
+            let was = t.mode.get();
+            set_mode(t, PAUSED);
+            was
+        })
         .unwrap_or(PAUSED);
     let _resume = Resume(was);
     f()
@@ -376,7 +400,7 @@ static WATCH_PEAK: [AtomicI64; WATCHERS] = [const { AtomicI64::new(0) }; WATCHER
 fn set_watched(on: bool) {
     let used = SLOTS_USED.load(SeqCst);
     for slot in &SLOTS[..used] {
-        slot.watched.store(on, SeqCst);
+        slot.divert.store(on, SeqCst);
     }
 }
 
