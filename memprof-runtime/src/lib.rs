@@ -14,6 +14,7 @@ pub mod env;
 mod probe;
 mod render;
 mod report;
+mod timeline;
 mod track;
 pub mod units;
 

@@ -382,6 +382,7 @@ impl<const N: usize> CallFrame<N> {
             },
             region,
             pushed,
+            mark: crate::timeline::call_start(pushed),
         }
     }
 
@@ -538,10 +539,12 @@ pub struct CallGuard<'a> {
     frame: FrameRef<'a>,
     region: Region,
     pushed: bool,
+    mark: crate::timeline::CallMark,
 }
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
+        crate::timeline::call_end(&self.mark, self.frame.meta);
         let stats = self.region.close();
         let frame = self.frame;
         let mem = mem_usage(frame.base, &stats);
