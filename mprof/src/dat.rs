@@ -74,6 +74,9 @@ impl Profile {
         let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
         let text = String::from_utf8_lossy(&bytes);
         let (profile, skipped) = Profile::parse(path, &text);
+        if profile.mem.is_empty() {
+            return Err(Error::NoSamples(path.to_path_buf()));
+        }
         if let Some((line, text)) = &skipped.first {
             let others = match skipped.count {
                 1 => String::new(),
@@ -84,9 +87,6 @@ impl Profile {
                 path.display(),
                 shorten(text, 60)
             );
-        }
-        if profile.mem.is_empty() {
-            return Err(Error::NoSamples(path.to_path_buf()));
         }
         Ok(profile)
     }

@@ -96,7 +96,7 @@ fn render_png(scene: &Scene) -> Result<Vec<u8>, Error> {
     let mut encoder = png::Encoder::new(&mut bytes, WIDTH, HEIGHT);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    encoder.set_compression(png::Compression::High);
+    encoder.set_compression(png::Compression::Balanced);
     let mut writer = encoder.write_header().map_err(plot_error)?;
     writer.write_image_data(&pixels).map_err(plot_error)?;
     writer.finish().map_err(plot_error)?;
@@ -594,7 +594,7 @@ impl Scene {
         let top = if self.title.is_empty() {
             14
         } else {
-            let title = text::fit(&self.title, 17.0, WIDTH as f32 - 40.0);
+            let title = text::fit(&self.title, 17.0, true, WIDTH as f32 - 40.0);
             labels.push(
                 Label::new(title, (WIDTH as i32 / 2, 10), 17.0)
                     .anchor(HPos::Center, VPos::Top)
@@ -848,7 +848,7 @@ impl Scene {
                 Icon::None => {}
             }
             let text_x = x + 36;
-            let text = text::fit(&row.text, 13.0, (right - text_x - 6) as f32);
+            let text = text::fit(&row.text, 13.0, false, (right - text_x - 6) as f32);
             labels.push(Label::new(text, (text_x, y), 13.0));
         }
         Ok(())

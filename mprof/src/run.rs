@@ -67,11 +67,6 @@ pub fn run(options: RunOptions) -> Result<i32, Error> {
         .map_err(|e| Error::io("write", &path, e))?;
 
     let gpu = if options.gpu { GpuSampler::new() } else { None };
-    eprintln!(
-        "mprof: sampling memory every {}s into {}",
-        options.interval,
-        path.display()
-    );
     signals::install();
     let spawned = Command::new(&options.program[0])
         .args(&options.program[1..])
@@ -89,6 +84,11 @@ pub fn run(options: RunOptions) -> Result<i32, Error> {
         }
     };
     signals::set_child(child.id());
+    eprintln!(
+        "mprof: sampling memory every {}s into {}",
+        options.interval,
+        path.display()
+    );
 
     let mut recorder = Recorder {
         file: &mut file,

@@ -116,8 +116,8 @@ fn layout(font: &FontRef<'_>, text: &str, size: f32) -> (Vec<(ab_glyph::GlyphId,
 
 /// `text`, shortened with an ellipsis in the middle until it is at most
 /// `max` pixels wide; empty if not even three characters fit.
-pub fn fit(text: &str, size: f32, max: f32) -> String {
-    if width(text, size, false) <= max {
+pub fn fit(text: &str, size: f32, bold: bool, max: f32) -> String {
+    if width(text, size, bold) <= max {
         return text.to_string();
     }
     let chars: Vec<char> = text.chars().collect();
@@ -128,7 +128,7 @@ pub fn fit(text: &str, size: f32, max: f32) -> String {
             .chain(std::iter::once(&'…'))
             .chain(&chars[chars.len() - (keep - head)..])
             .collect();
-        if width(&candidate, size, false) <= max {
+        if width(&candidate, size, bold) <= max {
             return candidate;
         }
     }
