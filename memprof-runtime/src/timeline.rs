@@ -67,7 +67,7 @@ pub(crate) fn call_end(_mark: &CallMark, _meta: &FnMeta) {}
 #[cfg(target_os = "linux")]
 mod linux {
     use super::{CallMark, FnMeta, Start};
-    use crate::alloc::{process_net, untracked};
+    use crate::alloc::{is_installed, process_net, untracked};
     use std::cell::Cell;
     use std::ffi::CString;
     use std::fmt::Write as _;
@@ -205,10 +205,14 @@ mod linux {
         let origin = Instant::now();
         let mut tick: u32 = 0;
         loop {
-            let heap = process_net().max(0) as f64 / MIB;
-            let mut line = LineBuf::new();
-            let _ = writeln!(line, "HEAP {heap:.6} {:.4}", unix_now());
-            line.write_to_dat();
+            // Without memprof's allocator (or before its first allocation)
+            // there is no heap figure to give.
+            if is_installed() {
+                let heap = process_net().max(0) as f64 / MIB;
+                let mut line = LineBuf::new();
+                let _ = writeln!(line, "HEAP {heap:.6} {:.4}", unix_now());
+                line.write_to_dat();
+            }
             // Deadlines, not sleeps of a fixed length, so samples do not drift.
             tick = tick.wrapping_add(1);
             let next = origin + interval * tick;

@@ -6,6 +6,7 @@
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::NvmlError;
 
 /// The environment variable that names the NVML library to load.
 const LIB_VAR: &str = "MEMPROF_NVML_LIB";
@@ -27,13 +28,17 @@ impl GpuSampler {
         let nvml = match init {
             Ok(nvml) => nvml,
             Err(err) => {
-                let from = lib.map_or_else(
-                    || "libnvidia-ml.so.1".to_string(),
-                    |p| format!("{LIB_VAR}={}", p.to_string_lossy()),
-                );
+                // The loader's own message names the library and the cause.
+                let reason = match &err {
+                    NvmlError::LibloadingError(load) => load.to_string(),
+                    other => lowercase_first(&other.to_string()),
+                };
+                let from = match &lib {
+                    Some(path) => format!(" from {LIB_VAR}={}", path.to_string_lossy()),
+                    None => String::new(),
+                };
                 eprintln!(
-                    "mprof: note: --gpu: NVML ({from}) is not usable ({}); recording no GPU memory",
-                    lowercase_first(&err.to_string())
+                    "mprof: note: --gpu: cannot use NVML{from} ({reason}); recording no GPU memory"
                 );
                 return None;
             }

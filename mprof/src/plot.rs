@@ -12,9 +12,8 @@
 //! With several files the curves are overlaid, each from its own start, and
 //! calls are left out, as memory_profiler does.
 //!
-//! Text is drawn with DejaVu Sans, embedded in the binary (the `dejavu`
-//! crate), through plotters' `ab_glyph` feature: no system font or font
-//! library is needed.
+//! plotters draws the lines; the text is collected on the way and drawn by
+//! [`crate::text`], from a font embedded in the binary.
 
 use crate::dat::{Call, Profile, Sample};
 use crate::error::Error;

@@ -54,15 +54,79 @@ fn workload() {
     shrink(&mut blocks);
 }
 
-/// The program that `records_a_memprof_program` records; does nothing in
-/// an ordinary test run.
+/// Returns `Pending` once, as an `.await` that really suspends.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+#[memprof::profile]
+async fn fetch() -> usize {
+    let page = vec![7u8; 1 << 20];
+    YieldOnce(false).await;
+    page.len()
+}
+
+#[memprof::profile]
+fn read_back() -> usize {
+    vec![1u8; 4096].len()
+}
+
+#[memprof::profile]
+fn run_async() -> usize {
+    let mut future = std::pin::pin!(fetch());
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(n) = future.as_mut().poll(&mut cx) {
+            return n + read_back();
+        }
+    }
+}
+
+/// The program that the tests below record; does nothing in an ordinary
+/// test run.
 #[test]
 fn workload_child() {
-    if std::env::var_os("MPROF_TEST_WORKLOAD").is_some() {
-        std::thread::sleep(PAUSE);
-        workload();
-        std::thread::sleep(PAUSE);
+    match std::env::var("MPROF_TEST_WORKLOAD").as_deref() {
+        Ok("grow") => {
+            std::thread::sleep(PAUSE);
+            workload();
+            std::thread::sleep(PAUSE);
+        }
+        Ok("async") => assert_eq!(run_async(), (1 << 20) + 4096),
+        _ => {}
     }
+}
+
+/// Runs this binary's `workload_child` under `mprof run` in `dir`.
+fn record(dir: &std::path::Path, workload: &str, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mprof"))
+        .args(["run", "--interval", &INTERVAL.to_string(), "-o", "run.dat"])
+        .args(extra)
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "workload_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("MPROF_TEST_WORKLOAD", workload)
+        .env("MEMPROF_REPORT", "off")
+        .current_dir(dir)
+        .output()
+        .unwrap()
 }
 
 #[derive(Debug)]
@@ -129,22 +193,9 @@ fn records_a_memprof_program() {
         return;
     }
     let dir = scratch("run");
-    let exe = std::env::current_exe().unwrap();
     let started = Instant::now();
-    let output = Command::new(env!("CARGO_BIN_EXE_mprof"))
-        .args(["run", "--interval", &INTERVAL.to_string(), "-o", "grow.dat"])
-        .arg(&exe)
-        .args([
-            "workload_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("MPROF_TEST_WORKLOAD", "1")
-        .env("MEMPROF_REPORT", "off")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let output = record(&dir, "grow", &[]);
+    std::fs::rename(dir.join("run.dat"), dir.join("grow.dat")).unwrap();
     let elapsed = started.elapsed().as_secs_f64();
     let err = stderr(&output);
     assert!(output.status.success(), "{err}");
@@ -253,4 +304,52 @@ fn records_a_memprof_program() {
     assert!(svg.contains("allocate "), "no call label in the SVG");
     assert!(svg.contains("memory used (in MiB)"));
     assert!(svg.contains("time (in seconds)"));
+}
+
+#[test]
+fn async_calls_take_the_depth_of_the_thread_they_start_on() {
+    if std::env::var_os("MPROF_TEST_WORKLOAD").is_some() {
+        return;
+    }
+    let dir = scratch("async");
+    let output = record(&dir, "async", &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (_, _, funcs) = parse(&std::fs::read_to_string(dir.join("run.dat")).unwrap());
+    let find = |name: &str| {
+        funcs
+            .iter()
+            .find(|f| f.name == format!("run::{name}"))
+            .unwrap_or_else(|| panic!("no FUNC line for {name}: {funcs:#?}"))
+    };
+    let (outer, fetch, read_back) = (find("run_async"), find("fetch"), find("read_back"));
+    assert_eq!(funcs.len(), 3, "{funcs:#?}");
+    assert_eq!((outer.depth, fetch.depth, read_back.depth), (0, 1, 1));
+    assert!(outer.start <= fetch.start && fetch.end <= read_back.start);
+    assert!(read_back.end <= outer.end);
+}
+
+#[test]
+fn gpu_without_nvml_records_no_gpu_lines() {
+    if std::env::var_os("MPROF_TEST_WORKLOAD").is_some() {
+        return;
+    }
+    let dir = scratch("no-gpu");
+    let output = Command::new(env!("CARGO_BIN_EXE_mprof"))
+        .args(["run", "--gpu", "-o", "gpu.dat", "sleep", "0.2"])
+        .env("MEMPROF_NVML_LIB", dir.join("libnvidia-ml-absent.so.1"))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("NVML")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].starts_with("mprof: note: --gpu: cannot use NVML"),
+        "{err}"
+    );
+    assert!(notes[0].ends_with("recording no GPU memory"), "{err}");
+    let text = std::fs::read_to_string(dir.join("gpu.dat")).unwrap();
+    assert!(text.contains("\nMEM "));
+    assert!(!text.contains("GPU "), "{text}");
 }
