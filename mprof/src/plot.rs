@@ -155,6 +155,8 @@ const CHILD_COLORS: [RGBColor; 5] = [
 enum Stroke {
     Solid,
     Dashed,
+    /// Thin short dashes: the peak's lines.
+    Dotted,
 }
 
 struct Curve {
@@ -280,10 +282,10 @@ impl Scene {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let suffix = if single {
+        let prefix = if single {
             String::new()
         } else {
-            format!(" ({name})")
+            format!("{name}: ")
         };
         let color = FILE_COLORS[index % FILE_COLORS.len()];
 
@@ -308,11 +310,11 @@ impl Scene {
             });
             self.legend.push(LegendRow {
                 icon: Icon::Line(color, Stroke::Solid),
-                text: format!("RSS{suffix}"),
+                text: format!("{prefix}RSS"),
             });
             self.legend.push(LegendRow {
-                icon: Icon::Line(peak_color, Stroke::Dashed),
-                text: format!("peak {:.1} MiB at {:.2}s", peak.1, peak.0),
+                icon: Icon::Line(peak_color, Stroke::Dotted),
+                text: format!("{prefix}peak {:.1} MiB at {:.2}s", peak.1, peak.0),
             });
         }
         self.curves.push(Curve {
@@ -335,7 +337,7 @@ impl Scene {
             };
             self.legend.push(LegendRow {
                 icon: Icon::Line(color, stroke),
-                text: format!("{label}{suffix}"),
+                text: format!("{prefix}{label}"),
             });
             self.curves.push(Curve {
                 points,
@@ -344,7 +346,7 @@ impl Scene {
                 markers: false,
             });
         };
-        extra(&profile.heap, "heap (memprof, exact)", HEAP_COLOR);
+        extra(&profile.heap, "heap (exact, memprof)", HEAP_COLOR);
         extra(&profile.gpu, "GPU", GPU_COLOR);
         for (n, (pid, samples)) in profile.children.iter().enumerate() {
             extra(
@@ -654,20 +656,10 @@ impl Scene {
         self.draw_flame(&chart, root, labels)?;
         self.draw_curves(&chart, root)?;
         for peak in &self.peaks {
-            let style = peak.color.stroke_width(1);
             let (px, py) = chart.backend_coord(&peak.at);
-            root.draw(&DashedPathElement::new(
-                vec![(left, py), (right, py)],
-                6,
-                4,
-                style,
-            ))?;
-            root.draw(&DashedPathElement::new(
-                vec![(px, top), (px, bottom)],
-                6,
-                4,
-                style,
-            ))?;
+            let dotted = |points| stroke(root, points, peak.color, Stroke::Dotted, 1);
+            dotted(vec![(left, py), (right, py)])?;
+            dotted(vec![(px, top), (px, bottom)])?;
         }
         self.draw_brackets(&chart, root)?;
         root.draw(&Rectangle::new([(left, top), (right, bottom)], FRAME))?;
@@ -726,18 +718,13 @@ impl Scene {
         root: &DrawingArea<DB, Shift>,
     ) -> DrawResult<DB> {
         for curve in &self.curves {
-            let style = curve.color.stroke_width(if curve.markers { 1 } else { 2 });
+            let width = if curve.markers { 1 } else { 2 };
             let points: Vec<(i32, i32)> = curve
                 .points
                 .iter()
                 .map(|p| chart.backend_coord(p))
                 .collect();
-            match curve.stroke {
-                Stroke::Solid => root.draw(&PathElement::new(points.clone(), style))?,
-                Stroke::Dashed => {
-                    root.draw(&DashedPathElement::new(points.clone(), 7, 5, style))?
-                }
-            }
+            stroke(root, points.clone(), curve.color, curve.stroke, width)?;
             if curve.markers {
                 // memory_profiler's "+" at each sample.
                 for &(x, y) in &points {
@@ -807,19 +794,9 @@ impl Scene {
             let y = box_top + 6 + LEGEND_ROW * i as i32 + LEGEND_ROW / 2;
             let x = left + 10;
             match row.icon {
-                Icon::Line(color, Stroke::Solid) => {
-                    root.draw(&PathElement::new(
-                        vec![(x, y), (x + 26, y)],
-                        color.stroke_width(2),
-                    ))?;
-                }
-                Icon::Line(color, Stroke::Dashed) => {
-                    root.draw(&DashedPathElement::new(
-                        vec![(x, y), (x + 26, y)],
-                        6,
-                        4,
-                        color.stroke_width(2),
-                    ))?;
+                Icon::Line(color, style) => {
+                    let width = if style == Stroke::Dotted { 1 } else { 2 };
+                    stroke(root, vec![(x, y), (x + 28, y)], color, style, width)?;
                 }
                 Icon::Bracket(color) => {
                     let style = color.stroke_width(2);
@@ -851,6 +828,22 @@ impl Scene {
             labels.push(Label::new(text, (text_x, y), 13.0));
         }
         Ok(())
+    }
+}
+
+/// A line through `points` (pixels of the image).
+fn stroke<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    points: Vec<(i32, i32)>,
+    color: RGBColor,
+    stroke: Stroke,
+    width: u32,
+) -> DrawResult<DB> {
+    let style = color.stroke_width(width);
+    match stroke {
+        Stroke::Solid => root.draw(&PathElement::new(points, style)),
+        Stroke::Dashed => root.draw(&DashedPathElement::new(points, 7, 5, style)),
+        Stroke::Dotted => root.draw(&DashedPathElement::new(points, 4, 3, style)),
     }
 }
 
