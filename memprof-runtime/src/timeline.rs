@@ -16,7 +16,8 @@
 //!   the depth of the thread it starts on and does not deepen the calls made
 //!   inside it;
 //! - runs a sampler thread that appends `HEAP <MiB %.6f> <t %.4f>` every
-//!   interval, with the heap in use as the counting allocator sums it.
+//!   interval, with the heap in use as the counting allocator sums it, and
+//!   appends one last sample at exit.
 //!
 //! Both write straight into the `.dat` file, opened with `O_APPEND`, one
 //! `write(2)` per line: the kernel appends each write whole, so lines from
@@ -162,14 +163,20 @@ mod linux {
             return false;
         }
         // SAFETY: `fd` is an open descriptor that this function owns.
-        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            // Another process of this run records.
+        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0
+            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock
+        {
+            // Another process of this run records. (A file system without
+            // locks gives another error: then this process records.)
             // SAFETY: as above; it is not used again.
             unsafe { libc::close(fd) };
             return false;
         }
         FD.store(fd, Relaxed);
         spawn_sampler();
+        // SAFETY: `sample_at_exit` is a plain `extern "C" fn` that never
+        // unwinds, as `atexit` requires.
+        unsafe { libc::atexit(sample_at_exit) };
         true
     }
 
@@ -205,14 +212,7 @@ mod linux {
         let origin = Instant::now();
         let mut tick: u32 = 0;
         loop {
-            // Without memprof's allocator (or before its first allocation)
-            // there is no heap figure to give.
-            if is_installed() {
-                let heap = process_net().max(0) as f64 / MIB;
-                let mut line = LineBuf::new();
-                let _ = writeln!(line, "HEAP {heap:.6} {:.4}", unix_now());
-                line.write_to_dat();
-            }
+            write_heap_sample();
             // Deadlines, not sleeps of a fixed length, so samples do not drift.
             tick = tick.wrapping_add(1);
             let next = origin + interval * tick;
@@ -220,6 +220,23 @@ mod linux {
                 std::thread::sleep(wait);
             }
         }
+    }
+
+    fn write_heap_sample() {
+        // Without memprof's allocator (or before its first allocation)
+        // there is no heap figure to give.
+        if is_installed() {
+            let heap = process_net().max(0) as f64 / MIB;
+            let mut line = LineBuf::new();
+            let _ = writeln!(line, "HEAP {heap:.6} {:.4}", unix_now());
+            line.write_to_dat();
+        }
+    }
+
+    /// One last sample as the program exits, so that a run shorter than an
+    /// interval still has its heap.
+    extern "C" fn sample_at_exit() {
+        untracked(write_heap_sample);
     }
 
     /// Notes the entry of a profiled call. `nests`: the call is synchronous

@@ -106,6 +106,17 @@ fn workload_child() {
             std::thread::sleep(PAUSE);
         }
         Ok("async") => assert_eq!(run_async(), (1 << 20) + 4096),
+        Ok("nested") => {
+            // Records, then starts a second memprof program that must not.
+            assert_eq!(run_async(), (1 << 20) + 4096);
+            let status = Command::new(std::env::current_exe().unwrap())
+                .args(["workload_child", "--exact", "--test-threads=1"])
+                .env("MPROF_TEST_WORKLOAD", "async")
+                .stdout(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
         _ => {}
     }
 }
@@ -352,4 +363,30 @@ fn gpu_without_nvml_records_no_gpu_lines() {
     let text = std::fs::read_to_string(dir.join("gpu.dat")).unwrap();
     assert!(text.contains("\nMEM "));
     assert!(!text.contains("GPU "), "{text}");
+}
+
+#[test]
+fn one_process_records_even_through_a_wrapper() {
+    if std::env::var_os("MPROF_TEST_WORKLOAD").is_some() {
+        return;
+    }
+    let dir = scratch("nested");
+    // sh starts the memprof program, which starts another one.
+    let exe = std::env::current_exe().unwrap();
+    let script = format!(
+        "'{}' workload_child --exact --test-threads=1 >/dev/null",
+        exe.display()
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_mprof"))
+        .args(["run", "-o", "run.dat", "sh", "-c", &script])
+        .env("MPROF_TEST_WORKLOAD", "nested")
+        .env("MEMPROF_REPORT", "off")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (_, heap, funcs) = parse(&std::fs::read_to_string(dir.join("run.dat")).unwrap());
+    // The first program's three calls, not the second's.
+    assert_eq!(funcs.len(), 3, "{funcs:#?}");
+    assert!(!heap.is_empty());
 }
