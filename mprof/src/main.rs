@@ -139,6 +139,13 @@ fn main() {
         eprintln!("mprof: internal error: {info}");
     }));
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Run(_)) {
+        // NOTE: what prints to stdout stops quietly when a pipe's reader
+        // goes (`mprof list | head -1`), as Unix tools do. `run` keeps
+        // Rust's default of ignoring SIGPIPE: it must outlive its stderr.
+        // SAFETY: no other thread runs yet; SIG_DFL is a valid disposition.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let code = match execute(cli.command) {
         Ok(code) => code,
         Err(err) => {

@@ -194,3 +194,24 @@ fn sigint_stops_the_program_and_leaves_a_complete_file() {
         assert_eq!(fields[0], "MEM");
     }
 }
+
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    let dir = scratch("pipe");
+    let sample = "CMDLINE x\nMEM 5.000000 1795300840.0000\nCHLD 1 1.0 1795300840.0000\n";
+    for i in 0..3 {
+        std::fs::write(dir.join(format!("mprofile_2020010100000{i}.dat")), sample).unwrap();
+    }
+    for args in [&["peak", "0", "1", "2"][..], &["list"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mprof"))
+            .args(args)
+            .current_dir(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}

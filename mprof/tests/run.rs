@@ -294,6 +294,7 @@ fn records_a_memprof_program() {
         &["plot", "grow.dat"][..],
         &["plot", "grow.dat", "--flame", "-o", "flame.png"],
         &["plot", "grow.dat", "-o", "grow.svg", "--title", "grow"],
+        &["plot", "grow.dat", "--no-function-ts", "-o", "plain.png"],
         &[
             "plot",
             "grow.dat",
@@ -306,7 +307,7 @@ fn records_a_memprof_program() {
         let out = mprof(&dir, args);
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     }
-    for png in ["grow.png", "flame.png", "window.png"] {
+    for png in ["grow.png", "flame.png", "window.png", "plain.png"] {
         let bytes = std::fs::read(dir.join(png)).unwrap();
         assert_eq!(png_size(&bytes), (1200, 600), "{png}");
     }
