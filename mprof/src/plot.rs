@@ -138,17 +138,18 @@ const FUNCTION_COLORS: [RGBColor; 8] = [
     RGBColor(255, 127, 14),
     RGBColor(214, 60, 160),
     RGBColor(140, 86, 75),
-    RGBColor(200, 160, 0),
+    RGBColor(190, 30, 45),
     RGBColor(110, 110, 110),
-    RGBColor(0, 140, 140),
     RGBColor(120, 60, 200),
+    RGBColor(240, 128, 100),
 ];
+/// Children's curves, none of the functions' colours.
 const CHILD_COLORS: [RGBColor; 5] = [
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
     RGBColor(23, 190, 207),
-    RGBColor(188, 189, 34),
+    RGBColor(150, 160, 20),
+    RGBColor(0, 120, 110),
+    RGBColor(90, 110, 160),
+    RGBColor(120, 200, 60),
 ];
 
 #[derive(Clone, Copy, PartialEq)]
@@ -371,11 +372,11 @@ impl Scene {
             FUNCTION_COLORS[index % FUNCTION_COLORS.len()]
         };
         let mut rows = Vec::new();
-        for call in calls {
+        for (index, call) in calls.iter().enumerate() {
             let color = color_of(&call.name);
             let label = &labels[&call.name];
             let text = format!("{label} {:.3}s", call.duration());
-            let depth = call.depth.unwrap_or(0);
+            let depth = call.depth.unwrap_or_else(|| inferred_depth(calls, index));
             let start = (call.start.time - origin, call.start.mib);
             let end = (call.end.time - origin, call.end.mib);
             if flame {
@@ -451,6 +452,19 @@ impl Scene {
             });
         }
     }
+}
+
+/// The depth of a call from a file that gives none (memory_profiler before
+/// 0.58): the number of calls that enclose it in time, the first of equal
+/// ones counting as the outer.
+fn inferred_depth(calls: &[&Call], index: usize) -> u32 {
+    let call = calls[index];
+    let encloses = |(i, other): &(usize, &&Call)| {
+        let (a, b) = (other.start.time, other.end.time);
+        let (c, d) = (call.start.time, call.end.time);
+        *i != index && a <= c && d <= b && (a < c || d < b || *i < index)
+    };
+    calls.iter().enumerate().filter(encloses).count() as u32
 }
 
 /// The first time of a file: its curves start there.
@@ -529,14 +543,15 @@ fn legend_capacity() -> usize {
 
 /// The shortest tail of each path (`a::b::f` → `f`, or `b::f` if another
 /// function is also called `f`) that tells the functions apart, as
-/// memory_profiler's `function_labels` does with dotted names.
+/// memory_profiler's `function_labels` does with its dotted names, which
+/// are shortened the same way.
 fn short_names<'a>(
     names: impl Iterator<Item = &'a str>,
 ) -> std::collections::HashMap<String, String> {
     let mut unique: Vec<&str> = names.collect();
     unique.sort_unstable();
     unique.dedup();
-    let parts: Vec<Vec<&str>> = unique.iter().map(|n| split_path(n)).collect();
+    let parts: Vec<Vec<&str>> = unique.iter().map(|n| segments(n)).collect();
     let mut labels = std::collections::HashMap::new();
     for (i, name) in unique.iter().enumerate() {
         let own = &parts[i];
@@ -550,27 +565,37 @@ fn short_names<'a>(
         {
             keep += 1;
         }
-        labels.insert(name.to_string(), own[own.len() - keep..].join("::"));
+        // The segments are slices of `name`: its tail from the first kept.
+        let from = own[own.len() - keep].as_ptr() as usize - name.as_ptr() as usize;
+        labels.insert(name.to_string(), name[from..].to_string());
     }
     labels
 }
 
-/// Splits a path on the `::` that are not inside `<...>`.
-fn split_path(name: &str) -> Vec<&str> {
+/// The segments of a path, split on the `::` (Rust) or `.` (Python) that
+/// are not inside `<...>`.
+fn segments(name: &str) -> Vec<&str> {
     let bytes = name.as_bytes();
     let (mut parts, mut depth, mut from, mut i) = (Vec::new(), 0i32, 0, 0);
     while i < bytes.len() {
-        match bytes[i] {
-            b'<' => depth += 1,
-            b'>' => depth -= 1,
-            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
-                parts.push(&name[from..i]);
-                from = i + 2;
-                i += 1;
+        let separator = match bytes[i] {
+            b'<' => {
+                depth += 1;
+                0
             }
-            _ => {}
+            b'>' => {
+                depth -= 1;
+                0
+            }
+            b':' if bytes.get(i + 1) == Some(&b':') => 2,
+            b'.' => 1,
+            _ => 0,
+        };
+        if separator > 0 && depth == 0 {
+            parts.push(&name[from..i]);
+            from = i + separator;
         }
-        i += 1;
+        i += separator.max(1);
     }
     parts.push(&name[from..]);
     parts
@@ -893,6 +918,34 @@ mod tests {
         assert_eq!(labels["other::step"], "other::step");
         assert_eq!(labels["grow::run"], "run");
         assert_eq!(labels["<a::B as c::D>::run2"], "run2");
+        let dotted = short_names(["__main__.outer", "__main__.inner", "m.inner"].into_iter());
+        assert_eq!(dotted["__main__.outer"], "outer");
+        assert_eq!(dotted["__main__.inner"], "__main__.inner");
+    }
+
+    #[test]
+    fn infers_depths_of_calls_from_old_files() {
+        let call = |start: f64, end: f64| Call {
+            name: "f".to_string(),
+            start: Sample {
+                time: start,
+                mib: 0.0,
+            },
+            end: Sample {
+                time: end,
+                mib: 0.0,
+            },
+            depth: None,
+        };
+        let (outer, twin, inner, after) = (
+            call(0.0, 4.0),
+            call(0.0, 4.0),
+            call(1.0, 2.0),
+            call(5.0, 6.0),
+        );
+        let calls = [&outer, &twin, &inner, &after];
+        let depths: Vec<u32> = (0..4).map(|i| inferred_depth(&calls, i)).collect();
+        assert_eq!(depths, [0, 1, 2, 0]);
     }
 
     #[test]
