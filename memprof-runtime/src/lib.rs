@@ -15,6 +15,7 @@ mod gpu;
 mod probe;
 mod render;
 mod report;
+mod timeline;
 mod track;
 pub mod units;
 

@@ -462,6 +462,7 @@ impl<const N: usize> CallFrame<N> {
             pushed: false,
             active: false,
             gpu_start: None,
+            mark: crate::timeline::CallMark::none(),
         }
     }
 
@@ -489,6 +490,7 @@ impl<const N: usize> CallFrame<N> {
             pushed,
             active: true,
             gpu_start,
+            mark: crate::timeline::call_start(pushed),
         }
     }
 
@@ -684,6 +686,8 @@ pub struct CallGuard<'a> {
     active: bool,
     /// GPU bytes at the call's entry, when it samples GPU memory.
     gpu_start: Option<i64>,
+    /// The call's start, for its `FUNC` line under `mprof run`.
+    mark: crate::timeline::CallMark,
 }
 
 impl Drop for CallGuard<'_> {
@@ -691,6 +695,7 @@ impl Drop for CallGuard<'_> {
         if !self.active {
             return;
         }
+        crate::timeline::call_end(&self.mark, self.frame.meta);
         let stats = self.region.close();
         let frame = self.frame;
         let mem = mem_usage(frame.base, &stats);

@@ -1,0 +1,193 @@
+//! `mprof`: memory usage over time, as Python memory_profiler's `mprof`
+//! records and plots it, for any program; programs built with memprof add
+//! their profiled calls and their exact heap.
+
+mod dat;
+mod error;
+mod files;
+mod gpu;
+mod plot;
+mod procfs;
+mod run;
+mod text;
+
+use clap::{Parser, Subcommand};
+use error::Error;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mprof",
+    version,
+    about = "Record a program's memory over time and plot it, as memory_profiler's mprof does"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a program and record its memory every interval into mprofile_<YYYYmmddHHMMSS>.dat
+    Run(RunArgs),
+    /// Plot recorded files (the newest by default) to PNG or SVG
+    Plot(PlotArgs),
+    /// List the recorded files of the current directory, oldest first, with their index
+    List,
+    /// Remove every recorded file of the current directory
+    Clean {
+        /// Name the files without removing them
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove recorded files, named or by index (0 is the oldest, -1 the newest)
+    Rm {
+        /// Name the files without removing them
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(
+            required = true,
+            allow_negative_numbers = true,
+            value_name = "FILE|INDEX"
+        )]
+        profiles: Vec<String>,
+    },
+    /// Print the peak memory of recorded files (the newest by default)
+    Peak {
+        #[arg(allow_negative_numbers = true, value_name = "FILE|INDEX")]
+        profiles: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Seconds between samples
+    #[arg(short = 'T', long, default_value = "0.1", value_parser = parse_interval)]
+    interval: f64,
+    /// Add the memory of the program's child processes to its own
+    #[arg(short = 'C', long)]
+    include_children: bool,
+    /// Record each child process on its own CHLD lines
+    #[arg(short = 'M', long)]
+    multiprocess: bool,
+    /// The file to write [default: mprofile_<YYYYmmddHHMMSS>.dat]
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Also record the program's GPU memory through NVML (MEMPROF_NVML_LIB names the library)
+    #[arg(long)]
+    gpu: bool,
+    /// Accepted for memory_profiler's users: the exit code is always passed on
+    #[arg(short = 'E', long, hide = true)]
+    exit_code: bool,
+    /// The program to run, and its arguments
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    program: Vec<OsString>,
+}
+
+#[derive(Debug, clap::Args)]
+struct PlotArgs {
+    /// Files or indices to plot, overlaid [default: the newest recorded file]
+    #[arg(allow_negative_numbers = true, value_name = "FILE|INDEX")]
+    profiles: Vec<String>,
+    /// The image to write, PNG or SVG by its extension [default: the first file's name with .png]
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// The plot's title [default: the recorded command line]
+    #[arg(short = 't', long)]
+    title: Option<String>,
+    /// Draw profiled calls as a flame graph: one rectangle per call, at the height of its depth
+    #[arg(short = 'f', long)]
+    flame: bool,
+    /// Do not draw the profiled calls
+    #[arg(short = 'n', long)]
+    no_function_ts: bool,
+    /// Plot only this time range, in seconds: START,END
+    #[arg(short = 'w', long, value_name = "START,END", value_parser = parse_window, allow_hyphen_values = true)]
+    window: Option<(f64, f64)>,
+}
+
+fn parse_interval(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.001 => Ok(secs),
+        _ => Err("expected a number of seconds, at least 0.001".to_string()),
+    }
+}
+
+fn parse_window(text: &str) -> Result<(f64, f64), String> {
+    let bad = || "expected two numbers of seconds separated by a comma, such as 0,20.5".to_string();
+    let (start, end) = text.split_once(',').ok_or_else(bad)?;
+    let start: f64 = start.trim().parse().map_err(|_| bad())?;
+    let end: f64 = end.trim().parse().map_err(|_| bad())?;
+    if !(start.is_finite() && end.is_finite()) {
+        return Err(bad());
+    }
+    if start >= end {
+        return Err("the window's start must come before its end".to_string());
+    }
+    Ok((start, end))
+}
+
+fn main() {
+    // NOTE: a bug must still read as one line, not as a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("mprof: internal error: {info}");
+    }));
+    let cli = Cli::parse();
+    if !matches!(cli.command, Command::Run(_)) {
+        // NOTE: what prints to stdout stops quietly when a pipe's reader
+        // goes (`mprof list | head -1`), as Unix tools do. `run` keeps
+        // Rust's default of ignoring SIGPIPE: it must outlive its stderr.
+        // SAFETY: no other thread runs yet; SIG_DFL is a valid disposition.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+    let code = match execute(cli.command) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("mprof: {err}");
+            err.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+fn execute(command: Command) -> Result<i32, Error> {
+    match command {
+        Command::Run(args) => run::run(run::RunOptions {
+            interval: args.interval,
+            include_children: args.include_children,
+            multiprocess: args.multiprocess,
+            output: args.output,
+            gpu: args.gpu,
+            program: args.program,
+        }),
+        Command::Plot(args) => {
+            let files = files::resolve(&args.profiles)?;
+            let output = plot::plot(&plot::PlotOptions {
+                files,
+                output: args.output,
+                title: args.title,
+                flame: args.flame,
+                functions: !args.no_function_ts,
+                window: args.window,
+            })?;
+            eprintln!("mprof: wrote {}", output.display());
+            Ok(0)
+        }
+        Command::List => files::list().map(|()| 0),
+        Command::Clean { dry_run } => {
+            files::remove(&files::recorded()?, dry_run)?;
+            Ok(0)
+        }
+        Command::Rm { dry_run, profiles } => {
+            files::remove(&files::resolve(&profiles)?, dry_run)?;
+            Ok(0)
+        }
+        Command::Peak { profiles } => files::peak(&profiles).map(|()| 0),
+    }
+}

@@ -1,0 +1,217 @@
+//! `mprof run` on ordinary programs (exit status, signals, child processes)
+//! and the file commands `list`, `clean`, `rm` and `peak`.
+
+mod common;
+
+use common::{mprof, png_size, scratch, stderr, stdout};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The lines of `file` that start with `prefix`; none while it does not exist.
+fn lines(dir: &std::path::Path, file: &str, prefix: &str) -> Vec<String> {
+    std::fs::read_to_string(dir.join(file))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn passes_on_the_exit_status() {
+    let dir = scratch("exit-status");
+    let out = mprof(
+        &dir,
+        &["run", "-o", "a.dat", "sh", "-c", "sleep 0.2; exit 3"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(
+        lines(&dir, "a.dat", "CMDLINE"),
+        ["CMDLINE sh -c 'sleep 0.2; exit 3'"]
+    );
+    assert!(lines(&dir, "a.dat", "MEM ").len() >= 2);
+    // Killed by a signal: 128 + its number, as shells report it.
+    let out = mprof(&dir, &["run", "-o", "b.dat", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(out.status.code(), Some(128 + 15), "{}", stderr(&out));
+}
+
+#[test]
+fn the_default_name_and_the_file_commands() {
+    let dir = scratch("files");
+    let out = mprof(&dir, &["run", "-T", "0.02", "sleep", "0.1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 1);
+    let recorded = &names[0];
+    assert!(
+        recorded.starts_with("mprofile_") && recorded.ends_with(".dat") && recorded.len() == 27
+    );
+
+    // Two more, with older names, sort before it.
+    let sample = "CMDLINE x\nMEM 5.000000 1795300840.0000\nMEM 7.250000 1795300840.1000\n";
+    std::fs::write(dir.join("mprofile_20200101000000.dat"), sample).unwrap();
+    std::fs::write(dir.join("mprofile_20210203040506.dat"), sample).unwrap();
+    std::fs::write(dir.join("other.dat"), sample).unwrap();
+    let out = mprof(&dir, &["list"]);
+    let listed = stdout(&out);
+    let listed: Vec<&str> = listed.lines().collect();
+    assert_eq!(listed.len(), 3);
+    assert_eq!(
+        listed[0],
+        "0 mprofile_20200101000000.dat 00:00:00 01/01/2020"
+    );
+    assert_eq!(
+        listed[1],
+        "1 mprofile_20210203040506.dat 04:05:06 03/02/2021"
+    );
+    assert!(listed[2].starts_with(&format!("2 {recorded} ")));
+
+    // `peak` and `plot` take the newest by default, or indices.
+    let out = mprof(&dir, &["peak"]);
+    assert!(
+        stdout(&out).starts_with(&format!("{recorded}\t")),
+        "{}",
+        stdout(&out)
+    );
+    let out = mprof(&dir, &["peak", "0", "other.dat"]);
+    assert_eq!(
+        stdout(&out),
+        "mprofile_20200101000000.dat\t7.250 MiB\nother.dat\t7.250 MiB\n"
+    );
+    let out = mprof(&dir, &["plot"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let png = recorded.replace(".dat", ".png");
+    png_size(&std::fs::read(dir.join(&png)).unwrap());
+    // Several files are overlaid in one plot.
+    let out = mprof(&dir, &["plot", "0", "1", "-1", "-o", "all.svg"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // `rm` by index (-1 is the newest), with --dry-run first.
+    let out = mprof(&dir, &["rm", "--dry-run", "-1"]);
+    assert_eq!(stdout(&out), format!("Files to be removed: \n{recorded}\n"));
+    assert!(dir.join(recorded).exists());
+    let out = mprof(&dir, &["rm", "-1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!dir.join(recorded).exists());
+
+    // `clean` removes the recorded files only.
+    let out = mprof(&dir, &["clean"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&mprof(&dir, &["list"])), "");
+    assert!(dir.join("other.dat").exists());
+}
+
+/// Holds 64 MiB for 0.6 s when run by `include_children_and_multiprocess`;
+/// does nothing in an ordinary test run.
+#[test]
+fn hold_child() {
+    if std::env::var_os("MPROF_TEST_HOLD").is_some() {
+        let block = vec![1u8; 64 << 20];
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(block[block.len() - 1], 1);
+    }
+}
+
+#[test]
+fn include_children_and_multiprocess() {
+    if std::env::var_os("MPROF_TEST_HOLD").is_some() {
+        return;
+    }
+    let dir = scratch("children");
+    let exe = std::env::current_exe().unwrap();
+    let one = format!(
+        "'{}' hold_child --exact --test-threads=1 >/dev/null",
+        exe.display()
+    );
+    let script = format!("{one} & {one} & wait");
+    let script = script.as_str();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mprof"))
+            .args(args)
+            .args(["sh", "-c", script])
+            .env("MPROF_TEST_HOLD", "1")
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["run", "-T", "0.05", "-M", "-o", "m.dat"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let children = lines(&dir, "m.dat", "CHLD ");
+    let pids: std::collections::BTreeSet<&str> = children
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    assert!(pids.len() >= 2, "{children:?}");
+    let biggest = children
+        .iter()
+        .map(|l| l.split(' ').nth(2).unwrap().parse::<f64>().unwrap())
+        .fold(0.0, f64::max);
+    assert!(biggest > 64.0, "{biggest}");
+
+    let out = run(&["run", "-T", "0.05", "-C", "-o", "c.dat"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(lines(&dir, "c.dat", "CHLD").is_empty());
+    let total = lines(&dir, "c.dat", "MEM ")
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap().parse::<f64>().unwrap())
+        .fold(0.0, f64::max);
+    assert!(total > 128.0, "children's memory not included: {total}");
+
+    let out = mprof(&dir, &["plot", "m.dat", "-o", "m.png"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn sigint_stops_the_program_and_leaves_a_complete_file() {
+    let dir = scratch("sigint");
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mprof"))
+        .args(["run", "-T", "0.02", "-o", "int.dat", "sleep", "30"])
+        .current_dir(&dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for a few samples, then interrupt mprof alone, as `kill -INT`
+    // does: it must pass the signal on to the program.
+    while lines(&dir, "int.dat", "MEM ").len() < 3 {
+        assert!(started.elapsed() < Duration::from_secs(10), "no samples");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: `kill` on the pid of a child we started and have not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // sleep died of SIGINT: 128 + 2.
+    assert_eq!(status.code(), Some(130));
+    let text = std::fs::read_to_string(dir.join("int.dat")).unwrap();
+    assert!(text.ends_with('\n'));
+    for line in text.lines().skip(1) {
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert_eq!(fields.len(), 3, "{line:?}");
+        assert_eq!(fields[0], "MEM");
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    let dir = scratch("pipe");
+    let sample = "CMDLINE x\nMEM 5.000000 1795300840.0000\nCHLD 1 1.0 1795300840.0000\n";
+    for i in 0..3 {
+        std::fs::write(dir.join(format!("mprofile_2020010100000{i}.dat")), sample).unwrap();
+    }
+    for args in [&["peak", "0", "1", "2"][..], &["list"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mprof"))
+            .args(args)
+            .current_dir(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}
