@@ -554,9 +554,11 @@ impl Cursor<'_> {
         if !recording() {
             return;
         }
-        let gpu = self.gpu_sample();
-        self.close(gpu);
-        self.open(cell, gpu);
+        if self.gpu {
+            return self.step_sampled(cell);
+        }
+        self.close();
+        self.open(cell);
     }
 
     /// Ends the current statement's region; then starts the closing brace's
@@ -566,10 +568,12 @@ impl Cursor<'_> {
         if !recording() {
             return;
         }
-        let gpu = self.gpu_sample();
-        self.close(gpu);
+        if self.gpu {
+            return self.step_sampled(end);
+        }
+        self.close();
         if end != NO_CELL {
-            self.open(end, gpu);
+            self.open(end);
         }
     }
 
@@ -581,19 +585,31 @@ impl Cursor<'_> {
         TailGuard { cursor: self, end }
     }
 
-    /// One GPU sample ends a region and starts the next.
-    #[inline]
-    fn gpu_sample(&self) -> i64 {
-        if self.gpu {
-            crate::gpu::sample().unwrap_or(NO_SAMPLE)
-        } else {
-            NO_SAMPLE
+    /// [`Cursor::enter`] or [`Cursor::leave`] with GPU sampling: one sample
+    /// ends the current region and starts cell `next`'s, if any.
+    ///
+    /// PERF: out of line, so that the heap-only path stays as small as it
+    /// was; a sample costs an NVML call anyway.
+    #[inline(never)]
+    fn step_sampled(&self, next: u32) {
+        let gpu = crate::gpu::sample().unwrap_or(NO_SAMPLE);
+        let cell = self.cell.load(Relaxed);
+        self.close();
+        let start = self.gpu_start.load(Relaxed);
+        if gpu != NO_SAMPLE
+            && start != NO_SAMPLE
+            && let Some(row) = self.cells.get(cell as usize)
+        {
+            row.record_gpu(gpu - start, gpu);
+        }
+        if next != NO_CELL {
+            self.gpu_start.store(gpu, Relaxed);
+            self.open(next);
         }
     }
 
     #[inline]
-    fn open(&self, cell: u32, gpu: i64) {
-        self.gpu_start.store(gpu, Relaxed);
+    fn open(&self, cell: u32) {
         let region = Region::open(self.scope);
         self.start.store(region.start, Relaxed);
         self.saved.store(region.saved, Relaxed);
@@ -606,7 +622,7 @@ impl Cursor<'_> {
     }
 
     #[inline]
-    fn close(&self, gpu: i64) {
+    fn close(&self) {
         let cell = self.cell.load(Relaxed);
         if cell == NO_CELL {
             return;
@@ -625,10 +641,6 @@ impl Cursor<'_> {
         let stats = region.close();
         if let Some(row) = self.cells.get(cell as usize) {
             row.record(stats.increment, stats.peak, mem_usage(self.base, &stats));
-            let start = self.gpu_start.load(Relaxed);
-            if gpu != NO_SAMPLE && start != NO_SAMPLE {
-                row.record_gpu(gpu - start, gpu);
-            }
         }
     }
 }
@@ -636,9 +648,13 @@ impl Cursor<'_> {
 impl Drop for Cursor<'_> {
     #[inline]
     fn drop(&mut self) {
-        if self.cell.load(Relaxed) != NO_CELL {
-            let gpu = self.gpu_sample();
-            self.close(gpu);
+        if self.cell.load(Relaxed) == NO_CELL {
+            return;
+        }
+        if self.gpu {
+            self.step_sampled(NO_CELL);
+        } else {
+            self.close();
         }
     }
 }
