@@ -549,7 +549,10 @@ pub struct Cursor<'a> {
 
 impl Cursor<'_> {
     /// Ends the current statement's region, if any, and starts cell `cell`'s.
-    #[inline(always)]
+    // PERF: always inlined in optimized builds only: in debug builds it
+    // would add code at every statement, and compile time with it.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn enter(&self, cell: u32) {
         // PERF: the switch is tested where the statement is, so that under
         // `MEMPROF=off` a statement costs one load and a branch, not a call.
@@ -569,7 +572,8 @@ impl Cursor<'_> {
 
     /// Ends the current statement's region; then starts the closing brace's
     /// region, cell `end`, unless it is `u32::MAX` (no such row).
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn leave(&self, end: u32) {
         if recording() {
             self.step_out(end);
