@@ -15,20 +15,11 @@ use std::time::Instant;
 const ROUNDS: usize = 10;
 const ITERATIONS: u64 = 100_000;
 
-/// The same loop twice: sampling the GPU, and not.
-macro_rules! summing_loop {
-    ($name:ident $(#[$attr:meta])*) => {
-        $(#[$attr])*
-        fn $name(n: u64) -> u64 {
-            let mut acc = 0u64;
-            for i in 0..n {
-                acc = acc.wrapping_add(black_box(i));
-                black_box(&mut acc);
-            }
-            acc
-        }
-    };
-}
+/// The same loop twice: see support/summing_loop.rs.
+#[path = "support/summing_loop.rs"]
+mod loops;
+use loops::summing_loop;
+
 summing_loop!(sampled_loop #[memprof::profile]);
 summing_loop!(unsampled_loop #[memprof::profile(gpu = false)]);
 

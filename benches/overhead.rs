@@ -124,20 +124,11 @@ fn allocator_row(title: &str, variants: &[(&str, &dyn Fn())]) -> Vec<Vec<Duratio
     times
 }
 
-/// The same loop twice: with `#[profile]` and without.
-macro_rules! summing_loop {
-    ($name:ident $(#[$attr:meta])*) => {
-        $(#[$attr])*
-        fn $name(n: u64) -> u64 {
-            let mut acc = 0u64;
-            for i in 0..n {
-                acc = acc.wrapping_add(black_box(i));
-                black_box(&mut acc);
-            }
-            acc
-        }
-    };
-}
+/// The same loop twice: see support/summing_loop.rs.
+#[path = "support/summing_loop.rs"]
+mod loops;
+use loops::summing_loop;
+
 summing_loop!(probed_loop #[memprof::profile]);
 summing_loop!(plain_loop);
 
