@@ -561,33 +561,26 @@ impl Cursor<'_> {
         }
     }
 
-    #[inline]
-    fn step(&self, cell: u32) {
-        if self.gpu {
-            return self.step_sampled(cell);
-        }
-        self.close();
-        self.open(cell);
-    }
-
     /// Ends the current statement's region; then starts the closing brace's
     /// region, cell `end`, unless it is `u32::MAX` (no such row).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn leave(&self, end: u32) {
         if recording() {
-            self.step_out(end);
+            self.step(end);
         }
     }
 
+    /// Closes the current region and opens cell `next`'s, if it is one.
+    /// (`enter` passes a cell constant, so the test folds away there.)
     #[inline]
-    fn step_out(&self, end: u32) {
+    fn step(&self, next: u32) {
         if self.gpu {
-            return self.step_sampled(end);
+            return self.step_sampled(next);
         }
         self.close();
-        if end != NO_CELL {
-            self.open(end);
+        if next != NO_CELL {
+            self.open(next);
         }
     }
 
