@@ -62,12 +62,16 @@ impl<A> Allocator<A> {
 // unchanged, and only updates counters afterwards; the counting never touches
 // the returned memory.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
+    // PERF: each method leaves through a tail call for everything but the
+    // fast path, so that the fast path saves no register for a call it never
+    // makes. With the `tls` shortcut that makes `dealloc` a leaf.
+
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded with the caller's guarantees.
         let ptr = unsafe { self.inner.alloc(layout) };
-        if !ptr.is_null() {
-            record::<1, 0>(layout.size(), 0);
+        if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
+            return counted_slowly(ptr, layout.size(), 0, 1, 0);
         }
         ptr
     }
@@ -76,8 +80,8 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded with the caller's guarantees.
         let ptr = unsafe { self.inner.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            record::<1, 0>(layout.size(), 0);
+        if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
+            return counted_slowly(ptr, layout.size(), 0, 1, 0);
         }
         ptr
     }
@@ -86,7 +90,10 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // PERF: counted first, so the inner call is a tail call with nothing
         // to keep alive across it; a free cannot fail.
-        record::<0, 1>(0, layout.size());
+        if !record::<0, 1>(0, layout.size()) {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { dealloc_slowly(ptr, layout, &self.inner) };
+        }
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { self.inner.dealloc(ptr, layout) };
     }
@@ -95,13 +102,39 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded with the caller's guarantees.
         let new = unsafe { self.inner.realloc(ptr, layout, new_size) };
-        if !new.is_null() {
-            // NOTE: a realloc counts as one allocation and one deallocation,
-            // and moves the byte count by the size difference only.
-            record::<1, 1>(new_size, layout.size());
+        // NOTE: a realloc counts as one allocation and one deallocation,
+        // and moves the byte count by the size difference only.
+        if !new.is_null() && !record::<1, 1>(new_size, layout.size()) {
+            return counted_slowly(new, new_size, layout.size(), 1, 1);
         }
         new
     }
+}
+
+/// Counts what [`record`] left to the slow path; returns `ptr` so that the
+/// allocator can leave through this call.
+#[inline(never)]
+fn counted_slowly(
+    ptr: *mut u8,
+    allocated: usize,
+    freed: usize,
+    allocs: u64,
+    deallocs: u64,
+) -> *mut u8 {
+    let _ = THREAD.try_with(|t| record_slow(t, allocated, freed, allocs, deallocs));
+    ptr
+}
+
+/// `dealloc` when [`record`] left the counting to the slow path. The
+/// arguments come in the order `dealloc` receives them.
+///
+/// # Safety
+/// As [`GlobalAlloc::dealloc`].
+#[inline(never)]
+unsafe fn dealloc_slowly<A: GlobalAlloc>(ptr: *mut u8, layout: Layout, inner: &A) {
+    counted_slowly(ptr, 0, layout.size(), 0, 1);
+    // SAFETY: forwarded with the caller's guarantees.
+    unsafe { inner.dealloc(ptr, layout) };
 }
 
 /// Number of per-thread slots; later threads share the overflow slot.
@@ -235,22 +268,54 @@ fn set_mode(t: &ThreadCounters, mode: u8) {
 }
 
 /// Updates this thread's counters for `allocated` bytes handed out and
-/// `freed` bytes returned, `A` allocations and `D` deallocations. Never
-/// allocates, locks or panics.
+/// `freed` bytes returned, `A` allocations and `D` deallocations, unless its
+/// slot diverts it or the `tls` shortcut is not known (yet): then returns
+/// false and leaves the work to [`counted_slowly`]. Never allocates, locks or
+/// panics.
 #[inline(always)]
-fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) {
-    let delta = allocated as i64 - freed as i64;
-    let _ = THREAD.try_with(|t| {
-        // SAFETY: `hook` points at the static `EMPTY` or into `SLOTS`.
-        let hook = unsafe { &*t.hook.get() };
-        // PERF: the flag sits on the line that `count` writes anyway.
-        if hook.divert.load(Relaxed) {
-            return record_slow(t, allocated, freed, A, D);
+fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) -> bool {
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    {
+        let offset = crate::tls::offset();
+        if offset == 0 {
+            return false;
         }
-        // PERF: only this thread writes its slot, so a plain load and store
-        // suffice.
-        count(t, hook, delta, A, D);
-    });
+        let addr = crate::tls::thread_pointer().wrapping_add_signed(offset);
+        // SAFETY: a non-zero offset was checked to lead from the thread
+        // pointer to this thread's own `THREAD` (see `tls`), which lives as
+        // long as the thread and needs no initialisation or destructor.
+        let t = unsafe { &*(addr as *const ThreadCounters) };
+        record_in::<A, D>(t, allocated, freed)
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    THREAD
+        .try_with(|t| record_in::<A, D>(t, allocated, freed))
+        // A thread past its thread-locals' end counts nothing.
+        .unwrap_or(true)
+}
+
+#[inline(always)]
+fn record_in<const A: u64, const D: u64>(
+    t: &ThreadCounters,
+    allocated: usize,
+    freed: usize,
+) -> bool {
+    // SAFETY: `hook` points at the static `EMPTY` or into `SLOTS`.
+    let hook = unsafe { &*t.hook.get() };
+    // PERF: the flag sits on the line that `count` writes anyway.
+    if hook.divert.load(Relaxed) {
+        return false;
+    }
+    // PERF: only this thread writes its slot, so a plain load and store
+    // suffice.
+    count(t, hook, allocated as i64 - freed as i64, A, D);
+    true
 }
 
 #[inline(always)]
@@ -269,8 +334,7 @@ fn count(t: &ThreadCounters, slot: &Slot, delta: i64, allocs: u64, deallocs: u64
     }
 }
 
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, deallocs: u64) {
     let delta = allocated as i64 - freed as i64;
     match t.mode.get() {
@@ -286,6 +350,10 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
         }
         UNCLAIMED => {
             INSTALLED.store(true, Relaxed);
+            crate::tls::learn(
+                std::ptr::from_ref(t) as usize,
+                std::mem::size_of::<ThreadCounters>(),
+            );
             let (slot, mode) = match claim_slot() {
                 Some(slot) if t.wants_tracking.get() => (slot, TRACKING),
                 Some(slot) => (slot, COUNTING),

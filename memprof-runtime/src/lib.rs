@@ -16,6 +16,7 @@ mod probe;
 mod render;
 mod report;
 mod timeline;
+mod tls;
 mod track;
 pub mod units;
 
@@ -44,6 +45,7 @@ pub mod __private {
         CallFrame, CallGuard, Cursor, FnMeta, Instrumented, LineCell, MeasureGuard, Registration,
         Scope, TailGuard,
     };
+    pub use crate::tls::{give_up as give_up_tls_shortcut, in_use as tls_shortcut_in_use};
     pub use crate::track::track;
     pub use crate::units::size_or_panic;
     pub use inventory;

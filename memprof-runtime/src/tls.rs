@@ -1,0 +1,210 @@
+//! A shorter way from the allocator to the calling thread's counters.
+//!
+//! Library crates are compiled for the general-dynamic TLS model, in which a
+//! thread-local is reached through a call to `__tls_get_addr`. The linker
+//! rewrites that call into two instructions when it links an executable,
+//! but the code around it was generated for a call: the allocator's fast
+//! path saves and restores registers that it never needed. That costs about
+//! a fifth of a glibc malloc+free pair when memprof is installed as the
+//! global allocator by its `global-allocator` feature.
+//!
+//! A thread-local of the main program lies at the same distance from the
+//! thread pointer in every thread: that is what the local-exec model that
+//! executables use relies on. So the first thread to allocate measures that
+//! distance, checks with `dl_iterate_phdr` that the counters really are in
+//! the main program's TLS block, and publishes it; from then on the fast
+//! path adds it to the thread pointer, read with one instruction. Where the
+//! check fails (memprof inside a shared library, which may have been loaded
+//! with `dlopen` and given dynamic TLS) or on other targets, the distance
+//! stays unknown and the allocator reaches its counters the usual way.
+
+use std::sync::atomic::{AtomicIsize, AtomicU8, Ordering::Relaxed};
+
+/// The counters' distance from the thread pointer; 0 while unknown or where
+/// it is not the same in every thread.
+static OFFSET: AtomicIsize = AtomicIsize::new(0);
+
+const UNDECIDED: u8 = 0;
+const USABLE: u8 = 1;
+const UNUSABLE: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(UNDECIDED);
+
+/// The published distance, or 0.
+#[inline(always)]
+pub(crate) fn offset() -> isize {
+    OFFSET.load(Relaxed)
+}
+
+/// Whether the allocator reaches its counters through the shortcut.
+pub fn in_use() -> bool {
+    offset() != 0
+}
+
+/// Stops the allocator from taking the shortcut, for the rest of the
+/// process: for tests of the way it goes without one.
+pub fn give_up() {
+    STATE.store(UNUSABLE, Relaxed);
+    OFFSET.store(0, Relaxed);
+}
+
+/// The calling thread's thread pointer.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn thread_pointer() -> usize {
+    let tp: usize;
+    // SAFETY: on x86-64 Linux (glibc and musl alike) the first word of the
+    // thread control block, at %fs:0, holds the thread pointer itself.
+    unsafe {
+        std::arch::asm!(
+            "mov {}, qword ptr fs:[0]",
+            out(reg) tp,
+            options(nostack, readonly, preserves_flags, pure)
+        );
+    }
+    tp
+}
+
+/// The calling thread's thread pointer.
+#[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+#[inline(always)]
+pub(crate) fn thread_pointer() -> usize {
+    let tp: usize;
+    // SAFETY: TPIDR_EL0 holds the thread pointer on AArch64 Linux.
+    unsafe {
+        std::arch::asm!(
+            "mrs {}, tpidr_el0",
+            out(reg) tp,
+            options(nomem, nostack, preserves_flags, pure)
+        );
+    }
+    tp
+}
+
+/// Called by each thread once, from the allocator's slow path, with the
+/// address of its counters (`size` bytes): publishes their distance from the
+/// thread pointer if it holds for every thread, and withdraws it if this
+/// thread finds it wrong.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub(crate) fn learn(addr: usize, size: usize) {
+    let offset = addr.wrapping_sub(thread_pointer()) as isize;
+    match STATE.load(Relaxed) {
+        UNDECIDED => {
+            let usable = offset != 0 && in_main_program_tls(addr, size);
+            STATE.store(if usable { USABLE } else { UNUSABLE }, Relaxed);
+            if usable {
+                OFFSET.store(offset, Relaxed);
+            }
+        }
+        // NOTE: cannot happen for the main program's TLS; should it all the
+        // same, no thread takes the shortcut from here on.
+        USABLE if OFFSET.load(Relaxed) != offset => {
+            STATE.store(UNUSABLE, Relaxed);
+            OFFSET.store(0, Relaxed);
+        }
+        _ => {}
+    }
+}
+
+/// Nothing to learn where the thread pointer cannot be read.
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+pub(crate) fn learn(_addr: usize, _size: usize) {}
+
+/// Whether `size` bytes at `addr` lie in the calling thread's TLS block of
+/// the main program, the first object `dl_iterate_phdr` reports.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn in_main_program_tls(addr: usize, size: usize) -> bool {
+    use libc::{c_int, c_void, dl_phdr_info, size_t};
+
+    struct Query {
+        addr: usize,
+        size: usize,
+        inside: bool,
+    }
+
+    unsafe extern "C" fn first_object(
+        info: *mut dl_phdr_info,
+        info_size: size_t,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: `data` is the `Query` passed below, alive for the call.
+        let query = unsafe { &mut *data.cast::<Query>() };
+        let has_tls_fields = info_size >= std::mem::size_of::<dl_phdr_info>();
+        // SAFETY: the loader passes a valid `info`; the TLS fields are read
+        // only when it says it filled them.
+        let info = unsafe { &*info };
+        if has_tls_fields && info.dlpi_tls_modid != 0 && !info.dlpi_tls_data.is_null() {
+            // SAFETY: `dlpi_phdr` points at `dlpi_phnum` program headers.
+            let headers =
+                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+            if let Some(tls) = headers.iter().find(|h| h.p_type == libc::PT_TLS) {
+                let start = info.dlpi_tls_data as usize;
+                let end = start.saturating_add(tls.p_memsz as usize);
+                query.inside = query.addr >= start && query.addr.saturating_add(query.size) <= end;
+            }
+        }
+        // Only the first object, the main program, matters.
+        1
+    }
+
+    let mut query = Query {
+        addr,
+        size,
+        inside: false,
+    };
+    // SAFETY: the callback matches the expected signature and only reads
+    // what the loader hands it; `query` outlives the call. The loader takes
+    // its own lock and does not allocate here.
+    unsafe { libc::dl_iterate_phdr(Some(first_object), (&raw mut query).cast()) };
+    query.inside
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    fn a_thread_local_of_the_test_binary_is_found_in_its_tls_block() {
+        thread_local! {
+            static HERE: u64 = const { 7 };
+        }
+        let addr = HERE.with(|h| h as *const u64 as usize);
+        assert!(super::in_main_program_tls(addr, 8));
+        // A heap address is not in any TLS block.
+        let boxed = Box::new(0u64);
+        assert!(!super::in_main_program_tls(
+            &*boxed as *const u64 as usize,
+            8
+        ));
+    }
+
+    #[test]
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    fn the_offset_is_the_same_in_every_thread() {
+        thread_local! {
+            static HERE: u64 = const { 7 };
+        }
+        let offset = || {
+            HERE.with(|h| h as *const u64 as usize)
+                .wrapping_sub(super::thread_pointer())
+        };
+        let main = offset();
+        let others: Vec<usize> = (0..4)
+            .map(|_| std::thread::spawn(offset).join().unwrap())
+            .collect();
+        assert_eq!(others, vec![main; 4]);
+    }
+}
