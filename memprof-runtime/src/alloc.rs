@@ -274,30 +274,22 @@ fn set_mode(t: &ThreadCounters, mode: u8) {
 /// panics.
 #[inline(always)]
 fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) -> bool {
-    #[cfg(all(
-        target_os = "linux",
-        any(target_arch = "x86_64", target_arch = "aarch64")
-    ))]
-    {
-        let offset = crate::tls::offset();
-        if offset == 0 {
-            return false;
-        }
-        let addr = crate::tls::thread_pointer().wrapping_add_signed(offset);
-        // SAFETY: a non-zero offset was checked to lead from the thread
-        // pointer to this thread's own `THREAD` (see `tls`), which lives as
-        // long as the thread and needs no initialisation or destructor.
-        let t = unsafe { &*(addr as *const ThreadCounters) };
-        record_in::<A, D>(t, allocated, freed)
+    if !crate::tls::SUPPORTED {
+        return THREAD
+            .try_with(|t| record_in::<A, D>(t, allocated, freed))
+            // A thread past its thread-locals' end counts nothing.
+            .unwrap_or(true);
     }
-    #[cfg(not(all(
-        target_os = "linux",
-        any(target_arch = "x86_64", target_arch = "aarch64")
-    )))]
-    THREAD
-        .try_with(|t| record_in::<A, D>(t, allocated, freed))
-        // A thread past its thread-locals' end counts nothing.
-        .unwrap_or(true)
+    let offset = crate::tls::offset();
+    if offset == 0 {
+        return false;
+    }
+    let addr = crate::tls::thread_pointer().wrapping_add_signed(offset);
+    // SAFETY: a non-zero offset was checked to lead from the thread pointer
+    // to this thread's own `THREAD` (see `tls`), which lives as long as the
+    // thread and needs no initialisation or destructor.
+    let t = unsafe { &*(addr as *const ThreadCounters) };
+    record_in::<A, D>(t, allocated, freed)
 }
 
 #[inline(always)]

@@ -29,6 +29,12 @@ const USABLE: u8 = 1;
 const UNUSABLE: u8 = 2;
 static STATE: AtomicU8 = AtomicU8::new(UNDECIDED);
 
+/// Whether this target has the shortcut: x86-64 and AArch64 Linux.
+pub(crate) const SUPPORTED: bool = cfg!(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+));
+
 /// The published distance, or 0.
 #[inline(always)]
 pub(crate) fn offset() -> isize {
@@ -80,19 +86,26 @@ pub(crate) fn thread_pointer() -> usize {
     tp
 }
 
+/// No thread pointer to read on this target; never called, as `SUPPORTED`
+/// is false.
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+#[inline(always)]
+pub(crate) fn thread_pointer() -> usize {
+    0
+}
+
 /// Called by each thread once, from the allocator's slow path, with the
 /// address of its counters (`size` bytes): publishes their distance from the
 /// thread pointer if it holds for every thread, and withdraws it if this
 /// thread finds it wrong.
-#[cfg(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64")
-))]
 pub(crate) fn learn(addr: usize, size: usize) {
     let offset = addr.wrapping_sub(thread_pointer()) as isize;
     match STATE.load(Relaxed) {
         UNDECIDED => {
-            let usable = offset != 0 && in_main_program_tls(addr, size);
+            let usable = SUPPORTED && offset != 0 && in_main_program_tls(addr, size);
             STATE.store(if usable { USABLE } else { UNUSABLE }, Relaxed);
             if usable {
                 OFFSET.store(offset, Relaxed);
@@ -100,20 +113,10 @@ pub(crate) fn learn(addr: usize, size: usize) {
         }
         // NOTE: cannot happen for the main program's TLS; should it all the
         // same, no thread takes the shortcut from here on.
-        USABLE if OFFSET.load(Relaxed) != offset => {
-            STATE.store(UNUSABLE, Relaxed);
-            OFFSET.store(0, Relaxed);
-        }
+        USABLE if OFFSET.load(Relaxed) != offset => give_up(),
         _ => {}
     }
 }
-
-/// Nothing to learn where the thread pointer cannot be read.
-#[cfg(not(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64")
-)))]
-pub(crate) fn learn(_addr: usize, _size: usize) {}
 
 /// Whether `size` bytes at `addr` lie in the calling thread's TLS block of
 /// the main program, the first object `dl_iterate_phdr` reports.
@@ -167,13 +170,22 @@ fn in_main_program_tls(addr: usize, size: usize) -> bool {
     query.inside
 }
 
+/// No main program TLS block to find on this target.
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+fn in_main_program_tls(_addr: usize, _size: usize) -> bool {
+    false
+}
+
 #[cfg(test)]
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
 mod tests {
     #[test]
-    #[cfg(all(
-        target_os = "linux",
-        any(target_arch = "x86_64", target_arch = "aarch64")
-    ))]
     fn a_thread_local_of_the_test_binary_is_found_in_its_tls_block() {
         thread_local! {
             static HERE: u64 = const { 7 };
@@ -189,10 +201,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(all(
-        target_os = "linux",
-        any(target_arch = "x86_64", target_arch = "aarch64")
-    ))]
     fn the_offset_is_the_same_in_every_thread() {
         thread_local! {
             static HERE: u64 = const { 7 };
