@@ -159,7 +159,7 @@ macro_rules! track {
     };
 }
 
-pub use memprof_runtime::env::{Output, RenderSettings, ReportMode, Unit};
+pub use memprof_runtime::config::{Output, RenderSettings, ReportMode, Unit};
 /// Runs `f` and measures the heap it used on the calling thread (or async
 /// task), without printing anything.
 ///

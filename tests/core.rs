@@ -188,10 +188,15 @@ fn countdown(n: u32) -> usize {
 fn recursion_is_one_table_with_every_level_counted() {
     assert_eq!(countdown(4), 80);
     let t = table("countdown");
-    assert_eq!(t.calls, 5);
+    // One outermost call; the four nested ones fold into its table.
+    assert_eq!(t.calls, 1);
+    // No `let here` runs inside another `let here`: every level counts.
     assert_eq!(figures(&t, "let here"), (5 * 16, 16, 5));
     assert_eq!(figures(&t, "return here.len()").2, 1);
-    // Every level's call nets zero; the peak is all five buffers at once.
+    // The recursive line runs four times, each nested in the one above:
+    // only the outermost execution's figures count (it holds the others').
+    assert_eq!(figures(&t, "here.len() + countdown"), (0, 64, 4));
+    // The `fn` row is the outermost call's: what `measure` says of it.
     assert_eq!(figures(&t, "fn countdown"), (0, 80, 5));
 }
 

@@ -2,9 +2,11 @@
 //! `assert_memory!`, which fail a call or an expression that uses too much.
 
 use crate::alloc::untracked;
-use crate::env;
-use crate::probe::{FnMeta, LineCell, RegionStats};
-use crate::report::{FunctionReport, LineReport, Measurement, function_report};
+use crate::calls::FnMeta;
+use crate::cells::LineCell;
+use crate::measure::Measurement;
+use crate::region::RegionStats;
+use crate::report::{FunctionReport, LineReport, call_report};
 
 /// A call over one of its budgets (`#[profile(limit = .., max_retained = ..)]`).
 #[derive(Debug, Clone, Copy)]
@@ -28,9 +30,9 @@ impl Budget {
     /// table with the lines responsible marked.
     pub(crate) fn message(&self, meta: &FnMeta, cells: &[LineCell]) -> String {
         untracked(|| {
-            let settings = env::config().render;
+            let settings = crate::settings::get().render;
             let b = |n: u64| crate::render::bytes(n as i64, &settings);
-            let mut report = function_report(meta, cells, 1);
+            let mut report = call_report(meta, cells);
             let mut what = Vec::new();
             if let Some((peak, limit)) = self.peak {
                 what.push(format!("peak {} > limit {}", b(peak), b(limit)));
@@ -141,7 +143,7 @@ pub fn check_memory(m: &Measurement, conditions: &[Condition]) {
         return;
     }
     let message = untracked(|| {
-        let settings = env::config().render;
+        let settings = crate::settings::get().render;
         let reasons: Vec<String> = failed
             .iter()
             .map(|c| {

@@ -21,7 +21,7 @@
 //! nvml-wrapper's own allocations never show in any heap figure.
 
 use crate::alloc::untracked;
-use crate::env::{self, GpuMemory, GpuSelection};
+use crate::config::{GpuMemory, GpuSelection};
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper::{Device, Nvml};
@@ -86,7 +86,7 @@ pub(crate) fn description() -> Option<&'static str> {
 }
 
 fn open() -> Option<Gpu> {
-    let config = env::config();
+    let config = crate::settings::get();
     let explicit = match config.gpu {
         GpuSelection::Off => return None,
         GpuSelection::Auto => false,

@@ -2,37 +2,51 @@
 //! calls, aggregation, and rendering.
 //!
 //! Users depend on the `memprof` facade crate, which re-exports what is public
-//! here. Data flows one way: allocator ([`alloc`]) → probes (`probe`) → per-call
-//! frames → per-function aggregates → [`Report`] → tables (`render`).
+//! here. The modules form layers, lowest first; each imports only from the
+//! layers below it:
+//! 1. leaves: [`units`], [`config`] (configuration as a value);
+//! 2. the allocator and its counters: [`alloc`], `tls`; the process's
+//!    configuration, `settings`; device memory, `gpu`;
+//! 3. per-statement recording: `region`, `cells`;
+//! 4. calls and their per-thread aggregates: `calls`; `measure`;
+//! 5. aggregation and reports: `report`, `budget`, `timeline`;
+//! 6. rendering and output: `render`, `output`, `track`;
+//! 7. what generated code calls: `probe`, and `__private` below.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod alloc;
 mod budget;
-pub mod env;
+mod calls;
+mod cells;
+pub mod config;
 mod gpu;
+mod measure;
+mod output;
 mod probe;
+mod region;
 mod render;
 mod report;
+mod settings;
 mod timeline;
 mod tls;
 mod track;
 pub mod units;
 
 pub use alloc::{Allocator, process_heap};
-pub use report::{
-    AUTO_CALL_TABLES, FunctionReport, LineReport, Measurement, Report, report, reset,
-};
+pub use calls::AUTO_CALL_TABLES;
+pub use measure::Measurement;
+pub use report::{FunctionReport, LineReport, Report, report, reset};
 
 /// Runs `f` and measures the heap it used on the calling thread (or async
 /// task), without printing anything. Documented at `memprof::measure`.
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
-    let guard = probe::MeasureGuard::start();
+    let guard = measure::MeasureGuard::start();
     let value = f();
     let (measurement, _) = guard.finish();
     if !alloc::is_installed() {
-        alloc::untracked(report::warn_not_installed);
+        alloc::untracked(output::warn_not_installed);
     }
     (value, measurement)
 }
@@ -41,10 +55,11 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::budget::{Comparison, Condition, Quantity, check_memory};
-    pub use crate::probe::{
-        CallFrame, CallGuard, Cursor, FnMeta, Instrumented, LineCell, MeasureGuard, Registration,
-        Scope, TailGuard,
-    };
+    pub use crate::calls::{Cursor, FnMeta, Instrumented, Registration, TailGuard};
+    pub use crate::cells::LineCell;
+    pub use crate::measure::MeasureGuard;
+    pub use crate::probe::{CallFrame, CallGuard};
+    pub use crate::region::Scope;
     pub use crate::tls::{give_up as give_up_tls_shortcut, in_use as tls_shortcut_in_use};
     pub use crate::track::track;
     pub use crate::units::size_or_panic;

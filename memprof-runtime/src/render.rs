@@ -1,6 +1,6 @@
 //! Text rendering: byte figures and line tables.
 
-use crate::env::{RenderSettings, Unit};
+use crate::config::{RenderSettings, Unit};
 use crate::report::FunctionReport;
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;

@@ -1,35 +1,10 @@
-//! Report data: what a call or a whole run measured, and when it is printed.
-//!
-//! Per-call tables are printed as each outermost call returns, aggregated
-//! tables at process exit; [`crate::env`] picks which (`MEMPROF_REPORT`).
+//! Report data: each profiled function's rows, summed over its calls on
+//! every thread, and their JSON. Printing them is `output`'s.
 
-use crate::alloc::{self, untracked};
-use crate::env::{self, Output, ReportMode};
-use crate::probe::{FnMeta, LineCell, Registration};
+use crate::alloc::untracked;
+use crate::calls::{FnMeta, Registration};
+use crate::cells::{LineCell, RowFigures};
 use std::fmt;
-use std::sync::Once;
-use std::sync::atomic::Ordering::Relaxed;
-
-/// Figures of one measured expression, in bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub struct Measurement {
-    /// Net change: bytes allocated minus bytes freed.
-    pub increment: i64,
-    /// Highest rise of the heap above its value at the start.
-    pub peak: u64,
-    /// Number of allocations (a `realloc` counts as one).
-    pub allocations: u64,
-    /// Number of deallocations (a `realloc` counts as one).
-    pub deallocations: u64,
-    /// Net change of GPU memory (see the README's GPU section for what is
-    /// counted); `None` without a usable GPU.
-    pub gpu_increment: Option<i64>,
-    /// Highest GPU memory sampled during the measurement (at its ends and at
-    /// the statement boundaries of profiled functions it ran on this thread)
-    /// above the start; `None` without a usable GPU.
-    pub gpu_peak: Option<u64>,
-}
 
 /// Every profiled function, aggregated over all its calls so far.
 // NOTE: `to_json` goes through miniserde, not serde_json: serde_json's
@@ -49,7 +24,8 @@ pub struct FunctionReport {
     pub name: String,
     /// The source file, as `file!()` gives it.
     pub file: String,
-    /// Number of calls, recursive ones included.
+    /// Number of calls not nested in a call of the same function on the
+    /// same thread (recursion counts once).
     pub calls: u64,
     /// What the GPU columns show, e.g. `GPU: this process's memory on device
     /// 0 (NVIDIA H100)`; `None` when the table has no GPU columns.
@@ -111,7 +87,7 @@ impl FunctionReport {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let settings = env::config().render;
+        let settings = crate::settings::get().render;
         for (i, function) in self.functions.iter().enumerate() {
             if i > 0 {
                 writeln!(f)?;
@@ -124,11 +100,21 @@ impl fmt::Display for Report {
 
 impl fmt::Display for FunctionReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::render::table(self, true, &env::config().render))
+        f.write_str(&crate::render::table(
+            self,
+            true,
+            &crate::settings::get().render,
+        ))
     }
 }
 
-pub(crate) fn function_report(meta: &FnMeta, cells: &[LineCell], calls: u64) -> FunctionReport {
+/// One call's table, from the rows it recorded.
+pub(crate) fn call_report(meta: &FnMeta, cells: &[LineCell]) -> FunctionReport {
+    let rows: Vec<RowFigures> = cells.iter().map(LineCell::read).collect();
+    function_report(meta, &rows, 1)
+}
+
+pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -> FunctionReport {
     let mut lines: Vec<LineReport> = meta
         .rows
         .iter()
@@ -147,7 +133,13 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[LineCell], calls: u64) -> 
     // Columns go with sampling: a device lost mid-run drops them.
     let gpu = crate::gpu::description();
     for (cell, &row) in cells.iter().zip(meta.cell_rows) {
-        let (n, increment, peak, mem) = cell.load();
+        let RowFigures {
+            occurrences: n,
+            increment,
+            peak,
+            mem_usage: mem,
+            gpu: gpu_figures,
+        } = *cell;
         let Some(line) = lines.get_mut(row as usize) else {
             continue;
         };
@@ -159,7 +151,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[LineCell], calls: u64) -> 
         line.peak = Some(line.peak.unwrap_or(0).max(peak));
         line.mem_usage = Some(line.mem_usage.unwrap_or(0).max(mem.max(0) as u64));
         if gpu.is_some()
-            && let Some((increment, usage)) = cell.load_gpu()
+            && let Some((increment, usage)) = gpu_figures
         {
             line.gpu_increment = Some(line.gpu_increment.unwrap_or(0) + increment);
             line.gpu_usage = Some(line.gpu_usage.unwrap_or(0).max(usage.max(0) as u64));
@@ -175,7 +167,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[LineCell], calls: u64) -> 
     }
 }
 
-fn registered() -> Vec<&'static FnMeta> {
+pub(crate) fn registered() -> Vec<&'static FnMeta> {
     let mut metas: Vec<&'static FnMeta> = inventory::iter::<Registration>
         .into_iter()
         .map(|r| r.0)
@@ -192,206 +184,25 @@ pub fn report() -> Report {
     let functions = untracked(|| {
         registered()
             .into_iter()
-            .map(|m| (m, m.calls.load(Relaxed)))
+            .map(|m| (m, m.totals()))
             .collect::<Vec<_>>()
     });
     // The result is built counted: it is the caller's to keep and free.
-    Report {
+    let report = Report {
         functions: functions
-            .into_iter()
-            .map(|(m, calls)| function_report(m, m.aggregate, calls))
+            .iter()
+            .map(|(m, (rows, calls))| function_report(m, rows, *calls))
             .collect(),
-    }
+    };
+    untracked(|| drop(functions));
+    report
 }
 
 /// Clears all aggregated figures and call counts.
 pub fn reset() {
     untracked(|| {
         for meta in registered() {
-            for cell in meta.aggregate {
-                cell.clear();
-            }
-            meta.calls.store(0, Relaxed);
-            meta.outer_calls.store(0, Relaxed);
+            meta.clear();
         }
-    });
-}
-
-/// Under `MEMPROF_REPORT=auto`, this many calls of a function print their own
-/// table; later ones only feed the table printed at exit.
-pub const AUTO_CALL_TABLES: u64 = 3;
-
-pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64) {
-    if std::thread::panicking() {
-        // NOTE: the figures are kept, but printing while unwinding risks a
-        // second panic, which would abort the user's program.
-        return;
-    }
-    untracked(|| {
-        let config = env::config();
-        let print_now = match config.report {
-            ReportMode::Call => true,
-            ReportMode::Auto => nth <= AUTO_CALL_TABLES,
-            ReportMode::Exit | ReportMode::Off => false,
-        };
-        if matches!(config.report, ReportMode::Auto | ReportMode::Exit) || config.json.is_some() {
-            register_exit_hook();
-        }
-        if !print_now {
-            return;
-        }
-        if !alloc::is_installed() {
-            warn_not_installed();
-            return;
-        }
-        let report = function_report(meta, cells, 1);
-        let mut text = crate::render::table(&report, false, &config.render);
-        if config.report == ReportMode::Auto && nth == AUTO_CALL_TABLES {
-            text.push_str(&format!(
-                "(memprof: further calls of {} are aggregated into one table at exit; \
-                 MEMPROF_REPORT=call prints every call)\n",
-                report.name
-            ));
-        }
-        text.push('\n');
-        emit(&text);
-    });
-}
-
-fn register_exit_hook() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        extern "C" fn at_exit() {
-            untracked(|| {
-                print_exit_tables();
-                write_json();
-            });
-        }
-        // SAFETY: `at_exit` is a plain `extern "C" fn` that never unwinds
-        // (everything it calls catches panics), as `atexit` requires.
-        unsafe {
-            libc::atexit(at_exit);
-        }
-    });
-}
-
-fn print_exit_tables() {
-    let config = env::config();
-    let mut text = String::new();
-    for meta in registered() {
-        let calls = meta.calls.load(Relaxed);
-        let wanted = match config.report {
-            ReportMode::Exit => calls > 0,
-            ReportMode::Auto => meta.outer_calls.load(Relaxed) > AUTO_CALL_TABLES,
-            ReportMode::Call | ReportMode::Off => false,
-        };
-        if wanted {
-            let function = function_report(meta, meta.aggregate, calls);
-            text.push_str(&crate::render::table(&function, true, &config.render));
-            text.push('\n');
-        }
-    }
-    if !text.is_empty() {
-        if !alloc::is_installed() {
-            warn_not_installed();
-            return;
-        }
-        emit(&text);
-    }
-}
-
-/// `MEMPROF_JSON`: the aggregated report, written at exit.
-fn write_json() {
-    let Some(path) = &env::config().json else {
-        return;
-    };
-    if let Err(err) = std::fs::write(path, report().to_json()) {
-        eprintln!(
-            "memprof: cannot write MEMPROF_JSON={}: {err}",
-            path.display()
-        );
-    }
-}
-
-/// Writes `text` where `MEMPROF_OUTPUT` says: stdout through `print!` (so
-/// that libtest's capture sees it), stderr, or a file. Anything that fails
-/// falls back to stderr; nothing here panics.
-pub(crate) fn emit(text: &str) {
-    untracked(|| match &env::config().output {
-        Output::Stdout => {
-            if std::panic::catch_unwind(|| print!("{text}")).is_err() {
-                to_stderr(text);
-            }
-        }
-        Output::Stderr => to_stderr(text),
-        Output::File(path) => match output_file(path) {
-            Some(file) => {
-                use std::io::Write;
-                let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
-                if file.write_all(text.as_bytes()).is_err() {
-                    to_stderr(text);
-                }
-            }
-            None => to_stderr(text),
-        },
-    });
-}
-
-fn to_stderr(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().write_all(text.as_bytes());
-}
-
-/// The `MEMPROF_OUTPUT` file, created at the first write; `None`, after one
-/// warning, if it cannot be.
-fn output_file(path: &std::path::Path) -> Option<&'static std::sync::Mutex<std::fs::File>> {
-    static FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
-        std::sync::OnceLock::new();
-    FILE.get_or_init(|| match std::fs::File::create(path) {
-        Ok(file) => Some(std::sync::Mutex::new(file)),
-        Err(err) => {
-            eprintln!(
-                "memprof: cannot open MEMPROF_OUTPUT={}: {err}; writing to stderr instead",
-                path.display()
-            );
-            None
-        }
-    })
-    .as_ref()
-}
-
-pub(crate) fn warn_not_installed() {
-    static WARNED: Once = Once::new();
-    WARNED.call_once(|| {
-        eprintln!(
-            "memprof: no memprof allocator is installed, so there are no figures to show. \
-             Enable the `global-allocator` feature of `memprof` (on by default), or declare \
-             `#[global_allocator] static ALLOC: memprof::Allocator = memprof::Allocator::system();`"
-        );
-    });
-}
-
-pub(crate) fn print_memit(heap_before: i64, stats: &Measurement) {
-    untracked(|| {
-        if !alloc::is_installed() {
-            warn_not_installed();
-            return;
-        }
-        let settings = env::config().render;
-        let peak = heap_before.max(0) as u64 + stats.peak;
-        let mut line = format!(
-            "peak memory: {}, increment: {}",
-            crate::render::bytes(peak as i64, &settings),
-            crate::render::bytes(stats.peak as i64, &settings),
-        );
-        if let (Some(peak), Some(increment)) = (stats.gpu_peak, stats.gpu_increment) {
-            line.push_str(&format!(
-                "; GPU peak: +{}, GPU increment: {}",
-                crate::render::bytes(peak as i64, &settings),
-                crate::render::bytes(increment, &settings),
-            ));
-        }
-        line.push('\n');
-        emit(&line);
     });
 }

@@ -37,7 +37,7 @@
 //! slots and writes. Setting up (reading the environment, starting the
 //! thread) runs inside [`untracked`], so none of it shows in any figure.
 
-use crate::probe::FnMeta;
+use crate::calls::FnMeta;
 
 /// What a profiled call noted at entry, for its `FUNC` line.
 #[derive(Debug)]

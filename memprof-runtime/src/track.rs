@@ -8,7 +8,6 @@
 //! programs with no checkpoint, pay nothing.
 
 use crate::alloc::{self, untracked};
-use crate::env;
 use std::cell::Cell;
 use std::io::Write;
 
@@ -75,7 +74,7 @@ fn power_of_two(k: usize) -> String {
 /// marker item inside the calling function.
 pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
     let text = untracked(|| {
-        let settings = env::config().render;
+        let settings = crate::settings::get().render;
         let bytes = |n: i64| crate::render::bytes(n, &settings);
         let mut function = function
             .strip_suffix("::__memprof_here")
@@ -138,7 +137,7 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
     });
     alloc::start_tracking();
     match to {
-        None => crate::report::emit(&text),
+        None => crate::output::emit(&text),
         Some(path) => untracked(|| {
             let written = std::fs::OpenOptions::new()
                 .create(true)

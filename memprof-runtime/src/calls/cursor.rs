@@ -1,0 +1,174 @@
+//! Statement cursors: the per-statement recording that generated code calls.
+//!
+//! [`Cursor::enter`] before each statement closes the previous statement's
+//! region and opens the next, so a statement costs one call and no local of
+//! its own. [`Cursor::leave`] after the last statement opens the region of
+//! the block's closing brace, where the block's locals are freed; the
+//! cursor, declared first in the block and so dropped last, closes it.
+//!
+//! Left early (`return`, `?`, `break`, a panic), the block drops its cursor
+//! as it unwinds, after its locals: the statement that was running is
+//! charged with what leaving freed.
+
+use super::frame::Frame;
+use crate::alloc;
+use crate::cells::NO_SAMPLE;
+use crate::region::{Region, Scope, close_in, open_in};
+use std::cell::Cell;
+
+/// No region open, or no scope-end row.
+pub(crate) const NO_CELL: u32 = u32::MAX;
+
+/// Walks one block's statements; see the module documentation.
+#[derive(Debug)]
+pub struct Cursor<'a> {
+    /// `None` when the call records nothing (`MEMPROF=off`).
+    frame: Option<&'a Frame>,
+    cell: Cell<u32>,
+    start: Cell<i64>,
+    saved: Cell<i64>,
+    /// GPU bytes when the current region opened, or `NO_SAMPLE`.
+    gpu_start: Cell<i64>,
+    /// Process scope: the open watch.
+    watch: Cell<(u32, i64)>,
+}
+
+// SAFETY: a cursor is reached only through the generated code of the block
+// that declared it, which runs on one thread at a time; holding `&Cursor`
+// across `.await` only needs it to be `Send`.
+unsafe impl Sync for Cursor<'_> {}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(frame: Option<&'a Frame>) -> Self {
+        Cursor {
+            frame,
+            cell: Cell::new(NO_CELL),
+            start: Cell::new(0),
+            saved: Cell::new(0),
+            gpu_start: Cell::new(NO_SAMPLE),
+            watch: Cell::new((u32::MAX, 0)),
+        }
+    }
+
+    /// Ends the current statement's region, if any, and starts cell `cell`'s.
+    #[inline]
+    pub fn enter(&self, cell: u32) {
+        // PERF: under `MEMPROF=off` a statement costs this test.
+        if let Some(frame) = self.frame {
+            self.step(frame, cell);
+        }
+    }
+
+    /// Ends the current statement's region; then starts the closing brace's
+    /// region, cell `end`, unless it is `u32::MAX` (no such row).
+    #[inline]
+    pub fn leave(&self, end: u32) {
+        if let Some(frame) = self.frame {
+            self.step(frame, end);
+        }
+    }
+
+    /// Starts a block's tail expression (cell `cell`); when the returned
+    /// guard drops, right after the tail, the cursor moves on to `end`.
+    #[inline]
+    pub fn tail(&self, cell: u32, end: u32) -> TailGuard<'_, 'a> {
+        self.enter(cell);
+        TailGuard { cursor: self, end }
+    }
+
+    /// Closes the current region and opens cell `next`'s, if it is one.
+    #[inline(never)]
+    fn step(&self, frame: &Frame, next: u32) {
+        if frame.gpu.get() || frame.meta.scope == Scope::Process {
+            return self.step_slowly(frame, next);
+        }
+        // PERF: the thread-scope step, the common case, in one function with
+        // no closure or region object, so that it stays a handful of loads
+        // and stores in unoptimized (`cargo test`) builds too.
+        frame.with_counters(|t| {
+            let cell = self.cell.get();
+            if cell != NO_CELL {
+                let stats = close_in(t, self.start.get(), self.saved.get());
+                frame
+                    .row(cell)
+                    .closed(stats.increment, stats.peak, frame.base.get() + stats.end);
+            }
+            self.cell.set(next);
+            if next != NO_CELL {
+                frame.row(next).opened();
+                let (start, saved) = open_in(t);
+                self.start.set(start);
+                self.saved.set(saved);
+            }
+        })
+    }
+
+    /// [`Cursor::step`] with GPU sampling or a process-wide region: one GPU
+    /// sample ends the current region and starts the next.
+    #[cold]
+    #[inline(never)]
+    fn step_slowly(&self, frame: &Frame, next: u32) {
+        let gpu = if frame.gpu.get() {
+            crate::gpu::sample().unwrap_or(NO_SAMPLE)
+        } else {
+            NO_SAMPLE
+        };
+        let cell = self.cell.get();
+        if cell != NO_CELL {
+            let mut region = self.region();
+            let stats = region.close();
+            let row = frame.row(cell);
+            let start = self.gpu_start.get();
+            if gpu != NO_SAMPLE && start != NO_SAMPLE {
+                row.closed_gpu(gpu - start, gpu);
+            }
+            row.closed(stats.increment, stats.peak, frame.base.get() + stats.end);
+        }
+        self.cell.set(next);
+        if next != NO_CELL {
+            frame.row(next).opened();
+            self.gpu_start.set(gpu);
+            let region = Region::open(frame.meta.scope);
+            self.start.set(region.start);
+            self.saved.set(region.saved);
+            if let Some(watch) = region.watch {
+                self.watch.set(watch.into_parts());
+            }
+        }
+    }
+
+    /// The open region, rebuilt from the cursor's fields.
+    fn region(&self) -> Region {
+        let (index, start) = self.watch.get();
+        Region {
+            start: self.start.get(),
+            saved: self.saved.get(),
+            watch: (index != u32::MAX).then(|| alloc::Watch::from_parts(index, start)),
+        }
+    }
+}
+
+impl Drop for Cursor<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.cell.get() != NO_CELL {
+            self.leave(NO_CELL);
+        }
+    }
+}
+
+/// Moves a [`Cursor`] from a block's tail expression to its closing brace
+/// when dropped: after the tail's value is made, before the locals go.
+#[derive(Debug)]
+#[must_use]
+pub struct TailGuard<'c, 'a> {
+    cursor: &'c Cursor<'a>,
+    end: u32,
+}
+
+impl Drop for TailGuard<'_, '_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.cursor.leave(self.end);
+    }
+}

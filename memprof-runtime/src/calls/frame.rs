@@ -1,0 +1,332 @@
+//! One call of a profiled function: [`Frame`], where it records its rows,
+//! and what its end hands back to the layer that prints.
+//!
+//! A synchronous call records straight into its thread's aggregate of the
+//! function ([`ThreadFn`]), unless it wants a table of its own (the first
+//! calls under `MEMPROF_REPORT=auto`, every call under `call`, functions with
+//! a budget), in which case it records into rows it owns and folds them into
+//! the aggregate when it ends. A call nested in an open call of the same
+//! function on the same thread (recursion) records wherever the outermost one
+//! does, so recursion prints one table; the rows' `open` counts keep nested
+//! executions out of Increment and Peak (see `LineCell`).
+//!
+//! An `async fn` call may move between threads, so it always records into
+//! rows of its own, folded into the aggregate of the thread it ends on.
+
+use super::meta::{FnMeta, switch_on_entry};
+use super::thread::{ThreadFn, thread_fn};
+use crate::alloc::{self, THREAD, ThreadCounters};
+use crate::cells::LineCell;
+use crate::config::ReportMode;
+use crate::region::{Region, RegionStats, Scope};
+use std::cell::Cell;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Under `MEMPROF_REPORT=auto`, this many calls of a function print their own
+/// table; later ones only feed the table printed at exit.
+pub const AUTO_CALL_TABLES: u64 = 3;
+
+/// One call's state, on the caller's stack (or in the future, for `async fn`).
+pub(crate) struct Frame {
+    pub(crate) meta: &'static FnMeta,
+    /// The thread's counters, for a synchronous call (which never changes
+    /// threads); null for an `async fn` call, which looks them up each time.
+    counters: Cell<*const ThreadCounters>,
+    /// The calling thread's aggregate (synchronous calls); null if none.
+    thread_fn: Cell<*const ThreadFn>,
+    /// Where the rows are recorded.
+    cells: Cell<*const LineCell>,
+    /// The rows this call owns, when it wants a table of its own.
+    own: Cell<Option<Box<[LineCell]>>>,
+    /// Which per-call table this is (1 for the first); 0 for none.
+    nth: Cell<u64>,
+    /// Thread scope: process heap at entry minus the context count at entry,
+    /// so `base + context count` is the heap the call sees.
+    pub(crate) base: Cell<i64>,
+    pub(crate) gpu: Cell<bool>,
+    /// A synchronous call that no open call of the function encloses.
+    outermost: Cell<bool>,
+    /// Counted in its `ThreadFn`'s depth.
+    nested_count: Cell<bool>,
+}
+
+impl std::fmt::Debug for Frame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Frame")
+            .field("function", &self.meta.name())
+            .field("outermost", &self.outermost.get())
+            .field("nth", &self.nth.get())
+            .finish_non_exhaustive()
+    }
+}
+
+// SAFETY: a frame is reached only through the generated code of the call
+// that declared it, which runs on one thread at a time (a future is polled
+// by one thread at a time); holding `&Frame` across `.await` only needs it
+// to be `Send`.
+unsafe impl Sync for Frame {}
+
+// SAFETY: the thread-specific pointers (`counters`, `thread_fn`) are set only
+// by synchronous calls, whose frame never leaves the thread while the call
+// runs; an `async fn` frame, which may move, records into rows it owns.
+unsafe impl Send for Frame {}
+
+/// A call opened by [`Frame::enter`], to be closed by [`Frame::exit`].
+#[derive(Debug)]
+pub(crate) struct Entry {
+    region: Region,
+    /// GPU bytes at the call's entry, when it samples GPU memory.
+    gpu_start: Option<i64>,
+}
+
+/// What [`Frame::exit`] hands back.
+#[derive(Debug)]
+pub(crate) struct Exit {
+    pub(crate) stats: RegionStats,
+    /// The call's own table, when it wanted one, and which one it is.
+    pub(crate) table: Option<(OwnTable, u64)>,
+}
+
+/// A finished call's own rows. Dropping it folds them into the aggregate of
+/// the thread it ended on.
+#[derive(Debug)]
+pub(crate) struct OwnTable {
+    meta: &'static FnMeta,
+    cells: Box<[LineCell]>,
+}
+
+impl OwnTable {
+    pub(crate) fn cells(&self) -> &[LineCell] {
+        &self.cells
+    }
+}
+
+impl Drop for OwnTable {
+    fn drop(&mut self) {
+        alloc::untracked(|| {
+            let thread_fn = thread_fn(self.meta);
+            // SAFETY: a non-null aggregate lives as long as this thread.
+            let (target, calls) = match unsafe { thread_fn.as_ref() } {
+                Some(t) => (&t.cells[..], Some(&t.calls)),
+                // Thread teardown: straight into the retired rows, under
+                // the lock that makes us their only writer.
+                None => (self.meta.retired, None),
+            };
+            let _lock = calls
+                .is_none()
+                .then(|| self.meta.threads.lock().unwrap_or_else(|e| e.into_inner()));
+            let cells = std::mem::take(&mut self.cells);
+            for (sum, cell) in target.iter().zip(cells.iter()) {
+                sum.absorb(&cell.read());
+            }
+            match calls {
+                Some(calls) => calls.store(calls.load(Relaxed) + 1, Relaxed),
+                None => {
+                    self.meta.retired_calls.fetch_add(1, Relaxed);
+                }
+            }
+        });
+    }
+}
+
+impl Frame {
+    #[inline]
+    pub(crate) fn new(meta: &'static FnMeta) -> Self {
+        Frame {
+            meta,
+            counters: Cell::new(std::ptr::null()),
+            thread_fn: Cell::new(std::ptr::null()),
+            cells: Cell::new(std::ptr::null()),
+            own: Cell::new(None),
+            nth: Cell::new(0),
+            base: Cell::new(0),
+            gpu: Cell::new(false),
+            outermost: Cell::new(false),
+            nested_count: Cell::new(false),
+        }
+    }
+
+    /// Starts a synchronous call: it can be recursive, and prints once.
+    /// `None` under `MEMPROF=off`.
+    #[inline]
+    pub(crate) fn enter(&self) -> Option<Entry> {
+        if !switch_on_entry() {
+            return None;
+        }
+        let meta = self.meta;
+        let counters = THREAD
+            .try_with(|t| t as *const ThreadCounters)
+            .unwrap_or(std::ptr::null());
+        self.counters.set(counters);
+        let thread_fn = thread_fn(meta);
+        self.thread_fn.set(thread_fn);
+        // SAFETY: a non-null aggregate lives as long as this thread.
+        match unsafe { thread_fn.as_ref() } {
+            Some(t) => {
+                let depth = t.depth.get();
+                t.depth.set(depth + 1);
+                self.nested_count.set(true);
+                if depth == 0 {
+                    self.outermost.set(true);
+                    match self.wanted_table() {
+                        0 => self.cells.set(t.cells.as_ptr()),
+                        nth => self.own_table(nth),
+                    }
+                    t.target.set(self.cells.get());
+                } else {
+                    self.cells.set(t.target.get());
+                }
+            }
+            None => {
+                self.outermost.set(true);
+                self.own_table(self.wanted_table());
+            }
+        }
+        Some(self.open())
+    }
+
+    /// Starts an `async fn` call: always printed as its own call.
+    #[inline]
+    pub(crate) fn enter_async(&self) -> Option<Entry> {
+        if !switch_on_entry() {
+            return None;
+        }
+        self.own_table(self.wanted_table());
+        Some(self.open())
+    }
+
+    /// Which per-call table an outermost call starts, or 0 for none.
+    #[inline]
+    fn wanted_table(&self) -> u64 {
+        let meta = self.meta;
+        // PERF: once a function's tables are handed out, a call only reads
+        // `tables`, a line no call writes.
+        if !meta.has_budget() && meta.tables.load(Relaxed) >= AUTO_CALL_TABLES {
+            match crate::settings::get().report {
+                ReportMode::Call => {}
+                _ => return 0,
+            }
+        }
+        self.claim_table()
+    }
+
+    #[cold]
+    fn claim_table(&self) -> u64 {
+        let meta = self.meta;
+        let mode = crate::settings::get().report;
+        let nth = match mode {
+            ReportMode::Auto if meta.tables.load(Relaxed) < AUTO_CALL_TABLES => {
+                meta.tables.fetch_add(1, Relaxed) + 1
+            }
+            ReportMode::Exit | ReportMode::Off if !meta.has_budget() => {
+                // No per-call tables in these modes: later calls need not
+                // come here.
+                meta.tables.store(AUTO_CALL_TABLES, Relaxed);
+                0
+            }
+            // `call`, and every call of a function with a budget (whose
+            // message shows the call's own table): untallied.
+            _ => u64::MAX,
+        };
+        let printed = match mode {
+            ReportMode::Call => true,
+            ReportMode::Auto => nth <= AUTO_CALL_TABLES,
+            ReportMode::Exit | ReportMode::Off => false,
+        };
+        if printed || meta.has_budget() { nth } else { 0 }
+    }
+
+    #[cold]
+    fn own_table(&self, nth: u64) {
+        let cells = alloc::untracked(|| LineCell::row_set(self.meta.cell_count()));
+        self.cells.set(cells.as_ptr());
+        self.own.set(Some(cells));
+        self.nth.set(nth);
+    }
+
+    fn open(&self) -> Entry {
+        let meta = self.meta;
+        let gpu = meta.gpu && crate::gpu::active();
+        self.gpu.set(gpu);
+        let gpu_start = if gpu { crate::gpu::sample() } else { None };
+        self.row(0).opened();
+        let region = Region::open(meta.scope);
+        if meta.scope == Scope::Thread {
+            self.base.set(alloc::process_net() - region.start);
+        }
+        Entry { region, gpu_start }
+    }
+
+    /// Ends the call: records its `fn` row, and hands back its own table if
+    /// it has one (see [`OwnTable`]).
+    pub(crate) fn exit(&self, entry: &mut Entry) -> Exit {
+        let stats = entry.region.close();
+        let fn_row = self.row(0);
+        if let Some(start) = entry.gpu_start
+            && let Some(end) = crate::gpu::sample()
+        {
+            fn_row.closed_gpu(end - start, end);
+        }
+        fn_row.closed(stats.increment, stats.peak, self.base.get() + stats.end);
+        // SAFETY: a non-null aggregate lives as long as this thread.
+        let thread_fn = unsafe { self.thread_fn.get().as_ref() };
+        if let Some(t) = thread_fn
+            && self.nested_count.get()
+        {
+            t.depth.set(t.depth.get() - 1);
+        }
+        let table = match self.own.take() {
+            Some(cells) => Some((
+                OwnTable {
+                    meta: self.meta,
+                    cells,
+                },
+                self.nth.get(),
+            )),
+            None => {
+                if let Some(t) = thread_fn
+                    && self.outermost.get()
+                {
+                    t.calls.store(t.calls.load(Relaxed) + 1, Relaxed);
+                }
+                None
+            }
+        };
+        Exit { stats, table }
+    }
+
+    /// Whether the call records (it was entered with `MEMPROF` on).
+    #[inline]
+    pub(crate) fn is_recording(&self) -> bool {
+        !self.cells.get().is_null()
+    }
+
+    /// The rows being recorded into.
+    pub(crate) fn cells(&self) -> &[LineCell] {
+        // SAFETY: `cells` points at `cell_count` rows of the thread's
+        // aggregate, of this call's own table or of the outermost call's,
+        // each of which outlives this call.
+        unsafe { std::slice::from_raw_parts(self.cells.get(), self.meta.cell_count()) }
+    }
+
+    /// Row `cell`. The macro numbers cells below `cell_count`.
+    #[inline]
+    pub(crate) fn row(&self, cell: u32) -> &LineCell {
+        debug_assert!((cell as usize) < self.meta.cell_count());
+        // SAFETY: as in `cells`; `cell` is in range.
+        unsafe { &*self.cells.get().add(cell as usize) }
+    }
+
+    /// The counters of the thread running the call.
+    #[inline]
+    pub(crate) fn with_counters<R: Default>(&self, f: impl FnOnce(&ThreadCounters) -> R) -> R {
+        let counters = self.counters.get();
+        if counters.is_null() {
+            return crate::region::with_thread(f);
+        }
+        // SAFETY: set at entry from this thread's `THREAD`, which lives as
+        // long as the thread; a synchronous call ends on the thread it
+        // started on.
+        f(unsafe { &*counters })
+    }
+}

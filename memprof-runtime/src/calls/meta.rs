@@ -1,0 +1,186 @@
+//! What the macro emits for each profiled function ([`FnMeta`]), and the
+//! `MEMPROF=on|off` switch read at a call's entry.
+
+use crate::cells::{LineCell, RowFigures};
+use crate::region::Scope;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+use super::thread::ThreadFn;
+
+/// Static description of one `#[profile]` function, emitted by the macro.
+///
+/// Written only on slow paths: a call's fast path reads it and writes
+/// nothing here, so threads calling one function never share a written
+/// cache line.
+#[derive(Debug)]
+pub struct FnMeta {
+    path: fn() -> &'static str,
+    pub(crate) file: &'static str,
+    /// Source line of the first table row (the attribute).
+    pub(crate) first_line: u32,
+    /// The table's rows: source text from the attribute to the closing brace.
+    pub(crate) rows: &'static [&'static str],
+    /// For each cell, the row it reports on. Cell 0 is the `fn` line.
+    pub(crate) cell_rows: &'static [u32],
+    /// Figures of the threads that have ended, folded in as each ends.
+    pub(crate) retired: &'static [LineCell],
+    pub(crate) scope: Scope,
+    /// Highest rise a call may reach (`limit`); `u64::MAX` for none.
+    pub(crate) peak_limit: u64,
+    /// Net bytes a call may leave allocated (`max_retained`); `u64::MAX`
+    /// for none.
+    pub(crate) retained_limit: u64,
+    /// Whether calls sample GPU memory (`#[profile(gpu = false)]` turns it
+    /// off).
+    pub(crate) gpu: bool,
+    /// This function's index in each thread's table, plus one; 0 until the
+    /// first call.
+    pub(crate) id: AtomicU32,
+    /// Per-call tables handed out so far (`MEMPROF_REPORT=auto`).
+    pub(crate) tables: AtomicU64,
+    /// Outermost calls made by threads that have ended.
+    pub(crate) retired_calls: AtomicU64,
+    /// The live threads' aggregates; also serializes folding an ending
+    /// thread's figures into `retired`.
+    pub(crate) threads: Mutex<Vec<ThreadFnPtr>>,
+}
+
+/// A live thread's aggregate of one function, as listed in its [`FnMeta`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ThreadFnPtr(pub(crate) *const ThreadFn);
+
+// SAFETY: the pointee is shared only through its atomics (see `ThreadFn`),
+// and is freed only after being removed from the list under its lock.
+unsafe impl Send for ThreadFnPtr {}
+
+impl FnMeta {
+    /// Describes a profiled function. Called in a `static` by generated code;
+    /// `cells` holds one row per cell, for the figures of ended threads.
+    #[allow(clippy::too_many_arguments)]
+    pub const fn new(
+        path: fn() -> &'static str,
+        file: &'static str,
+        first_line: u32,
+        rows: &'static [&'static str],
+        cell_rows: &'static [u32],
+        cells: &'static [LineCell],
+        scope: Scope,
+    ) -> Self {
+        FnMeta {
+            path,
+            file,
+            first_line,
+            rows,
+            cell_rows,
+            retired: cells,
+            scope,
+            peak_limit: u64::MAX,
+            retained_limit: u64::MAX,
+            gpu: true,
+            id: AtomicU32::new(0),
+            tables: AtomicU64::new(0),
+            retired_calls: AtomicU64::new(0),
+            threads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Sets the memory budgets of each call: its peak, and the net bytes it
+    /// leaves allocated. `u64::MAX` means none.
+    pub const fn with_limits(mut self, peak: u64, retained: u64) -> Self {
+        self.peak_limit = peak;
+        self.retained_limit = retained;
+        self
+    }
+
+    /// Turns GPU sampling off for this function: `#[profile(gpu = false)]`.
+    pub const fn without_gpu(mut self) -> Self {
+        self.gpu = false;
+        self
+    }
+
+    /// The function's path, such as `quickstart::addition` or
+    /// `app::Cache::insert`.
+    pub fn name(&self) -> &'static str {
+        let full = (self.path)();
+        let mut name = full.strip_suffix("::__memprof_path").unwrap_or(full);
+        // The body of an `async fn` is a closure-like item of its own.
+        while let Some(outer) = name.strip_suffix("::{{closure}}") {
+            name = outer;
+        }
+        name
+    }
+
+    /// Number of cells: the `fn` row and each probed statement and scope end.
+    pub(crate) fn cell_count(&self) -> usize {
+        self.cell_rows.len()
+    }
+
+    pub(crate) fn has_budget(&self) -> bool {
+        self.peak_limit != u64::MAX || self.retained_limit != u64::MAX
+    }
+
+    /// Every thread's figures together, and the outermost calls: what
+    /// `report()` shows. Consistent row by row while calls run.
+    pub(crate) fn totals(&self) -> (Vec<RowFigures>, u64) {
+        let threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rows: Vec<RowFigures> = self.retired.iter().map(LineCell::read).collect();
+        let mut calls = self.retired_calls.load(Relaxed);
+        for thread in threads.iter() {
+            // SAFETY: listed aggregates are alive while the lock is held.
+            let thread = unsafe { &*thread.0 };
+            calls += thread.calls.load(Relaxed);
+            for (sum, cell) in rows.iter_mut().zip(thread.cells.iter()) {
+                sum.add(&cell.read());
+            }
+        }
+        (rows, calls)
+    }
+
+    /// Clears every figure and call count (`memprof::reset`).
+    pub(crate) fn clear(&self) {
+        let threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        self.retired.iter().for_each(LineCell::clear);
+        self.retired_calls.store(0, Relaxed);
+        self.tables.store(0, Relaxed);
+        for thread in threads.iter() {
+            // SAFETY: as in `totals`. Clearing races only with the owner's
+            // own writes, as a reset during concurrent calls always would.
+            let thread = unsafe { &*thread.0 };
+            thread.calls.store(0, Relaxed);
+            thread.cells.iter().for_each(LineCell::clear);
+        }
+    }
+}
+
+/// Registration of a profiled function, collected with `inventory`.
+#[derive(Debug)]
+pub struct Registration(pub &'static FnMeta);
+
+inventory::collect!(Registration);
+
+// ---- the run-time switch ------------------------------------------------------
+
+const SWITCH_UNREAD: u8 = 0;
+const SWITCH_ON: u8 = 1;
+const SWITCH_OFF: u8 = 2;
+
+/// `MEMPROF=on|off`, read at the first profiled call.
+static SWITCH: AtomicU8 = AtomicU8::new(SWITCH_UNREAD);
+
+/// Reads the switch on a call's entry.
+#[inline]
+pub(crate) fn switch_on_entry() -> bool {
+    match SWITCH.load(Relaxed) {
+        SWITCH_ON => true,
+        SWITCH_OFF => false,
+        _ => read_switch(),
+    }
+}
+
+#[cold]
+fn read_switch() -> bool {
+    let on = crate::settings::get().enabled;
+    SWITCH.store(if on { SWITCH_ON } else { SWITCH_OFF }, Relaxed);
+    on
+}

@@ -1,0 +1,18 @@
+//! Calls of profiled functions: what the macro emits for each function
+//! ([`FnMeta`]), one call's state ([`Frame`]), its statement cursors, the
+//! per-thread aggregates the calls record into, and `async fn` polling.
+//!
+//! Nothing here prints: a finished call hands its own table, if it has one,
+//! to the layer above.
+
+mod cursor;
+mod frame;
+mod meta;
+mod task;
+mod thread;
+
+pub use cursor::{Cursor, TailGuard};
+pub use frame::AUTO_CALL_TABLES;
+pub(crate) use frame::{Entry, Frame};
+pub use meta::{FnMeta, Registration};
+pub use task::Instrumented;

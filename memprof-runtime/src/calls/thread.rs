@@ -1,0 +1,130 @@
+//! Per-thread aggregates: each thread adds its calls of a function to a
+//! [`ThreadFn`] of its own, so calls on different threads never write the
+//! same memory. `report()` sums them (see `FnMeta::totals`); a thread that
+//! ends folds its figures into the function's `retired` rows and frees its
+//! aggregates.
+
+use super::meta::{FnMeta, ThreadFnPtr};
+use crate::alloc::untracked;
+use crate::cells::LineCell;
+use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// One thread's figures for one function.
+#[derive(Debug)]
+pub(crate) struct ThreadFn {
+    meta: &'static FnMeta,
+    /// Outermost calls finished on this thread. Written by the owner only.
+    pub(crate) calls: AtomicU64,
+    /// One row per cell. Written by the owner only (see `LineCell`).
+    pub(crate) cells: Box<[LineCell]>,
+    /// Synchronous calls of the function open on the owner's stack.
+    pub(crate) depth: Cell<u32>,
+    /// Where the outermost open call records its rows, for the calls nested
+    /// in it: this aggregate's cells, or that call's own table.
+    pub(crate) target: Cell<*const LineCell>,
+}
+
+// SAFETY: other threads touch only `calls` and `cells`, which are atomics;
+// `depth` and `target` are read and written by the owning thread alone.
+unsafe impl Sync for ThreadFn {}
+
+/// The calling thread's aggregates, indexed by `FnMeta::id - 1`.
+struct ThreadTable {
+    fns: UnsafeCell<Vec<*const ThreadFn>>,
+}
+
+impl Drop for ThreadTable {
+    fn drop(&mut self) {
+        // The thread is ending: keep its figures in each function's `retired`
+        // rows and free the aggregates, outside every figure.
+        let fns = self.fns.get_mut();
+        untracked(|| {
+            for thread_fn in std::mem::take(fns) {
+                if !thread_fn.is_null() {
+                    retire(thread_fn);
+                }
+            }
+        });
+    }
+}
+
+thread_local! {
+    static TABLE: ThreadTable = const {
+        ThreadTable {
+            fns: UnsafeCell::new(Vec::new()),
+        }
+    };
+}
+
+/// Hands out function ids.
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+/// The calling thread's aggregate of `meta`, created at its first call; null
+/// while the thread is being torn down.
+#[inline]
+pub(crate) fn thread_fn(meta: &'static FnMeta) -> *const ThreadFn {
+    let index = (meta.id.load(Relaxed) as usize).wrapping_sub(1);
+    TABLE
+        .try_with(|table| {
+            // SAFETY: only this thread touches its table, and nothing here
+            // re-enters it.
+            let fns = unsafe { &*table.fns.get() };
+            match fns.get(index) {
+                Some(&found) if !found.is_null() => found,
+                _ => first_call_on_thread(meta, table),
+            }
+        })
+        .unwrap_or(std::ptr::null())
+}
+
+#[cold]
+#[inline(never)]
+fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const ThreadFn {
+    untracked(|| {
+        let mut id = meta.id.load(Relaxed);
+        if id == 0 {
+            let fresh = NEXT_ID.fetch_add(1, Relaxed);
+            id = match meta.id.compare_exchange(0, fresh, Relaxed, Relaxed) {
+                Ok(_) => fresh,
+                Err(winner) => winner,
+            };
+        }
+        let index = id as usize - 1;
+        let thread_fn = Box::into_raw(Box::new(ThreadFn {
+            meta,
+            calls: AtomicU64::new(0),
+            cells: LineCell::row_set(meta.cell_count()),
+            depth: Cell::new(0),
+            target: Cell::new(std::ptr::null()),
+        }));
+        meta.threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(ThreadFnPtr(thread_fn));
+        // SAFETY: only this thread touches its table.
+        let fns = unsafe { &mut *table.fns.get() };
+        if fns.len() <= index {
+            fns.resize(index + 1, std::ptr::null());
+        }
+        fns[index] = thread_fn;
+        thread_fn
+    })
+}
+
+/// Folds an ending thread's aggregate into its function's `retired` rows,
+/// unlists it and frees it.
+fn retire(thread_fn: *const ThreadFn) {
+    // SAFETY: `thread_fn` came from `Box::into_raw` in `first_call_on_thread`
+    // and is still listed, hence alive.
+    let meta = unsafe { (*thread_fn).meta };
+    let mut threads = meta.threads.lock().unwrap_or_else(|e| e.into_inner());
+    threads.retain(|listed| listed.0 != thread_fn);
+    // SAFETY: unlisted under the lock, so no reader can reach it any more.
+    let owned = unsafe { Box::from_raw(thread_fn.cast_mut()) };
+    for (sum, cell) in meta.retired.iter().zip(owned.cells.iter()) {
+        sum.absorb(&cell.read());
+    }
+    meta.retired_calls
+        .fetch_add(owned.calls.load(Relaxed), Relaxed);
+}

@@ -1,0 +1,350 @@
+//! Configuration as a value: [`Config`], built from `MEMPROF_*` variables by
+//! [`Config::from_vars`], which unit tests call with variables of their own.
+//! The process's own configuration is read once by `settings`.
+//!
+//! A malformed value yields one warning naming the variable and the accepted
+//! values, and the default is used.
+
+use crate::units::{SIZE_HELP, parse_size};
+use std::path::PathBuf;
+
+/// When tables are printed (`MEMPROF_REPORT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportMode {
+    /// Default: a table after each of the first calls of a function, then one
+    /// aggregated table at exit for functions called more often.
+    Auto,
+    /// A table after every outermost call.
+    Call,
+    /// One aggregated table per function at exit.
+    Exit,
+    /// Nothing is printed; use `memprof::report()`.
+    Off,
+}
+
+/// A fixed unit for byte figures (`MEMPROF_UNIT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Bytes.
+    B,
+    /// 2^10 bytes.
+    KiB,
+    /// 2^20 bytes.
+    MiB,
+    /// 2^30 bytes.
+    GiB,
+}
+
+impl Unit {
+    pub(crate) fn size(self) -> f64 {
+        match self {
+            Unit::B => 1.0,
+            Unit::KiB => 1024.0,
+            Unit::MiB => 1024.0 * 1024.0,
+            Unit::GiB => 1024.0 * 1024.0 * 1024.0,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Unit::B => "B",
+            Unit::KiB => "KiB",
+            Unit::MiB => "MiB",
+            Unit::GiB => "GiB",
+        }
+    }
+}
+
+/// How byte figures are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderSettings {
+    /// `None`: the largest binary unit that keeps the figure at least 1.
+    pub unit: Option<Unit>,
+    /// Digits after the point for units above bytes.
+    pub precision: usize,
+    /// Tables show only statement rows whose increment (either sign) or peak
+    /// reaches this many bytes, and the `fn` row (`MEMPROF_MIN_INCREMENT`).
+    pub min_increment: Option<u64>,
+}
+
+impl Default for RenderSettings {
+    fn default() -> Self {
+        RenderSettings {
+            unit: None,
+            precision: 1,
+            min_increment: None,
+        }
+    }
+}
+
+/// Where printed output goes (`MEMPROF_OUTPUT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Standard output, through `print!` so that libtest captures it.
+    Stdout,
+    /// Standard error.
+    Stderr,
+    /// A file, created (or emptied) when memprof first writes to it.
+    File(PathBuf),
+}
+
+/// Which GPUs are sampled (`MEMPROF_GPU`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GpuSelection {
+    /// Every device NVML shows, if any; silent when there is none.
+    Auto,
+    /// No GPU sampling.
+    Off,
+    /// One device, by NVML index.
+    Index(u32),
+    /// Every device, summed; a note when there is none.
+    All,
+}
+
+/// What the GPU columns count (`MEMPROF_GPU_MEMORY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GpuMemory {
+    /// This process's memory where NVML's PIDs are ours, else the device's.
+    Auto,
+    /// This process's memory, as NVML lists it for our PID.
+    Process,
+    /// The device's used memory, all processes together (what
+    /// `nvidia-smi --query-gpu=memory.used` shows).
+    Device,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Config {
+    /// `MEMPROF=off` turns `#[profile]` into a near no-op: no figures, no
+    /// tables, no budgets.
+    pub(crate) enabled: bool,
+    pub(crate) report: ReportMode,
+    pub(crate) render: RenderSettings,
+    pub(crate) output: Output,
+    /// Where to write `report().to_json()` at exit (`MEMPROF_JSON`).
+    pub(crate) json: Option<PathBuf>,
+    pub(crate) gpu: GpuSelection,
+    pub(crate) gpu_memory: GpuMemory,
+    /// Where to load NVML from instead of `libnvidia-ml.so.1`
+    /// (`MEMPROF_NVML_LIB`).
+    pub(crate) nvml_lib: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::from_vars(|_| None).0
+    }
+}
+
+impl Config {
+    /// The configuration that the variables `var` returns describe, and one
+    /// warning for each malformed value (whose default is used instead).
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> (Config, Vec<String>) {
+        let mut vars = Vars {
+            var: &var,
+            warnings: Vec::new(),
+        };
+        let config = load(&mut vars);
+        (config, vars.warnings)
+    }
+}
+
+/// The variables being read, and the warnings so far.
+struct Vars<'a> {
+    var: &'a dyn Fn(&str) -> Option<String>,
+    warnings: Vec<String>,
+}
+
+impl Vars<'_> {
+    /// Reads `name`; `None` when unset or malformed (with a warning).
+    fn parse<T>(
+        &mut self,
+        name: &str,
+        accepted: &str,
+        f: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<T> {
+        let value = (self.var)(name)?;
+        let value = value.trim();
+        let parsed = f(value);
+        if parsed.is_none() {
+            self.warnings.push(format!(
+                "memprof: ignoring {name}={value:?}: expected {accepted}; using the default"
+            ));
+        }
+        parsed
+    }
+}
+
+fn load(vars: &mut Vars<'_>) -> Config {
+    let enabled = vars
+        .parse("MEMPROF", "on or off", |v| {
+            match v.to_ascii_lowercase().as_str() {
+                "on" | "1" | "true" => Some(true),
+                "off" | "0" | "false" => Some(false),
+                _ => None,
+            }
+        })
+        .unwrap_or(true);
+    let report = vars
+        .parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
+            match v.to_ascii_lowercase().as_str() {
+                "auto" => Some(ReportMode::Auto),
+                "call" => Some(ReportMode::Call),
+                "exit" => Some(ReportMode::Exit),
+                "off" => Some(ReportMode::Off),
+                _ => None,
+            }
+        })
+        .unwrap_or(ReportMode::Auto);
+    let unit = vars.parse("MEMPROF_UNIT", "B, KiB, MiB or GiB", |v| {
+        match v.to_ascii_lowercase().as_str() {
+            "b" => Some(Unit::B),
+            "kib" => Some(Unit::KiB),
+            "mib" => Some(Unit::MiB),
+            "gib" => Some(Unit::GiB),
+            _ => None,
+        }
+    });
+    let precision = vars
+        .parse("MEMPROF_PRECISION", "an integer from 0 to 6", |v| {
+            v.parse::<usize>().ok().filter(|p| *p <= 6)
+        })
+        .unwrap_or(1);
+    let min_increment = vars.parse("MEMPROF_MIN_INCREMENT", SIZE_HELP, |v| parse_size(v).ok());
+    let output = vars
+        .parse(
+            "MEMPROF_OUTPUT",
+            "stdout, stderr or a file path",
+            |v| match v {
+                "" => None,
+                "stdout" => Some(Output::Stdout),
+                "stderr" => Some(Output::Stderr),
+                path => Some(Output::File(PathBuf::from(path))),
+            },
+        )
+        .unwrap_or(Output::Stdout);
+    let json = vars.parse("MEMPROF_JSON", "a file path", |v| {
+        (!v.is_empty()).then(|| PathBuf::from(v))
+    });
+    let gpu = vars
+        .parse(
+            "MEMPROF_GPU",
+            "auto, off, all or a device index",
+            |v| match v.to_ascii_lowercase().as_str() {
+                "auto" => Some(GpuSelection::Auto),
+                "off" => Some(GpuSelection::Off),
+                "all" => Some(GpuSelection::All),
+                index => index.parse().ok().map(GpuSelection::Index),
+            },
+        )
+        .unwrap_or(GpuSelection::Auto);
+    let gpu_memory = vars
+        .parse("MEMPROF_GPU_MEMORY", "auto, process or device", |v| match v
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "auto" => Some(GpuMemory::Auto),
+            "process" => Some(GpuMemory::Process),
+            "device" => Some(GpuMemory::Device),
+            _ => None,
+        })
+        .unwrap_or(GpuMemory::Auto);
+    let nvml_lib = vars.parse("MEMPROF_NVML_LIB", "a file path", |v| {
+        (!v.is_empty()).then(|| PathBuf::from(v))
+    });
+    Config {
+        enabled,
+        report,
+        render: RenderSettings {
+            unit,
+            precision,
+            min_increment,
+        },
+        output,
+        json,
+        gpu,
+        gpu_memory,
+        nvml_lib,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_vars(move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        })
+    }
+
+    #[test]
+    fn no_variables_give_the_defaults() {
+        let (config, warnings) = from(&[]);
+        assert!(warnings.is_empty());
+        assert!(config.enabled);
+        assert_eq!(config.report, ReportMode::Auto);
+        assert_eq!(config.render, RenderSettings::default());
+        assert_eq!(config.output, Output::Stdout);
+        assert_eq!(config.json, None);
+        assert_eq!(config.gpu, GpuSelection::Auto);
+        assert_eq!(config.gpu_memory, GpuMemory::Auto);
+        assert_eq!(config, Config::default());
+    }
+
+    #[test]
+    fn each_variable_sets_its_field() {
+        let (config, warnings) = from(&[
+            ("MEMPROF", "OFF"),
+            ("MEMPROF_REPORT", "exit"),
+            ("MEMPROF_UNIT", "kib"),
+            ("MEMPROF_PRECISION", " 3 "),
+            ("MEMPROF_MIN_INCREMENT", "2 KiB"),
+            ("MEMPROF_OUTPUT", "stderr"),
+            ("MEMPROF_JSON", "out.json"),
+            ("MEMPROF_GPU", "1"),
+            ("MEMPROF_GPU_MEMORY", "device"),
+            ("MEMPROF_NVML_LIB", "/opt/nvml.so"),
+        ]);
+        assert_eq!(warnings, Vec::<String>::new());
+        assert!(!config.enabled);
+        assert_eq!(config.report, ReportMode::Exit);
+        assert_eq!(
+            config.render,
+            RenderSettings {
+                unit: Some(Unit::KiB),
+                precision: 3,
+                min_increment: Some(2048),
+            }
+        );
+        assert_eq!(config.output, Output::Stderr);
+        assert_eq!(config.json, Some(PathBuf::from("out.json")));
+        assert_eq!(config.gpu, GpuSelection::Index(1));
+        assert_eq!(config.gpu_memory, GpuMemory::Device);
+        assert_eq!(config.nvml_lib, Some(PathBuf::from("/opt/nvml.so")));
+        let (config, _) = from(&[("MEMPROF_OUTPUT", "memprof.txt")]);
+        assert_eq!(config.output, Output::File(PathBuf::from("memprof.txt")));
+    }
+
+    #[test]
+    fn a_malformed_value_warns_once_and_keeps_the_default() {
+        let (config, warnings) =
+            from(&[("MEMPROF_REPORT", "sometimes"), ("MEMPROF_PRECISION", "9")]);
+        assert_eq!(config.report, ReportMode::Auto);
+        assert_eq!(config.render.precision, 1);
+        assert_eq!(
+            warnings,
+            [
+                "memprof: ignoring MEMPROF_REPORT=\"sometimes\": expected auto, call, exit or off; using the default",
+                "memprof: ignoring MEMPROF_PRECISION=\"9\": expected an integer from 0 to 6; using the default",
+            ]
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! `measure`, `memit!` and `assert_memory!`: one region around an expression,
+//! with its allocation counts and GPU figures.
+
+use crate::alloc;
+use crate::region::{Region, Scope, context_counts};
+
+/// Figures of one measured expression, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Measurement {
+    /// Net change: bytes allocated minus bytes freed.
+    pub increment: i64,
+    /// Highest rise of the heap above its value at the start.
+    pub peak: u64,
+    /// Number of allocations (a `realloc` counts as one).
+    pub allocations: u64,
+    /// Number of deallocations (a `realloc` counts as one).
+    pub deallocations: u64,
+    /// Net change of GPU memory (see the README's GPU section for what is
+    /// counted); `None` without a usable GPU.
+    pub gpu_increment: Option<i64>,
+    /// Highest GPU memory sampled during the measurement (at its ends and at
+    /// the statement boundaries of profiled functions it ran on this thread)
+    /// above the start; `None` without a usable GPU.
+    pub gpu_peak: Option<u64>,
+}
+
+/// An open measurement of the calling context; see [`crate::measure`].
+#[derive(Debug)]
+pub struct MeasureGuard {
+    region: Region,
+    counts: (u64, u64),
+    heap_before: i64,
+    open: bool,
+    /// GPU bytes at the start and the enclosing watch's high, when sampling.
+    gpu: Option<(i64, i64)>,
+}
+
+impl MeasureGuard {
+    /// Starts measuring the calling thread or task.
+    #[inline]
+    pub fn start() -> Self {
+        let gpu = crate::gpu::active()
+            .then(crate::gpu::sample)
+            .flatten()
+            .map(|start| (start, crate::gpu::watch_begin(start)));
+        let region = Region::open(Scope::Thread);
+        MeasureGuard {
+            counts: context_counts(),
+            heap_before: alloc::process_net(),
+            region,
+            open: true,
+            gpu,
+        }
+    }
+
+    /// Ends the measurement: its figures, and the process heap at its start.
+    pub(crate) fn finish(mut self) -> (Measurement, i64) {
+        let (allocs, deallocs) = context_counts();
+        self.open = false;
+        let stats = self.region.close();
+        let (gpu_increment, gpu_peak) = match self.gpu.take() {
+            Some((start, saved)) => {
+                let end = crate::gpu::sample();
+                let high = crate::gpu::watch_end(saved);
+                match end {
+                    Some(end) => (
+                        Some(end - start),
+                        Some((high.max(end) - start).max(0) as u64),
+                    ),
+                    None => (None, None),
+                }
+            }
+            None => (None, None),
+        };
+        let m = Measurement {
+            increment: stats.increment,
+            peak: stats.peak,
+            allocations: allocs.wrapping_sub(self.counts.0),
+            deallocations: deallocs.wrapping_sub(self.counts.1),
+            gpu_increment,
+            gpu_peak,
+        };
+        (m, self.heap_before)
+    }
+
+    /// Ends the measurement and returns its figures.
+    pub fn measurement(self) -> Measurement {
+        self.finish().0
+    }
+}
+
+impl Drop for MeasureGuard {
+    fn drop(&mut self) {
+        if self.open {
+            self.region.close();
+        }
+        if let Some((_, saved)) = self.gpu.take() {
+            crate::gpu::watch_end(saved);
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Printing: where text goes (`MEMPROF_OUTPUT`, one sink with its stderr
+//! fallback), and when tables are printed: a finished call's own table, the
+//! aggregated tables and `MEMPROF_JSON` at exit, and `memit!`'s line.
+
+use crate::alloc::{self, untracked};
+use crate::calls::{AUTO_CALL_TABLES, FnMeta};
+use crate::cells::LineCell;
+use crate::config::{Output, ReportMode};
+use crate::measure::{MeasureGuard, Measurement};
+use crate::report::{call_report, function_report, registered, report};
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64) {
+    if std::thread::panicking() {
+        // NOTE: the figures are kept, but printing while unwinding risks a
+        // second panic, which would abort the user's program.
+        return;
+    }
+    untracked(|| {
+        let config = crate::settings::get();
+        let print_now = match config.report {
+            ReportMode::Call => true,
+            ReportMode::Auto => nth <= AUTO_CALL_TABLES,
+            ReportMode::Exit | ReportMode::Off => false,
+        };
+        if !print_now {
+            return;
+        }
+        if !alloc::is_installed() {
+            warn_not_installed();
+            return;
+        }
+        let report = call_report(meta, cells);
+        let mut text = crate::render::table(&report, false, &config.render);
+        if config.report == ReportMode::Auto && nth == AUTO_CALL_TABLES {
+            text.push_str(&format!(
+                "(memprof: further calls of {} are aggregated into one table at exit; \
+                 MEMPROF_REPORT=call prints every call)\n",
+                report.name
+            ));
+        }
+        text.push('\n');
+        emit(&text);
+    });
+}
+
+/// Arranges for the exit tables and `MEMPROF_JSON` at the first profiled
+/// call; later calls pay one load.
+#[inline]
+pub(crate) fn at_first_call() {
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+    if !REGISTERED.load(Relaxed) {
+        REGISTERED.store(true, Relaxed);
+        register_exit_hook();
+    }
+}
+
+fn register_exit_hook() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        extern "C" fn at_exit() {
+            untracked(|| {
+                print_exit_tables();
+                write_json();
+            });
+        }
+        // SAFETY: `at_exit` is a plain `extern "C" fn` that never unwinds
+        // (everything it calls catches panics), as `atexit` requires.
+        unsafe {
+            libc::atexit(at_exit);
+        }
+    });
+}
+
+fn print_exit_tables() {
+    let config = crate::settings::get();
+    let mut text = String::new();
+    if matches!(config.report, ReportMode::Call | ReportMode::Off) {
+        return;
+    }
+    for meta in registered() {
+        let (rows, calls) = meta.totals();
+        let wanted = match config.report {
+            ReportMode::Exit => calls > 0,
+            _ => calls > AUTO_CALL_TABLES,
+        };
+        if wanted {
+            let function = function_report(meta, &rows, calls);
+            text.push_str(&crate::render::table(&function, true, &config.render));
+            text.push('\n');
+        }
+    }
+    if !text.is_empty() {
+        if !alloc::is_installed() {
+            warn_not_installed();
+            return;
+        }
+        emit(&text);
+    }
+}
+
+/// `MEMPROF_JSON`: the aggregated report, written at exit.
+fn write_json() {
+    let Some(path) = &crate::settings::get().json else {
+        return;
+    };
+    if let Err(err) = std::fs::write(path, report().to_json()) {
+        eprintln!(
+            "memprof: cannot write MEMPROF_JSON={}: {err}",
+            path.display()
+        );
+    }
+}
+
+/// Writes `text` where `MEMPROF_OUTPUT` says: stdout through `print!` (so
+/// that libtest's capture sees it), stderr, or a file. Anything that fails
+/// falls back to stderr; nothing here panics.
+pub(crate) fn emit(text: &str) {
+    untracked(|| match &crate::settings::get().output {
+        Output::Stdout => {
+            if std::panic::catch_unwind(|| print!("{text}")).is_err() {
+                to_stderr(text);
+            }
+        }
+        Output::Stderr => to_stderr(text),
+        Output::File(path) => match output_file(path) {
+            Some(file) => {
+                use std::io::Write;
+                let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+                if file.write_all(text.as_bytes()).is_err() {
+                    to_stderr(text);
+                }
+            }
+            None => to_stderr(text),
+        },
+    });
+}
+
+fn to_stderr(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// The `MEMPROF_OUTPUT` file, created at the first write; `None`, after one
+/// warning, if it cannot be.
+fn output_file(path: &std::path::Path) -> Option<&'static std::sync::Mutex<std::fs::File>> {
+    static FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
+        std::sync::OnceLock::new();
+    FILE.get_or_init(|| match std::fs::File::create(path) {
+        Ok(file) => Some(std::sync::Mutex::new(file)),
+        Err(err) => {
+            eprintln!(
+                "memprof: cannot open MEMPROF_OUTPUT={}: {err}; writing to stderr instead",
+                path.display()
+            );
+            None
+        }
+    })
+    .as_ref()
+}
+
+pub(crate) fn warn_not_installed() {
+    static WARNED: Once = Once::new();
+    WARNED.call_once(|| {
+        eprintln!(
+            "memprof: no memprof allocator is installed, so there are no figures to show. \
+             Enable the `global-allocator` feature of `memprof` (on by default), or declare \
+             `#[global_allocator] static ALLOC: memprof::Allocator = memprof::Allocator::system();`"
+        );
+    });
+}
+
+impl MeasureGuard {
+    /// Ends the measurement and prints `peak memory: X, increment: Y` as
+    /// `%memit` does.
+    pub fn finish_memit(self) {
+        let (m, before) = self.finish();
+        print_memit(before, &m);
+    }
+}
+
+fn print_memit(heap_before: i64, stats: &Measurement) {
+    untracked(|| {
+        if !alloc::is_installed() {
+            warn_not_installed();
+            return;
+        }
+        let settings = crate::settings::get().render;
+        let peak = heap_before.max(0) as u64 + stats.peak;
+        let mut line = format!(
+            "peak memory: {}, increment: {}",
+            crate::render::bytes(peak as i64, &settings),
+            crate::render::bytes(stats.peak as i64, &settings),
+        );
+        if let (Some(peak), Some(increment)) = (stats.gpu_peak, stats.gpu_increment) {
+            line.push_str(&format!(
+                "; GPU peak: +{}, GPU increment: {}",
+                crate::render::bytes(peak as i64, &settings),
+                crate::render::bytes(increment, &settings),
+            ));
+        }
+        line.push('\n');
+        emit(&line);
+    });
+}

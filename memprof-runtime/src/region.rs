@@ -1,0 +1,134 @@
+//! Regions: the stretches of execution whose heap figures we want (a
+//! statement, a whole call, a `measure`). The per-statement recording layer,
+//! just above the allocator's counters.
+//!
+//! Regions nest. Each one saves the enclosing region's watermark when it
+//! opens and folds its own back in when it closes, so every region sees the
+//! highest point reached while it was open, however deeply its inner regions
+//! reset the thread's `peak`.
+//!
+//! Figures are read in *context* terms: a thread's real counters shifted by
+//! `adjust_*`. Outside async code the shift is zero. While an async task is
+//! polled (see `calls::task`) the shift makes the counters read as that
+//! task's own, so a task that moves between threads keeps one consistent
+//! count across `.await`.
+
+use crate::alloc::{self, THREAD, ThreadCounters};
+
+/// Whose allocations a region counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The thread, or async task, running the region.
+    Thread,
+    /// Every thread of the process.
+    Process,
+}
+
+/// Figures for one closed region.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RegionStats {
+    /// Net bytes allocated while open.
+    pub(crate) increment: i64,
+    /// Highest rise above the start.
+    pub(crate) peak: u64,
+    /// The count when the region closed (context terms for thread scope, the
+    /// process total for process scope).
+    pub(crate) end: i64,
+}
+
+pub(crate) fn with_thread<R: Default>(f: impl FnOnce(&ThreadCounters) -> R) -> R {
+    THREAD.try_with(f).unwrap_or_default()
+}
+
+/// Allocation and deallocation counts of the calling context.
+pub(crate) fn context_counts() -> (u64, u64) {
+    with_thread(|t| {
+        (
+            t.allocs.get().wrapping_add(t.adjust_allocs.get()),
+            t.deallocs.get().wrapping_add(t.adjust_deallocs.get()),
+        )
+    })
+}
+
+/// An open region. Closing it is mandatory and done by its owner's `Drop`.
+#[derive(Debug, Default)]
+pub(crate) struct Region {
+    /// The count when the region opened.
+    pub(crate) start: i64,
+    /// Thread scope: the enclosing region's watermark when this one opened.
+    pub(crate) saved: i64,
+    /// Process scope: the process-wide watermark.
+    pub(crate) watch: Option<alloc::Watch>,
+}
+
+impl Region {
+    #[inline]
+    pub(crate) fn open(scope: Scope) -> Region {
+        match scope {
+            Scope::Thread => with_thread(|t| {
+                let (start, saved) = open_in(t);
+                Region {
+                    start,
+                    saved,
+                    watch: None,
+                }
+            }),
+            Scope::Process => Region::open_process(),
+        }
+    }
+
+    #[cold]
+    fn open_process() -> Region {
+        let watch = alloc::watch_begin();
+        Region {
+            start: alloc::process_net(),
+            saved: 0,
+            watch: Some(watch),
+        }
+    }
+
+    /// Closes the region. Each region is closed exactly once, by its owner:
+    /// a second close would fold a stale watermark into the enclosing one.
+    #[inline]
+    pub(crate) fn close(&mut self) -> RegionStats {
+        match self.watch.take() {
+            None => with_thread(|t| close_in(t, self.start, self.saved)),
+            Some(watch) => {
+                let end = alloc::process_net();
+                stats(self.start, end, alloc::watch_end(watch))
+            }
+        }
+    }
+}
+
+fn stats(start: i64, end: i64, rise: i64) -> RegionStats {
+    let increment = end - start;
+    RegionStats {
+        increment,
+        peak: rise.max(increment).max(0) as u64,
+        end,
+    }
+}
+
+/// Opens a thread-scope region on `t`: its start, and the enclosing
+/// region's watermark to restore at its close.
+#[inline]
+pub(crate) fn open_in(t: &ThreadCounters) -> (i64, i64) {
+    let adjust = t.adjust_net.get();
+    let peak = t.peak.get();
+    let net = t.net();
+    let saved = (peak + adjust).max(t.carry.get());
+    t.hi.set(t.hi.get().max(peak));
+    t.peak.set(net);
+    t.carry.set(i64::MIN);
+    (net + adjust, saved)
+}
+
+/// Closes the thread-scope region that [`open_in`] opened on `t`.
+#[inline]
+pub(crate) fn close_in(t: &ThreadCounters, start: i64, saved: i64) -> RegionStats {
+    let adjust = t.adjust_net.get();
+    let watermark = (t.peak.get() + adjust).max(t.carry.get());
+    t.carry.set(saved.max(watermark));
+    stats(start, t.net() + adjust, watermark - start)
+}

@@ -1,0 +1,20 @@
+//! The process's configuration: [`Config`] read once from the environment,
+//! with its warnings printed once, outside every figure.
+
+use crate::alloc::untracked;
+use crate::config::Config;
+use std::sync::OnceLock;
+
+/// The configuration in force.
+pub(crate) fn get() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        untracked(|| {
+            let (config, warnings) = Config::from_vars(|name| std::env::var(name).ok());
+            for warning in warnings {
+                eprintln!("{warning}");
+            }
+            config
+        })
+    })
+}
