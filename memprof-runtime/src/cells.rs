@@ -5,6 +5,8 @@
 //! `report()`. Each write is bracketed by a per-cell sequence number, so a
 //! reader never sees a row with half an execution in it.
 
+use crate::owned::{self, load_i64, load_u32, load_u64};
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed, fence};
 
 /// No GPU sample.
@@ -18,8 +20,8 @@ pub struct LineCell {
     /// Executions of this row open on the owning thread. An execution that
     /// closes while another is open is nested in it (recursion): it counts
     /// in Occurrences and Mem usage, not in Increment or Peak, which the
-    /// outer execution already holds.
-    open: AtomicU32,
+    /// outer execution already holds. Only the owner reads or writes it.
+    open: UnsafeCell<u32>,
     occurrences: AtomicU64,
     increment: AtomicI64,
     peak: AtomicU64,
@@ -74,7 +76,7 @@ impl LineCell {
     pub const fn new() -> Self {
         LineCell {
             seq: AtomicU32::new(0),
-            open: AtomicU32::new(0),
+            open: UnsafeCell::new(0),
             occurrences: AtomicU64::new(0),
             increment: AtomicI64::new(0),
             peak: AtomicU64::new(0),
@@ -89,22 +91,28 @@ impl LineCell {
         (0..n).map(|_| LineCell::new()).collect()
     }
 
-    /// An execution of the row starts (owner only).
-    #[inline]
-    pub(crate) fn opened(&self) {
-        self.open
-            .store(self.open.load(Relaxed).wrapping_add(1), Relaxed);
+    /// Executions of the row open on this (the owning) thread.
+    #[inline(always)]
+    fn open_count(&self) -> *mut u32 {
+        self.open.get()
     }
 
-    #[inline]
+    /// An execution of the row starts (owner only).
+    #[inline(always)]
+    pub(crate) fn opened(&self) {
+        // SAFETY: only the owning thread touches `open`.
+        unsafe { *self.open_count() += 1 }
+    }
+
+    #[inline(always)]
     fn begin_write(&self) -> u32 {
-        let seq = self.seq.load(Relaxed);
+        let seq = load_u32(&self.seq);
         self.seq.store(seq.wrapping_add(1), Relaxed);
         fence(std::sync::atomic::Ordering::Release);
         seq
     }
 
-    #[inline]
+    #[inline(always)]
     fn end_write(&self, seq: u32) {
         self.seq
             .store(seq.wrapping_add(2), std::sync::atomic::Ordering::Release);
@@ -112,38 +120,46 @@ impl LineCell {
 
     /// An execution of the row ends (owner only): adds its figures under the
     /// recursion rule (see `open`).
-    #[inline]
+    ///
+    /// PERF: the owner reads its own figures with plain loads and stores
+    /// only what changed: a statement that allocated nothing stores its
+    /// occurrence and the two sequence numbers.
+    #[inline(always)]
     pub(crate) fn closed(&self, increment: i64, peak: u64, mem_usage: i64) {
-        let open = self.open.load(Relaxed);
-        self.open.store(open.saturating_sub(1), Relaxed);
+        // SAFETY: only the owning thread touches `open`.
+        let open = unsafe { &mut *self.open_count() };
+        let nested = *open > 1;
+        *open = open.saturating_sub(1);
         let seq = self.begin_write();
         self.occurrences
-            .store(self.occurrences.load(Relaxed) + 1, Relaxed);
-        if open <= 1 {
-            self.increment
-                .store(self.increment.load(Relaxed) + increment, Relaxed);
-            if peak > self.peak.load(Relaxed) {
+            .store(load_u64(&self.occurrences) + 1, Relaxed);
+        if !nested {
+            if increment != 0 {
+                self.increment
+                    .store(load_i64(&self.increment) + increment, Relaxed);
+            }
+            if peak > load_u64(&self.peak) {
                 self.peak.store(peak, Relaxed);
             }
         }
-        if mem_usage > self.mem_usage.load(Relaxed) {
+        if mem_usage > load_i64(&self.mem_usage) {
             self.mem_usage.store(mem_usage, Relaxed);
         }
         self.end_write(seq);
     }
 
-    /// Adds one execution's GPU figures (owner only); `nested` as for
-    /// [`LineCell::closed`], which must come after it.
+    /// Adds one execution's GPU figures (owner only), under the recursion
+    /// rule; before [`LineCell::closed`], which ends the execution.
     pub(crate) fn closed_gpu(&self, increment: i64, usage: i64) {
-        let nested = self.open.load(Relaxed) > 1;
+        // SAFETY: only the owning thread touches `open`.
+        let nested = unsafe { *self.open_count() } > 1;
         let seq = self.begin_write();
         if !nested {
             self.gpu_increment
-                .store(self.gpu_increment.load(Relaxed) + increment, Relaxed);
+                .store(load_i64(&self.gpu_increment) + increment, Relaxed);
         }
-        if usage > self.gpu_usage.load(Relaxed) {
-            self.gpu_usage.store(usage, Relaxed);
-        }
+        self.gpu_usage
+            .store(owned::max(usage, load_i64(&self.gpu_usage)), Relaxed);
         self.end_write(seq);
     }
 
@@ -197,6 +213,10 @@ impl LineCell {
         self.gpu_usage.store(gpu_usage, Relaxed);
     }
 }
+
+// SAFETY: other threads only read the atomics; `open` is touched by the
+// owning thread alone.
+unsafe impl Sync for LineCell {}
 
 impl Default for LineCell {
     fn default() -> Self {

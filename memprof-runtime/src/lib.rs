@@ -24,6 +24,7 @@ pub mod config;
 mod gpu;
 mod measure;
 mod output;
+mod owned;
 mod probe;
 mod region;
 mod render;

@@ -14,6 +14,7 @@
 //! count across `.await`.
 
 use crate::alloc::{self, THREAD, ThreadCounters};
+use crate::owned::{get, max, set};
 
 /// Whose allocations a region counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,23 +113,30 @@ fn stats(start: i64, end: i64, rise: i64) -> RegionStats {
 
 /// Opens a thread-scope region on `t`: its start, and the enclosing
 /// region's watermark to restore at its close.
-#[inline]
+#[inline(always)]
 pub(crate) fn open_in(t: &ThreadCounters) -> (i64, i64) {
-    let adjust = t.adjust_net.get();
-    let peak = t.peak.get();
+    let adjust = get(&t.adjust_net);
+    let peak = get(&t.peak);
     let net = t.net();
-    let saved = (peak + adjust).max(t.carry.get());
-    t.hi.set(t.hi.get().max(peak));
-    t.peak.set(net);
-    t.carry.set(i64::MIN);
+    let saved = max(peak + adjust, get(&t.carry));
+    set(&t.hi, max(get(&t.hi), peak));
+    set(&t.peak, net);
+    set(&t.carry, i64::MIN);
     (net + adjust, saved)
 }
 
 /// Closes the thread-scope region that [`open_in`] opened on `t`.
-#[inline]
+#[inline(always)]
 pub(crate) fn close_in(t: &ThreadCounters, start: i64, saved: i64) -> RegionStats {
-    let adjust = t.adjust_net.get();
-    let watermark = (t.peak.get() + adjust).max(t.carry.get());
-    t.carry.set(saved.max(watermark));
-    stats(start, t.net() + adjust, watermark - start)
+    let adjust = get(&t.adjust_net);
+    let watermark = max(get(&t.peak) + adjust, get(&t.carry));
+    set(&t.carry, max(saved, watermark));
+    let end = t.net() + adjust;
+    let increment = end - start;
+    let rise = max(watermark - start, increment);
+    RegionStats {
+        increment,
+        peak: if rise > 0 { rise as u64 } else { 0 },
+        end,
+    }
 }

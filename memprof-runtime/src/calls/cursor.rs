@@ -13,7 +13,8 @@
 use super::frame::Frame;
 use crate::alloc;
 use crate::cells::NO_SAMPLE;
-use crate::region::{Region, Scope, close_in, open_in};
+use crate::owned::{get, set};
+use crate::region::{Region, close_in, open_in};
 use std::cell::Cell;
 
 /// No region open, or no scope-end row.
@@ -77,30 +78,33 @@ impl<'a> Cursor<'a> {
     }
 
     /// Closes the current region and opens cell `next`'s, if it is one.
+    ///
+    /// PERF: the thread-scope step, the common case, is this one function
+    /// with everything in it inlined and no closure or region object, so
+    /// that it stays a few dozen instructions in unoptimized (`cargo test`)
+    /// builds too.
     #[inline(never)]
     fn step(&self, frame: &Frame, next: u32) {
-        if frame.gpu.get() || frame.meta.scope == Scope::Process {
+        if get(&frame.slow) {
             return self.step_slowly(frame, next);
         }
-        // PERF: the thread-scope step, the common case, in one function with
-        // no closure or region object, so that it stays a handful of loads
-        // and stores in unoptimized (`cargo test`) builds too.
-        frame.with_counters(|t| {
-            let cell = self.cell.get();
-            if cell != NO_CELL {
-                let stats = close_in(t, self.start.get(), self.saved.get());
-                frame
-                    .row(cell)
-                    .closed(stats.increment, stats.peak, frame.base.get() + stats.end);
-            }
-            self.cell.set(next);
-            if next != NO_CELL {
-                frame.row(next).opened();
-                let (start, saved) = open_in(t);
-                self.start.set(start);
-                self.saved.set(saved);
-            }
-        })
+        let Some(t) = frame.counters() else {
+            return;
+        };
+        let cell = get(&self.cell);
+        if cell != NO_CELL {
+            let stats = close_in(t, get(&self.start), get(&self.saved));
+            frame
+                .row(cell)
+                .closed(stats.increment, stats.peak, get(&frame.base) + stats.end);
+        }
+        set(&self.cell, next);
+        if next != NO_CELL {
+            frame.row(next).opened();
+            let (start, saved) = open_in(t);
+            set(&self.start, start);
+            set(&self.saved, saved);
+        }
     }
 
     /// [`Cursor::step`] with GPU sampling or a process-wide region: one GPU
@@ -151,7 +155,7 @@ impl<'a> Cursor<'a> {
 impl Drop for Cursor<'_> {
     #[inline]
     fn drop(&mut self) {
-        if self.cell.get() != NO_CELL {
+        if get(&self.cell) != NO_CELL {
             self.leave(NO_CELL);
         }
     }

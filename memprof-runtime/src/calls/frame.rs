@@ -18,6 +18,7 @@ use super::thread::{ThreadFn, thread_fn};
 use crate::alloc::{self, THREAD, ThreadCounters};
 use crate::cells::LineCell;
 use crate::config::ReportMode;
+use crate::owned::get;
 use crate::region::{Region, RegionStats, Scope};
 use std::cell::Cell;
 use std::sync::atomic::Ordering::Relaxed;
@@ -44,6 +45,8 @@ pub(crate) struct Frame {
     /// so `base + context count` is the heap the call sees.
     pub(crate) base: Cell<i64>,
     pub(crate) gpu: Cell<bool>,
+    /// Statements take the slow step: GPU sampling or process scope.
+    pub(crate) slow: Cell<bool>,
     /// A synchronous call that no open call of the function encloses.
     outermost: Cell<bool>,
     /// Counted in its `ThreadFn`'s depth.
@@ -107,7 +110,12 @@ impl Drop for OwnTable {
             let thread_fn = thread_fn(self.meta);
             // SAFETY: a non-null aggregate lives as long as this thread.
             let (target, calls) = match unsafe { thread_fn.as_ref() } {
-                Some(t) => (&t.cells[..], Some(&t.calls)),
+                Some(t) => {
+                    if t.depth.get() == 0 {
+                        t.renew();
+                    }
+                    (&t.cells[..], Some(&t.calls))
+                }
                 // Thread teardown: straight into the retired rows, under
                 // the lock that makes us their only writer.
                 None => (self.meta.retired, None),
@@ -141,6 +149,7 @@ impl Frame {
             nth: Cell::new(0),
             base: Cell::new(0),
             gpu: Cell::new(false),
+            slow: Cell::new(false),
             outermost: Cell::new(false),
             nested_count: Cell::new(false),
         }
@@ -167,6 +176,7 @@ impl Frame {
                 t.depth.set(depth + 1);
                 self.nested_count.set(true);
                 if depth == 0 {
+                    t.renew();
                     self.outermost.set(true);
                     match self.wanted_table() {
                         0 => self.cells.set(t.cells.as_ptr()),
@@ -248,6 +258,7 @@ impl Frame {
         let meta = self.meta;
         let gpu = meta.gpu && crate::gpu::active();
         self.gpu.set(gpu);
+        self.slow.set(gpu || meta.scope == Scope::Process);
         let gpu_start = if gpu { crate::gpu::sample() } else { None };
         self.row(0).opened();
         let region = Region::open(meta.scope);
@@ -310,23 +321,34 @@ impl Frame {
     }
 
     /// Row `cell`. The macro numbers cells below `cell_count`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn row(&self, cell: u32) -> &LineCell {
-        debug_assert!((cell as usize) < self.meta.cell_count());
-        // SAFETY: as in `cells`; `cell` is in range.
-        unsafe { &*self.cells.get().add(cell as usize) }
+        // SAFETY: as in `cells`; generated code passes only cell numbers
+        // below `cell_count`.
+        unsafe { &*get(&self.cells).add(cell as usize) }
     }
 
     /// The counters of the thread running the call.
-    #[inline]
-    pub(crate) fn with_counters<R: Default>(&self, f: impl FnOnce(&ThreadCounters) -> R) -> R {
-        let counters = self.counters.get();
+    /// `None` only on a thread past its thread-locals' end.
+    #[inline(always)]
+    pub(crate) fn counters(&self) -> Option<&ThreadCounters> {
+        let mut counters = get(&self.counters);
         if counters.is_null() {
-            return crate::region::with_thread(f);
+            counters = current_counters();
         }
-        // SAFETY: set at entry from this thread's `THREAD`, which lives as
-        // long as the thread; a synchronous call ends on the thread it
-        // started on.
-        f(unsafe { &*counters })
+        // SAFETY: from this thread's `THREAD`, which lives as long as the
+        // thread: set at entry for a synchronous call (which ends on the
+        // thread it started on), looked up now for an `async fn` call.
+        unsafe { counters.as_ref() }
     }
+}
+
+/// The calling thread's counters, for calls that may change threads; null
+/// past the thread-locals' end.
+#[cold]
+#[inline(never)]
+fn current_counters() -> *const ThreadCounters {
+    THREAD
+        .try_with(|t| t as *const ThreadCounters)
+        .unwrap_or(std::ptr::null())
 }

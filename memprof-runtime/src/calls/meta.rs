@@ -41,6 +41,9 @@ pub struct FnMeta {
     pub(crate) tables: AtomicU64,
     /// Outermost calls made by threads that have ended.
     pub(crate) retired_calls: AtomicU64,
+    /// Bumped by `memprof::reset`: a thread's aggregate of an older
+    /// generation counts as empty, and its owner clears it at its next call.
+    pub(crate) generation: AtomicU64,
     /// The live threads' aggregates; also serializes folding an ending
     /// thread's figures into `retired`.
     pub(crate) threads: Mutex<Vec<ThreadFnPtr>>,
@@ -81,6 +84,7 @@ impl FnMeta {
             id: AtomicU32::new(0),
             tables: AtomicU64::new(0),
             retired_calls: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -126,9 +130,13 @@ impl FnMeta {
         let threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         let mut rows: Vec<RowFigures> = self.retired.iter().map(LineCell::read).collect();
         let mut calls = self.retired_calls.load(Relaxed);
+        let generation = self.generation.load(Relaxed);
         for thread in threads.iter() {
             // SAFETY: listed aggregates are alive while the lock is held.
             let thread = unsafe { &*thread.0 };
+            if thread.generation.load(Relaxed) != generation {
+                continue;
+            }
             calls += thread.calls.load(Relaxed);
             for (sum, cell) in rows.iter_mut().zip(thread.cells.iter()) {
                 sum.add(&cell.read());
@@ -137,19 +145,15 @@ impl FnMeta {
         (rows, calls)
     }
 
-    /// Clears every figure and call count (`memprof::reset`).
+    /// Clears every figure and call count (`memprof::reset`). Live threads'
+    /// aggregates are left to their owners (see `generation`), so that only
+    /// a cell's owner ever writes it.
     pub(crate) fn clear(&self) {
-        let threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let _threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         self.retired.iter().for_each(LineCell::clear);
         self.retired_calls.store(0, Relaxed);
         self.tables.store(0, Relaxed);
-        for thread in threads.iter() {
-            // SAFETY: as in `totals`. Clearing races only with the owner's
-            // own writes, as a reset during concurrent calls always would.
-            let thread = unsafe { &*thread.0 };
-            thread.calls.store(0, Relaxed);
-            thread.cells.iter().for_each(LineCell::clear);
-        }
+        self.generation.fetch_add(1, Relaxed);
     }
 }
 

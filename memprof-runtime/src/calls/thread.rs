@@ -7,6 +7,7 @@
 use super::meta::{FnMeta, ThreadFnPtr};
 use crate::alloc::untracked;
 use crate::cells::LineCell;
+use crate::owned::load_u64;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
@@ -18,6 +19,9 @@ pub(crate) struct ThreadFn {
     pub(crate) calls: AtomicU64,
     /// One row per cell. Written by the owner only (see `LineCell`).
     pub(crate) cells: Box<[LineCell]>,
+    /// The `FnMeta::generation` these figures belong to. Written by the
+    /// owner only.
+    pub(crate) generation: AtomicU64,
     /// Synchronous calls of the function open on the owner's stack.
     pub(crate) depth: Cell<u32>,
     /// Where the outermost open call records its rows, for the calls nested
@@ -28,6 +32,25 @@ pub(crate) struct ThreadFn {
 // SAFETY: other threads touch only `calls` and `cells`, which are atomics;
 // `depth` and `target` are read and written by the owning thread alone.
 unsafe impl Sync for ThreadFn {}
+
+impl ThreadFn {
+    /// Clears the figures if `memprof::reset` ran since they were made
+    /// (owner only; between calls, or the open ones would lose rows).
+    #[inline]
+    pub(crate) fn renew(&self) {
+        let generation = self.meta.generation.load(Relaxed);
+        if load_u64(&self.generation) != generation {
+            self.restart(generation);
+        }
+    }
+
+    #[cold]
+    fn restart(&self, generation: u64) {
+        self.cells.iter().for_each(LineCell::clear);
+        self.calls.store(0, Relaxed);
+        self.generation.store(generation, Relaxed);
+    }
+}
 
 /// The calling thread's aggregates, indexed by `FnMeta::id - 1`.
 struct ThreadTable {
@@ -95,6 +118,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
             meta,
             calls: AtomicU64::new(0),
             cells: LineCell::row_set(meta.cell_count()),
+            generation: AtomicU64::new(meta.generation.load(Relaxed)),
             depth: Cell::new(0),
             target: Cell::new(std::ptr::null()),
         }));
@@ -122,6 +146,9 @@ fn retire(thread_fn: *const ThreadFn) {
     threads.retain(|listed| listed.0 != thread_fn);
     // SAFETY: unlisted under the lock, so no reader can reach it any more.
     let owned = unsafe { Box::from_raw(thread_fn.cast_mut()) };
+    if owned.generation.load(Relaxed) != meta.generation.load(Relaxed) {
+        return;
+    }
     for (sum, cell) in meta.retired.iter().zip(owned.cells.iter()) {
         sum.absorb(&cell.read());
     }

@@ -1,0 +1,113 @@
+//! What a profiled call and a profiled statement cost, next to the same code
+//! unprofiled, in whatever profile this is built in. Run by
+//! benches/call_cost.rs; prints one `name value` line per figure, in
+//! nanoseconds.
+//!
+//! Usage: `memprof-call-cost <calls> <rounds>`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+/// The 3-statement function.
+#[inline(never)]
+fn plain(x: u64) -> u64 {
+    let a = x * 3;
+    let b = a ^ (a >> 7);
+    b + 1
+}
+
+#[inline(never)]
+#[memprof::profile]
+fn profiled(x: u64) -> u64 {
+    let a = x * 3;
+    let b = a ^ (a >> 7);
+    b + 1
+}
+
+/// A loop whose body binds a local, so that its block has a scope-end row:
+/// three probes per iteration.
+#[inline(never)]
+fn plain_loop(n: u64) -> u64 {
+    let mut sum = 0u64;
+    for i in 0..n {
+        let x = black_box(i ^ sum);
+        sum = sum.wrapping_add(x);
+    }
+    sum
+}
+
+#[inline(never)]
+#[memprof::profile]
+fn profiled_loop(n: u64) -> u64 {
+    let mut sum = 0u64;
+    for i in 0..n {
+        let x = black_box(i ^ sum);
+        sum = sum.wrapping_add(x);
+    }
+    sum
+}
+
+/// Iterations per call of the loops.
+const LOOP: u64 = 1000;
+
+/// Probes per iteration of `profiled_loop`: two statements and the body's
+/// closing brace.
+const PROBES_PER_ITERATION: f64 = 3.0;
+
+/// Nanoseconds per call of `f` over `calls` calls on each of `threads`
+/// threads started together.
+fn per_call(f: fn(u64) -> u64, calls: u64, threads: usize) -> f64 {
+    let run = move || {
+        let mut acc = 0u64;
+        for i in 0..calls {
+            acc = acc.wrapping_add(f(black_box(i)));
+        }
+        black_box(acc);
+    };
+    let start = Instant::now();
+    if threads == 1 {
+        run();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(run);
+            }
+        });
+    }
+    start.elapsed().as_nanos() as f64 / calls as f64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().expect("a number"));
+    let calls = args.next().unwrap_or(2_000_000);
+    let rounds = args.next().unwrap_or(9) as usize;
+    // Warm up: the first call of each function sets up its thread's state.
+    per_call(profiled, 1000, 1);
+    per_call(profiled, 1000, 2);
+    per_call(plain, 1000, 1);
+    // Interleaved rounds; each figure is the median of the within-round
+    // differences, which keeps it steady on a shared machine.
+    let (mut one, mut two, mut one_plain, mut probe) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..rounds {
+        let p1 = per_call(plain, calls, 1);
+        let m1 = per_call(profiled, calls, 1);
+        let p2 = per_call(plain, calls, 2);
+        let m2 = per_call(profiled, calls, 2);
+        let lp = per_call(|_| plain_loop(LOOP), calls / LOOP, 1) / LOOP as f64;
+        let lm = per_call(|_| profiled_loop(LOOP), calls / LOOP, 1) / LOOP as f64;
+        one.push(m1 - p1);
+        two.push(m2 - p2);
+        one_plain.push(p1);
+        probe.push((lm - lp) / PROBES_PER_ITERATION);
+    }
+    let (one, two) = (median(one), median(two));
+    println!("plain_call {:.2}", median(one_plain));
+    println!("call_overhead {one:.2}");
+    println!("call_overhead_2_threads {two:.2}");
+    println!("probe {:.2}", median(probe));
+}
