@@ -128,18 +128,27 @@ fn child_memit() {
 }
 
 #[test]
-fn memit_prints_peak_and_increment() {
+fn child_memit_frees() {
+    if is_child() {
+        let v = vec![0u8; 1 << 20];
+        memit!(drop(v));
+    }
+}
+
+/// The `memit!` lines of a child's output, from `peak memory:` on (libtest
+/// may start the line with `test child_memit ... `).
+fn memit_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| l.find("peak memory:").map(|at| l[at..].to_owned()))
+        .collect()
+}
+
+#[test]
+fn memit_prints_peak_increment_and_the_net_change() {
     let (out, _) = run_child("child_memit", &[("MEMPROF_UNIT", "B")]);
-    // libtest may start the line with `test child_memit ... `.
-    let lines: Vec<&str> = out
-        .lines()
-        .filter_map(|l| l.find("peak memory:").map(|at| &l[at..]))
-        .collect();
+    let lines = memit_lines(&out);
     assert_eq!(lines.len(), 2, "{out}");
-    // Increment is the peak minus the heap before, as %memit defines it: for
-    // a freed temporary it is still the temporary's size.
-    assert!(lines[0].ends_with(", increment: 1048576 B"), "{}", lines[0]);
-    assert!(lines[1].ends_with(", increment: 3000 B"), "{}", lines[1]);
+    // The peak counts what the process held before, which libtest decides.
     let peak = |line: &str| -> u64 {
         line["peak memory: ".len()..]
             .split(' ')
@@ -148,7 +157,29 @@ fn memit_prints_peak_and_increment() {
             .parse()
             .unwrap()
     };
-    assert!(peak(lines[0]) >= 1 << 20);
+    let (first, second) = (peak(&lines[0]), peak(&lines[1]));
+    assert!(first >= 1 << 20);
+    // Increment is the peak minus the heap before, as %memit defines it: for
+    // a freed temporary it is still the temporary's size. The net change,
+    // which tables and `measure` call increment, follows in parentheses.
+    assert_eq!(
+        lines[0],
+        format!("peak memory: {first} B, increment: 1048576 B (net 1048576 B kept)")
+    );
+    assert_eq!(
+        lines[1],
+        format!("peak memory: {second} B, increment: 3000 B (net 0 B kept)")
+    );
+    // A blank line ends each, so that a table printed next stands apart.
+    assert!(out.contains("(net 0 B kept)\n\n"), "{out}");
+
+    let (out, _) = run_child("child_memit_frees", &[("MEMPROF_UNIT", "B")]);
+    let lines = memit_lines(&out);
+    let heap = peak(&lines[0]);
+    assert_eq!(
+        lines,
+        [format!("peak memory: {heap} B, increment: 0 B (net 1048576 B freed)")]
+    );
 }
 
 #[test]
