@@ -479,3 +479,44 @@ Filename: src/lib.rs   Function: app::large   Calls: 1
     );
     assert_eq!(&tables[..expected.len()], expected, "{out}");
 }
+
+/// The fenced block that follows `after` in `text`.
+fn block_after<'a>(text: &'a str, after: &str) -> &'a str {
+    let rest = &text[text.find(after).unwrap_or_else(|| panic!("no {after:?}"))..];
+    let fence = rest.find("```").unwrap();
+    let body = fence + rest[fence..].find('\n').unwrap() + 1;
+    &rest[body..body + rest[body..].find("```").unwrap()]
+}
+
+#[test]
+fn readme_quick_start_is_the_example_and_what_it_prints() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = &readme[readme.find("## Quick start").unwrap()..];
+    let example = std::fs::read_to_string(root.join("examples/quickstart.rs")).unwrap();
+    // The example without its `//!` line.
+    assert_eq!(
+        block_after(section, "```rust"),
+        example.split_once('\n').unwrap().1
+    );
+    let out = Command::new(env!("CARGO"))
+        .args(["run", "--quiet", "--example", "quickstart"])
+        .current_dir(root)
+        .env_remove("MEMPROF")
+        .env_remove("MEMPROF_REPORT")
+        .env_remove("MEMPROF_UNIT")
+        .env_remove("MEMPROF_PRECISION")
+        .env_remove("MEMPROF_OUTPUT")
+        .env_remove("MEMPROF_MIN_INCREMENT")
+        .env_remove("MEMPROF_JSON")
+        // The README shows a machine without a GPU.
+        .env("MEMPROF_GPU", "off")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        block_after(section, "`cargo run --example quickstart` prints"),
+        printed
+    );
+}
