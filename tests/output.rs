@@ -178,7 +178,9 @@ fn memit_prints_peak_increment_and_the_net_change() {
     let heap = peak(&lines[0]);
     assert_eq!(
         lines,
-        [format!("peak memory: {heap} B, increment: 0 B (net 1048576 B freed)")]
+        [format!(
+            "peak memory: {heap} B, increment: 0 B (net 1048576 B freed)"
+        )]
     );
 }
 

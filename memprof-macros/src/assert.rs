@@ -118,7 +118,10 @@ impl Condition {
                     (SizeError::UnknownUnit(_), Some(unit)) => unit.span(),
                     _ => span,
                 };
-                syn::Error::new(span, format!("`assert_memory!` bound on `{quantity}`: {message}{hint}"))
+                syn::Error::new(
+                    span,
+                    format!("`assert_memory!` bound on `{quantity}`: {message}{hint}"),
+                )
             })?
         };
         // Bytes (or a count) as an `i128` literal, negated as written.

@@ -177,10 +177,7 @@ mod tests {
             parse_size("1.5.2 MiB"),
             Err(MalformedNumber("1.5.2".into()))
         );
-        assert_eq!(
-            parse_size("12 parsecs"),
-            Err(UnknownUnit("parsecs".into()))
-        );
+        assert_eq!(parse_size("12 parsecs"), Err(UnknownUnit("parsecs".into())));
         assert_eq!(parse_size("12 TB"), Err(UnknownUnit("TB".into())));
         assert_eq!(parse_size("1,5 MiB"), Err(UnknownUnit(",5 MiB".into())));
         assert_eq!(parse_size("99999999999 GiB"), Err(TooLarge));

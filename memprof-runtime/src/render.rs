@@ -57,14 +57,20 @@ pub(crate) fn table(
     settings: &RenderSettings,
 ) -> String {
     let gpu = function.gpu.is_some();
-    let mut header = vec!["Line #", "Mem usage", "Increment", "Peak", "Occurrences"];
-    // Which figure columns can hold a negative number.
-    let mut signed = vec![false, false, true, false, false];
+    // Each column before the contents, with the width its figures take at
+    // least (0 for counts, which their header covers).
+    let (unsigned, signed) = (figure_width(settings, false), figure_width(settings, true));
+    let mut columns = vec![
+        ("Line #", 0),
+        ("Mem usage", unsigned),
+        ("Increment", signed),
+        ("Peak", unsigned),
+        ("Occurrences", 0),
+    ];
     if gpu {
-        header.extend(["GPU usage", "GPU increment"]);
-        signed.extend([false, true]);
+        columns.extend([("GPU usage", unsigned), ("GPU increment", signed)]);
     }
-    let figures = header.len();
+    let figures = columns.len();
     let fn_row = function.lines.iter().position(|l| l.increment.is_some());
     let mut records: Vec<Vec<String>> = Vec::new();
     for (i, line) in function.lines.iter().enumerate() {
@@ -92,16 +98,16 @@ pub(crate) fn table(
             record.push(figure(line.gpu_increment));
         }
         // NOTE: tabs would throw the columns off.
-        record.push(truncate(&line.contents.replace('\t', "    "), CONTENTS_WIDTH));
+        record.push(truncate(
+            &line.contents.replace('\t', "    "),
+            CONTENTS_WIDTH,
+        ));
         records.push(record);
     }
     // Figure columns: as wide as their header, a figure of ordinary size, and
     // any wider figure this table holds; right-aligned here.
-    for column in 0..figures {
-        let mut width = header[column].len();
-        if (1..figures).contains(&column) && column != 4 {
-            width = width.max(figure_width(settings, signed[column]));
-        }
+    for (column, &(name, least)) in columns.iter().enumerate() {
+        let mut width = name.len().max(least);
         for record in &records {
             width = width.max(record[column].chars().count());
         }
@@ -111,9 +117,8 @@ pub(crate) fn table(
     }
 
     let mut builder = Builder::default();
-    let mut header: Vec<String> = header.into_iter().map(str::to_owned).collect();
-    header.push("Line Contents".to_owned());
-    builder.push_record(header);
+    let header = columns.iter().map(|&(name, _)| name);
+    builder.push_record(header.chain(["Line Contents"]));
     for record in records {
         builder.push_record(record);
     }

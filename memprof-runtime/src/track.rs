@@ -111,7 +111,9 @@ fn listing(mut rows: Vec<ClassRow>, bytes: &dyn Fn(i64) -> String) -> String {
             let (count, total) = rest
                 .iter()
                 .filter(|r| r.mark == mark)
-                .fold((0u64, 0u64), |(n, b), r| (n + u64::from(r.count), b + r.bytes));
+                .fold((0u64, 0u64), |(n, b), r| {
+                    (n + u64::from(r.count), b + r.bytes)
+                });
             if count > 0 {
                 sums.push(format!("{mark} {count} {what}, {}", bytes(total as i64)));
             }
@@ -170,7 +172,12 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
                         let count = counts[k].get();
                         if count > 0 {
                             let bytes = totals[k].get();
-                            rows.push(ClassRow { mark, class: k, count, bytes });
+                            rows.push(ClassRow {
+                                mark,
+                                class: k,
+                                count,
+                                bytes,
+                            });
                         }
                     }
                 }

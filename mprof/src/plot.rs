@@ -244,7 +244,12 @@ impl Scene {
             Some(window) => window,
             None => (0.0, if span > 0.0 { span } else { 1.0 }),
         };
-        let names = file_labels(&profiles.iter().map(|p| p.path.as_path()).collect::<Vec<_>>());
+        let names = file_labels(
+            &profiles
+                .iter()
+                .map(|p| p.path.as_path())
+                .collect::<Vec<_>>(),
+        );
         for (index, profile) in profiles.iter().enumerate() {
             let prefix = if single {
                 String::new()
@@ -551,16 +556,18 @@ fn legend_capacity() -> usize {
 /// whose differing part is empty keeps its file name, and a file given twice
 /// gets `#1`, `#2`.
 fn file_labels(paths: &[&Path]) -> Vec<String> {
-    let texts: Vec<String> = paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let texts: Vec<String> = paths
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
     let words: Vec<Vec<(usize, usize)>> = texts.iter().map(|t| words(t)).collect();
     let word = |file: usize, i: usize| {
         let (start, end) = words[file][i];
         &texts[file][start..end]
     };
     let shortest = words.iter().map(Vec::len).min().unwrap_or(0);
-    let all_same = |at: &dyn Fn(usize) -> usize| {
-        (1..texts.len()).all(|f| word(f, at(f)) == word(0, at(0)))
-    };
+    let all_same =
+        |at: &dyn Fn(usize) -> usize| (1..texts.len()).all(|f| word(f, at(f)) == word(0, at(0)));
     let mut head = 0;
     while head < shortest && all_same(&|_| head) {
         head += 1;
@@ -1013,9 +1020,7 @@ mod tests {
 
     #[test]
     fn overlaid_files_are_told_apart() {
-        let labels = |paths: &[&str]| {
-            file_labels(&paths.iter().map(Path::new).collect::<Vec<_>>())
-        };
+        let labels = |paths: &[&str]| file_labels(&paths.iter().map(Path::new).collect::<Vec<_>>());
         assert_eq!(
             labels(&["mprofile_20261123172000.dat", "mprofile_20261123172005.dat"]),
             ["17:20:00", "17:20:05"]
