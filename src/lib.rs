@@ -72,11 +72,13 @@
 #[doc(inline)]
 pub use memprof_macros::profile;
 
-/// Evaluates an expression, prints `peak memory: X, increment: Y` as IPython's
-/// `%memit` does, and returns its value.
+/// Evaluates an expression, prints `peak memory: X, increment: Y (net Z
+/// kept)` as IPython's `%memit` does, and returns its value.
 ///
 /// X is the process heap at the highest point during the expression, Y is X
-/// minus the heap before it, both from the calling thread's exact counts.
+/// minus the heap before it, both from the calling thread's exact counts. Z
+/// is the net change, which tables and [`measure`] call the increment
+/// (`freed` instead of `kept` when it is negative).
 ///
 /// Without the `enabled` feature, `memit!(e)` is `e` and prints nothing.
 ///

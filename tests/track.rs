@@ -41,7 +41,7 @@ fn checkpoints_list_allocations_and_frees_by_size_class() {
     let lines: Vec<&str> = out
         .lines()
         .skip_while(|l| !l.contains("At tests/track.rs"))
-        .take_while(|l| !l.is_empty() && !l.starts_with("ok"))
+        .take_while(|l| !l.starts_with("ok"))
         .collect();
     let at = |l: &str| l[l.find("At ").unwrap()..].to_owned();
     // The source lines of the three checkpoints in `child_checkpoints`.
@@ -62,17 +62,19 @@ fn checkpoints_list_allocations_and_frees_by_size_class() {
         lines[0].ends_with("(first checkpoint on this thread)"),
         "{out}"
     );
-    assert!(at(lines[1]).starts_with(&prefix(1)), "{out}");
-    assert!(at(lines[6]).starts_with(&prefix(2)), "{out}");
+    // A blank line ends each checkpoint.
+    assert_eq!([lines[1], lines[7], lines[11]], ["", "", ""], "{out}");
+    assert!(at(lines[2]).starts_with(&prefix(1)), "{out}");
+    assert!(at(lines[8]).starts_with(&prefix(2)), "{out}");
     // Three 1 MiB buffers and the 72-byte Vec holding them are kept; the
     // 300 KiB buffer came and went.
     assert!(
-        lines[1].ends_with("(+3072.1 KiB since last)"),
+        lines[2].ends_with("(+3072.1 KiB since last)"),
         "{}",
-        lines[1]
+        lines[2]
     );
     assert_eq!(
-        &lines[2..6],
+        &lines[3..7],
         [
             "+ 1 × [64 B, 128 B) = 0.1 KiB",
             "+ 1 × [256 KiB, 512 KiB) = 300.0 KiB",
@@ -82,12 +84,12 @@ fn checkpoints_list_allocations_and_frees_by_size_class() {
         "{out}"
     );
     assert!(
-        lines[6].ends_with("(-3072.1 KiB since last)"),
+        lines[8].ends_with("(-3072.1 KiB since last)"),
         "{}",
-        lines[6]
+        lines[8]
     );
     assert_eq!(
-        &lines[7..9],
+        &lines[9..11],
         [
             "- 1 × [64 B, 128 B) = 0.1 KiB",
             "- 3 × [1 MiB, 2 MiB) = 3072.0 KiB"
@@ -130,8 +132,10 @@ fn checkpoints_can_append_to_a_file() {
         lines[1].ends_with("(first checkpoint on this thread)"),
         "{log}"
     );
-    assert!(lines[2].ends_with("(+4.0 KiB since last)"), "{log}");
-    assert_eq!(lines[3], "+ 1 × [4 KiB, 8 KiB) = 4.0 KiB");
+    // A blank line ends each checkpoint.
+    assert_eq!(lines[2], "", "{log}");
+    assert!(lines[3].ends_with("(+4.0 KiB since last)"), "{log}");
+    assert_eq!(lines[4..], ["+ 1 × [4 KiB, 8 KiB) = 4.0 KiB", ""]);
     std::fs::remove_file(path).unwrap();
 }
 
@@ -156,4 +160,52 @@ fn checkpoints_count_only_their_own_thread() {
     assert!(second.contains(" B since last)"), "{log}");
     assert!(!log.contains("MiB"), "{log}");
     std::fs::remove_file(path).unwrap();
+}
+
+#[memprof::profile]
+fn after_a_checkpoint() -> usize {
+    let v = vec![0u8; 100];
+    v.len()
+}
+
+#[test]
+fn child_string_growth() {
+    if is_child() {
+        memprof::track!();
+        let mut s = String::new();
+        for _ in 0..1 << 20 {
+            s.push('x');
+        }
+        memprof::track!();
+        drop(black_box(s));
+        after_a_checkpoint();
+    }
+}
+
+#[test]
+fn a_long_listing_is_cut_and_a_blank_line_ends_it() {
+    let out = run_child("child_string_growth");
+    let second = out.find("(+1024.0 KiB since last)\n").unwrap();
+    let listing = &out[second..];
+    let listing = &listing[listing.find('\n').unwrap() + 1..];
+    // Growing a String one push at a time reallocates through every size
+    // class from 8 B to 1 MiB; the nine with the most bytes are listed, the
+    // other 26 summed. Then a blank line, before the next table.
+    assert_eq!(
+        &listing[..listing.find("Filename:").unwrap_or(listing.len())],
+        "\
++ 1 × [64 KiB, 128 KiB) = 64.0 KiB
++ 1 × [128 KiB, 256 KiB) = 128.0 KiB
++ 1 × [256 KiB, 512 KiB) = 256.0 KiB
++ 1 × [512 KiB, 1 MiB) = 512.0 KiB
++ 1 × [1 MiB, 2 MiB) = 1024.0 KiB
+- 1 × [64 KiB, 128 KiB) = 64.0 KiB
+- 1 × [128 KiB, 256 KiB) = 128.0 KiB
+- 1 × [256 KiB, 512 KiB) = 256.0 KiB
+- 1 × [512 KiB, 1 MiB) = 512.0 KiB
+... and 26 more size classes: + 13 allocations, 64.0 KiB; - 13 frees, 64.0 KiB
+
+",
+        "{out}"
+    );
 }

@@ -7,6 +7,8 @@ use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Token};
 
+use crate::size::{SizeError, parse_size};
+
 struct Condition {
     quantity: Ident,
     comparison: TokenStream,
@@ -94,11 +96,42 @@ impl Condition {
         let span = unit
             .as_ref()
             .map_or(span, |u| span.join(u.span()).unwrap_or(span));
-        let sign = if negative { quote!(-) } else { quote!() };
-        // Parsed by the runtime's const parser while compiling: a malformed
-        // size fails the build, pointing here.
-        let bound =
-            quote_spanned!(span=> #sign (::memprof::__private::size_or_panic(#text) as i128));
+        let bytes = if is_count {
+            // A whole number, checked above.
+            text.parse::<u64>().map_err(|_| {
+                syn::Error::new(
+                    span,
+                    format!("`assert_memory!`: `{quantity}` bound {text} is too large for a count"),
+                )
+            })?
+        } else {
+            parse_size(&text).map_err(|err| {
+                let hint = if err == SizeError::Negative {
+                    "; a negative bound is written `-5 MiB`"
+                } else {
+                    ""
+                };
+                let message = err.describe(&text);
+                // NOTE: a number and its unit are two tokens, which only
+                // nightly can join into one span: point at the part at fault.
+                let span = match (&err, &unit) {
+                    (SizeError::UnknownUnit(_), Some(unit)) => unit.span(),
+                    _ => span,
+                };
+                syn::Error::new(
+                    span,
+                    format!("`assert_memory!` bound on `{quantity}`: {message}{hint}"),
+                )
+            })?
+        };
+        // Bytes (or a count) as an `i128` literal, negated as written.
+        let mut literal = proc_macro2::Literal::i128_suffixed(i128::from(bytes));
+        literal.set_span(span);
+        let bound = if negative {
+            quote!(-#literal)
+        } else {
+            quote!(#literal)
+        };
         Ok(Condition {
             quantity,
             comparison,

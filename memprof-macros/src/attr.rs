@@ -1,5 +1,6 @@
 //! Arguments of `#[profile(...)]`.
 
+use crate::size::Size;
 use proc_macro2::Span;
 use syn::parse::{Parse, ParseStream};
 use syn::{LitStr, Token};
@@ -22,10 +23,10 @@ pub(crate) enum Scope {
 #[derive(Default)]
 pub(crate) struct ProfileArgs {
     pub(crate) scope: Scope,
-    /// Highest rise a call may reach, as written (`limit = "24 MiB"`).
-    pub(crate) limit: Option<LitStr>,
+    /// Highest rise a call may reach (`limit = "24 MiB"`).
+    pub(crate) limit: Option<Size>,
     /// Net bytes a call may leave allocated (`max_retained = "1 MiB"`).
-    pub(crate) max_retained: Option<LitStr>,
+    pub(crate) max_retained: Option<Size>,
     /// `gpu = false` turns GPU sampling off for the function.
     pub(crate) gpu: Option<syn::LitBool>,
 }
@@ -52,12 +53,12 @@ impl Parse for ProfileArgs {
             } else if lookahead.peek(kw::limit) {
                 let key = input.parse::<kw::limit>()?;
                 input.parse::<Token![=]>()?;
-                let value = string_value(input, "limit", "a size such as `\"24 MiB\"`")?;
+                let value = size_value(input, "limit", "`\"24 MiB\"`")?;
                 set_once(&mut args.limit, value, "limit", key.span)?;
             } else if lookahead.peek(kw::max_retained) {
                 let key = input.parse::<kw::max_retained>()?;
                 input.parse::<Token![=]>()?;
-                let value = string_value(input, "max_retained", "a size such as `\"1 MiB\"`")?;
+                let value = size_value(input, "max_retained", "`\"1 MiB\"`")?;
                 set_once(&mut args.max_retained, value, "max_retained", key.span)?;
             } else if lookahead.peek(kw::gpu) {
                 let key = input.parse::<kw::gpu>()?;
@@ -102,7 +103,17 @@ fn string_value(input: ParseStream<'_>, name: &str, expected: &str) -> syn::Resu
     }
 }
 
-fn set_once(slot: &mut Option<LitStr>, value: LitStr, name: &str, key: Span) -> syn::Result<()> {
+/// The size after `name =`, parsed now: a bad one is an error at its string.
+fn size_value(input: ParseStream<'_>, name: &str, example: &str) -> syn::Result<Size> {
+    let lit = string_value(input, name, &format!("a size such as {example}"))?;
+    Size::parse(
+        &lit.value(),
+        lit.span(),
+        &format!("`#[profile]` argument `{name}`"),
+    )
+}
+
+fn set_once(slot: &mut Option<Size>, value: Size, name: &str, key: Span) -> syn::Result<()> {
     if slot.replace(value).is_some() {
         return Err(syn::Error::new(
             key,

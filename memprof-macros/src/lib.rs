@@ -10,8 +10,8 @@
 
 mod assert;
 mod attr;
-mod disabled;
 mod expand;
+mod size;
 
 use proc_macro::TokenStream;
 

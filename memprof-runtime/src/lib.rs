@@ -63,6 +63,5 @@ pub mod __private {
     pub use crate::region::Scope;
     pub use crate::tls::{give_up as give_up_tls_shortcut, in_use as tls_shortcut_in_use};
     pub use crate::track::track;
-    pub use crate::units::size_or_panic;
     pub use inventory;
 }

@@ -188,10 +188,17 @@ fn print_memit(heap_before: i64, stats: &Measurement) {
         }
         let settings = crate::settings::get().render;
         let peak = heap_before.max(0) as u64 + stats.peak;
+        // NOTE: "increment" keeps %memit's meaning (peak minus start); the
+        // net change, which tables and `measure` call increment, is named.
+        let (net, kept) = match stats.increment {
+            n if n < 0 => (n.saturating_neg(), "freed"),
+            n => (n, "kept"),
+        };
         let mut line = format!(
-            "peak memory: {}, increment: {}",
+            "peak memory: {}, increment: {} (net {} {kept})",
             crate::render::bytes(peak as i64, &settings),
             crate::render::bytes(stats.peak as i64, &settings),
+            crate::render::bytes(net, &settings),
         );
         if let (Some(peak), Some(increment)) = (stats.gpu_peak, stats.gpu_increment) {
             line.push_str(&format!(
@@ -200,7 +207,9 @@ fn print_memit(heap_before: i64, stats: &Measurement) {
                 crate::render::bytes(increment, &settings),
             ));
         }
-        line.push('\n');
+        // A blank line after, as after a table, so that a table printed next
+        // does not run into it.
+        line.push_str("\n\n");
         emit(&line);
     });
 }

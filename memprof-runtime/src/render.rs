@@ -4,7 +4,6 @@ use crate::config::{RenderSettings, Unit};
 use crate::report::FunctionReport;
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
-use tabled::settings::style::HorizontalLine;
 use tabled::settings::{Alignment, Modify, Style};
 
 /// Writes a byte count in `settings`' unit, e.g. `1.5 MiB`, `-512 B`.
@@ -26,6 +25,31 @@ fn auto_unit(n: u64) -> Unit {
     }
 }
 
+/// Source text beyond this many columns is cut, ending in `…`: rustfmt's
+/// default `max_width`, so formatted code shows whole.
+pub(crate) const CONTENTS_WIDTH: usize = 100;
+
+/// The widest figure `settings` writes for a heap of ordinary size: four
+/// digits (auto units switch at 1024), the decimals, a unit of up to three
+/// letters, and a sign where the column has one. Figure columns are at least
+/// this wide, so that tables line up with one another.
+fn figure_width(settings: &RenderSettings, signed: bool) -> usize {
+    let decimals = match (settings.unit, settings.precision) {
+        (Some(Unit::B), _) | (_, 0) => 0,
+        (_, p) => p + 1,
+    };
+    usize::from(signed) + 4 + decimals + 4
+}
+
+/// `text` cut to `width` display columns, the last one an ellipsis.
+fn truncate(text: &str, width: usize) -> String {
+    use tabled::settings::width::Truncate;
+    if tabled::grid::util::string::get_text_width(text) <= width {
+        return text.to_owned();
+    }
+    format!("{}…", Truncate::truncate(text, width - 1))
+}
+
 /// A function's table in memory_profiler's shape.
 pub(crate) fn table(
     function: &FunctionReport,
@@ -33,14 +57,22 @@ pub(crate) fn table(
     settings: &RenderSettings,
 ) -> String {
     let gpu = function.gpu.is_some();
-    let mut builder = Builder::default();
-    let mut header = vec!["Line #", "Mem usage", "Increment", "Peak", "Occurrences"];
+    // Each column before the contents, with the width its figures take at
+    // least (0 for counts, which their header covers).
+    let (unsigned, signed) = (figure_width(settings, false), figure_width(settings, true));
+    let mut columns = vec![
+        ("Line #", 0),
+        ("Mem usage", unsigned),
+        ("Increment", signed),
+        ("Peak", unsigned),
+        ("Occurrences", 0),
+    ];
     if gpu {
-        header.extend(["GPU usage", "GPU increment"]);
+        columns.extend([("GPU usage", unsigned), ("GPU increment", signed)]);
     }
-    header.push("Line Contents");
-    builder.push_record(header);
+    let figures = columns.len();
     let fn_row = function.lines.iter().position(|l| l.increment.is_some());
+    let mut records: Vec<Vec<String>> = Vec::new();
     for (i, line) in function.lines.iter().enumerate() {
         if let Some(min) = settings.min_increment {
             let loud = line.increment.is_some_and(|v| v.unsigned_abs() >= min)
@@ -66,13 +98,33 @@ pub(crate) fn table(
             record.push(figure(line.gpu_increment));
         }
         // NOTE: tabs would throw the columns off.
-        record.push(line.contents.replace('\t', "    "));
+        record.push(truncate(
+            &line.contents.replace('\t', "    "),
+            CONTENTS_WIDTH,
+        ));
+        records.push(record);
+    }
+    // Figure columns: as wide as their header, a figure of ordinary size, and
+    // any wider figure this table holds; right-aligned here.
+    for (column, &(name, least)) in columns.iter().enumerate() {
+        let mut width = name.len().max(least);
+        for record in &records {
+            width = width.max(record[column].chars().count());
+        }
+        for record in &mut records {
+            record[column] = format!("{:>width$}", record[column]);
+        }
+    }
+
+    let mut builder = Builder::default();
+    let header = columns.iter().map(|&(name, _)| name);
+    builder.push_record(header.chain(["Line Contents"]));
+    for record in records {
         builder.push_record(record);
     }
-    let figures = if gpu { 7 } else { 5 };
     let mut table = builder.build();
     table
-        .with(Style::blank().horizontals([(1, HorizontalLine::new('=').intersection('='))]))
+        .with(Style::blank())
         .with(Modify::new(Columns::new(0..figures)).with(Alignment::right()))
         .with(Modify::new(Columns::new(figures..)).with(Alignment::left()));
 
@@ -94,8 +146,18 @@ pub(crate) fn table(
         out.push('\n');
     }
     out.push('\n');
-    for line in table.to_string().lines() {
-        out.push_str(line.trim_end());
+    let text = table.to_string();
+    let mut lines = text.lines().map(str::trim_end);
+    if let Some(header) = lines.next() {
+        // The rule spans the header, as memory_profiler's does, not the
+        // longest source line.
+        out.push_str(header);
+        out.push('\n');
+        out.push_str(&"=".repeat(header.len()));
+        out.push('\n');
+    }
+    for line in lines {
+        out.push_str(line);
         out.push('\n');
     }
     out

@@ -70,6 +70,62 @@ fn power_of_two(k: usize) -> String {
     }
 }
 
+/// A checkpoint lists at most this many lines of size classes.
+const LISTED_CLASSES: usize = 10;
+
+/// Allocations (`+`) or frees (`-`) of one size class since the previous
+/// checkpoint.
+struct ClassRow {
+    mark: char,
+    class: usize,
+    count: u32,
+    bytes: u64,
+}
+
+/// The `+`/`-` lines, allocations first, each by ascending size class. Past
+/// [`LISTED_CLASSES`] lines, the classes with the most bytes are listed and
+/// the rest summed on a last line: growing a `String` one push at a time
+/// touches some forty classes.
+fn listing(mut rows: Vec<ClassRow>, bytes: &dyn Fn(i64) -> String) -> String {
+    let mut rest = Vec::new();
+    if rows.len() > LISTED_CLASSES {
+        rows.sort_by_key(|r| std::cmp::Reverse(r.bytes));
+        rest = rows.split_off(LISTED_CLASSES - 1);
+        rows.sort_by_key(|r| (r.mark != '+', r.class));
+    }
+    let mut text = String::new();
+    for row in &rows {
+        text.push_str(&format!(
+            "{} {} × [{}, {}) = {}\n",
+            row.mark,
+            row.count,
+            power_of_two(row.class),
+            power_of_two(row.class + 1),
+            bytes(row.bytes as i64)
+        ));
+    }
+    if !rest.is_empty() {
+        let mut sums = Vec::new();
+        for (mark, what) in [('+', "allocations"), ('-', "frees")] {
+            let (count, total) = rest
+                .iter()
+                .filter(|r| r.mark == mark)
+                .fold((0u64, 0u64), |(n, b), r| {
+                    (n + u64::from(r.count), b + r.bytes)
+                });
+            if count > 0 {
+                sums.push(format!("{mark} {count} {what}, {}", bytes(total as i64)));
+            }
+        }
+        text.push_str(&format!(
+            "... and {} more size classes: {}\n",
+            rest.len(),
+            sums.join("; ")
+        ));
+    }
+    text
+}
+
 /// Prints a checkpoint; see `memprof::track!`. `function` is the path of a
 /// marker item inside the calling function.
 pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
@@ -105,26 +161,26 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
                 }
             }
             text.push('\n');
-            match last_net {
-                None => {}
-                Some(_) => {
-                    for (mark, counts, totals) in [
-                        ("+", &c.allocs, &c.alloc_bytes),
-                        ("-", &c.frees, &c.free_bytes),
-                    ] {
-                        for k in 0..CLASSES {
-                            let n = counts[k].get();
-                            if n > 0 {
-                                text.push_str(&format!(
-                                    "{mark} {n} × [{}, {}) = {}\n",
-                                    power_of_two(k),
-                                    power_of_two(k + 1),
-                                    bytes(totals[k].get() as i64)
-                                ));
-                            }
+            if last_net.is_some() {
+                let mut rows = Vec::new();
+                for (mark, counts, totals) in [
+                    ('+', &c.allocs, &c.alloc_bytes),
+                    ('-', &c.frees, &c.free_bytes),
+                ] {
+                    for k in 0..CLASSES {
+                        let count = counts[k].get();
+                        if count > 0 {
+                            let bytes = totals[k].get();
+                            rows.push(ClassRow {
+                                mark,
+                                class: k,
+                                count,
+                                bytes,
+                            });
                         }
                     }
                 }
+                text.push_str(&listing(rows, &bytes));
             }
             for k in 0..CLASSES {
                 c.allocs[k].set(0);
@@ -133,6 +189,9 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
                 c.free_bytes[k].set(0);
             }
         });
+        // NOTE: a blank line ends the checkpoint, as it ends a table, so
+        // that what is printed next does not run into it.
+        text.push('\n');
         text
     });
     alloc::start_tracking();

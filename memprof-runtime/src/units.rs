@@ -5,14 +5,20 @@
 //! GB are binary: `"1 MB"` is 2^20 bytes, the same as `"1 MiB"`. A bare
 //! number is bytes. Fractions of a byte are dropped.
 //!
-//! The parser is a `const fn`, so a limit written in `#[profile(limit = ..)]`
-//! is checked while compiling.
+//! Sizes written in macro input are parsed by the macros while expanding,
+//! with the same grammar (memprof-macros/src/size.rs; a proc-macro crate
+//! cannot share code with the runtime); this parser reads the `MEMPROF_*`
+//! variables at run time. The two are tested on the same cases.
 
 /// Why a size did not parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SizeError {
     /// No digits where the number should be.
     NoNumber,
+    /// A minus sign: sizes are 0 or more.
+    Negative,
+    /// Digits and points that are not one number, such as `1.5.2`.
+    MalformedNumber,
     /// Not one of B, KB, MB, GB, KiB, MiB, GiB.
     UnknownUnit,
     /// More than `u64::MAX` bytes.
@@ -44,6 +50,9 @@ pub const fn parse_size(text: &str) -> Result<u64, SizeError> {
     while i < b.len() && b[i].is_ascii_whitespace() {
         i += 1;
     }
+    if i < b.len() && b[i] == b'-' {
+        return Err(SizeError::Negative);
+    }
     let mut whole: u128 = 0;
     let mut digits = 0;
     while i < b.len() && b[i].is_ascii_digit() {
@@ -56,7 +65,8 @@ pub const fn parse_size(text: &str) -> Result<u64, SizeError> {
     }
     let mut fraction: u128 = 0;
     let mut scale: u128 = 1;
-    if i < b.len() && b[i] == b'.' {
+    let point = i < b.len() && b[i] == b'.';
+    if point {
         i += 1;
         while i < b.len() && b[i].is_ascii_digit() {
             // Digits beyond a billionth of a unit cannot change the bytes.
@@ -67,6 +77,9 @@ pub const fn parse_size(text: &str) -> Result<u64, SizeError> {
             digits += 1;
             i += 1;
         }
+    }
+    if (point && digits == 0) || (i < b.len() && b[i] == b'.') {
+        return Err(SizeError::MalformedNumber);
     }
     if digits == 0 {
         return Err(SizeError::NoNumber);
@@ -96,21 +109,6 @@ pub const fn parse_size(text: &str) -> Result<u64, SizeError> {
     Ok(bytes as u64)
 }
 
-/// [`parse_size`] for generated code: evaluated while compiling, so a
-/// malformed size fails the build with this message.
-pub const fn size_or_panic(text: &str) -> u64 {
-    match parse_size(text) {
-        Ok(bytes) => bytes,
-        Err(SizeError::NoNumber) => {
-            panic!("memprof: a size needs a number, as in \"24 MiB\"")
-        }
-        Err(SizeError::UnknownUnit) => {
-            panic!("memprof: unknown size unit; use B, KB, MB, GB, KiB, MiB or GiB")
-        }
-        Err(SizeError::TooLarge) => panic!("memprof: size larger than u64::MAX bytes"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,8 +132,10 @@ mod tests {
         assert_eq!(parse_size("1.5 MiB"), Ok(3 << 19));
         assert_eq!(parse_size("0.5KB"), Ok(512));
         assert_eq!(parse_size(".25 KiB"), Ok(256));
+        assert_eq!(parse_size("3. KiB"), Ok(3072));
         assert_eq!(parse_size("1.0009765625 KiB"), Ok(1025));
         assert_eq!(parse_size("2.7 B"), Ok(2));
+        assert_eq!(parse_size("16 GiB"), Ok(16 << 30));
     }
 
     #[test]
@@ -144,13 +144,13 @@ mod tests {
         assert_eq!(parse_size("MiB"), Err(SizeError::NoNumber));
         assert_eq!(parse_size("12 parsecs"), Err(SizeError::UnknownUnit));
         assert_eq!(parse_size("12 TB"), Err(SizeError::UnknownUnit));
-        assert_eq!(parse_size("-1 MiB"), Err(SizeError::NoNumber));
+        assert_eq!(parse_size("  "), Err(SizeError::NoNumber));
+        assert_eq!(parse_size("-1 MiB"), Err(SizeError::Negative));
+        assert_eq!(parse_size("."), Err(SizeError::MalformedNumber));
+        assert_eq!(parse_size("1.5.2 MiB"), Err(SizeError::MalformedNumber));
+        assert_eq!(parse_size("1,5 MiB"), Err(SizeError::UnknownUnit));
         assert_eq!(parse_size("99999999999 GiB"), Err(SizeError::TooLarge));
-    }
-
-    #[test]
-    fn usable_at_compile_time() {
-        const LIMIT: u64 = size_or_panic("24 MiB");
-        assert_eq!(LIMIT, 24 << 20);
+        assert_eq!(parse_size("99999999999999999999"), Err(SizeError::TooLarge));
+        assert_eq!(parse_size("18446744073709551615"), Ok(u64::MAX));
     }
 }

@@ -244,8 +244,19 @@ impl Scene {
             Some(window) => window,
             None => (0.0, if span > 0.0 { span } else { 1.0 }),
         };
+        let names = file_labels(
+            &profiles
+                .iter()
+                .map(|p| p.path.as_path())
+                .collect::<Vec<_>>(),
+        );
         for (index, profile) in profiles.iter().enumerate() {
-            scene.add_profile(profile, index, single);
+            let prefix = if single {
+                String::new()
+            } else {
+                format!("{}: ", names[index])
+            };
+            scene.add_profile(profile, index, single, &prefix);
         }
         let calls: Vec<&Call> = if single && options.functions {
             let origin = origin(&profiles[0]);
@@ -273,20 +284,12 @@ impl Scene {
         scene
     }
 
-    fn add_profile(&mut self, profile: &Profile, index: usize, single: bool) {
+    /// `prefix` starts each of the profile's legend rows: empty for a single
+    /// file, the file's label when several are overlaid.
+    fn add_profile(&mut self, profile: &Profile, index: usize, single: bool, prefix: &str) {
         let origin = origin(profile);
         let relative = |samples: &[Sample]| -> Vec<(f64, f64)> {
             samples.iter().map(|s| (s.time - origin, s.mib)).collect()
-        };
-        let name = profile
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let prefix = if single {
-            String::new()
-        } else {
-            format!("{name}: ")
         };
         let color = FILE_COLORS[index % FILE_COLORS.len()];
 
@@ -539,6 +542,98 @@ fn clip(points: &[(f64, f64)], (x0, x1): (f64, f64)) -> Vec<(f64, f64)> {
 /// Rows the legend holds.
 fn legend_capacity() -> usize {
     ((HEIGHT as i32 - 120) / LEGEND_ROW) as usize
+}
+
+/// Labels that tell overlaid files apart: the part of each path that differs,
+/// without the words all of them share at the start and at the end (words
+/// split at `/`, `_`, `-` and `.`). The legend has room for about 40
+/// characters and cuts longer rows in the middle, so full names, which
+/// differ only near their end, came out the same.
+///
+/// `mprofile_20261123172000.dat` and `mprofile_20261123172005.dat` become
+/// `17:20:00` and `17:20:05` (with the date, as `mprof list` writes it, when
+/// the days differ); `a/run.dat` and `b/run.dat` become `a` and `b`. A file
+/// whose differing part is empty keeps its file name, and a file given twice
+/// gets `#1`, `#2`.
+fn file_labels(paths: &[&Path]) -> Vec<String> {
+    let texts: Vec<String> = paths
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let words: Vec<Vec<(usize, usize)>> = texts.iter().map(|t| words(t)).collect();
+    let word = |file: usize, i: usize| {
+        let (start, end) = words[file][i];
+        &texts[file][start..end]
+    };
+    let shortest = words.iter().map(Vec::len).min().unwrap_or(0);
+    let all_same =
+        |at: &dyn Fn(usize) -> usize| (1..texts.len()).all(|f| word(f, at(f)) == word(0, at(0)));
+    let mut head = 0;
+    while head < shortest && all_same(&|_| head) {
+        head += 1;
+    }
+    let mut tail = 0;
+    while head + tail < shortest && all_same(&|f| words[f].len() - 1 - tail) {
+        tail += 1;
+    }
+    let mut labels: Vec<String> = (0..texts.len())
+        .map(|f| {
+            let own = &words[f];
+            if head + tail >= own.len() {
+                let name = paths[f].file_name().unwrap_or(paths[f].as_os_str());
+                return name.to_string_lossy().into_owned();
+            }
+            texts[f][own[head].0..own[own.len() - 1 - tail].1].to_owned()
+        })
+        .collect();
+    // `mprof run`'s own names differ in their time stamp.
+    let stamps: Option<Vec<&str>> = labels
+        .iter()
+        .map(|l| (l.len() == 14 && l.bytes().all(|b| b.is_ascii_digit())).then_some(l.as_str()))
+        .collect();
+    if let Some(stamps) = stamps {
+        let one_day = stamps.iter().all(|s| s[..8] == stamps[0][..8]);
+        labels = stamps
+            .iter()
+            .map(|s| {
+                let time = format!("{}:{}:{}", &s[8..10], &s[10..12], &s[12..14]);
+                if one_day {
+                    time
+                } else {
+                    format!("{time} {}/{}/{}", &s[6..8], &s[4..6], &s[..4])
+                }
+            })
+            .collect();
+    }
+    let repeated: Vec<bool> = labels
+        .iter()
+        .map(|l| labels.iter().filter(|m| *m == l).count() > 1)
+        .collect();
+    for (i, label) in labels.iter_mut().enumerate() {
+        if repeated[i] {
+            label.push_str(&format!(" #{}", i + 1));
+        }
+    }
+    labels
+}
+
+/// Byte ranges of the words of a path: the runs between `/`, `_`, `-`, `.`.
+fn words(text: &str) -> Vec<(usize, usize)> {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        if matches!(c, '/' | '_' | '-' | '.') {
+            if let Some(s) = start.take() {
+                words.push((s, i));
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if let Some(s) = start {
+        words.push((s, text.len()));
+    }
+    words
 }
 
 /// The shortest tail of each path (`a::b::f` → `f`, or `b::f` if another
@@ -921,6 +1016,30 @@ mod tests {
         let dotted = short_names(["__main__.outer", "__main__.inner", "m.inner"].into_iter());
         assert_eq!(dotted["__main__.outer"], "outer");
         assert_eq!(dotted["__main__.inner"], "__main__.inner");
+    }
+
+    #[test]
+    fn overlaid_files_are_told_apart() {
+        let labels = |paths: &[&str]| file_labels(&paths.iter().map(Path::new).collect::<Vec<_>>());
+        assert_eq!(
+            labels(&["mprofile_20261123172000.dat", "mprofile_20261123172005.dat"]),
+            ["17:20:00", "17:20:05"]
+        );
+        assert_eq!(
+            labels(&["mprofile_20200101000000.dat", "mprofile_20261123172005.dat"]),
+            ["00:00:00 01/01/2020", "17:20:05 23/11/2026"]
+        );
+        assert_eq!(labels(&["a/run.dat", "b/run.dat"]), ["a", "b"]);
+        assert_eq!(
+            labels(&["runs/before-fix.dat", "runs/after-fix.dat"]),
+            ["before", "after"]
+        );
+        assert_eq!(
+            labels(&["run.dat", "run_2.dat", "other.dat"]),
+            ["run", "run_2", "other"]
+        );
+        assert_eq!(labels(&["run.dat", "run_2.dat"]), ["run.dat", "2"]);
+        assert_eq!(labels(&["x.dat", "x.dat"]), ["x.dat #1", "x.dat #2"]);
     }
 
     #[test]

@@ -215,3 +215,32 @@ fn a_closed_pipe_ends_output_quietly() {
         assert_eq!(stderr(&out), "", "{args:?}");
     }
 }
+
+#[test]
+fn overlaid_files_are_told_apart_in_the_legend() {
+    let dir = scratch("overlaid-legend");
+    let sample = "CMDLINE x\nMEM 5.000000 1795300840.0000\nMEM 7.250000 1795300840.1000\n";
+    std::fs::write(dir.join("mprofile_20261123172000.dat"), sample).unwrap();
+    std::fs::write(dir.join("mprofile_20261123172005.dat"), sample).unwrap();
+    let out = mprof(&dir, &["plot", "0", "1", "-o", "both.svg"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(dir.join("both.svg")).unwrap();
+    let texts: Vec<&str> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim()))
+        .collect();
+    // Full names, cut to fit the legend, both read `mprofile_2026…`: the
+    // times, which is what differs, tell the runs apart.
+    let legend: Vec<&str> = texts.iter().copied().filter(|t| t.contains(": ")).collect();
+    assert_eq!(
+        legend,
+        [
+            "17:20:00: RSS",
+            "17:20:00: peak 7.2 MiB at 0.10s",
+            "17:20:05: RSS",
+            "17:20:05: peak 7.2 MiB at 0.10s",
+        ],
+        "{texts:?}"
+    );
+}

@@ -1,0 +1,3 @@
+fn main() {
+    memprof::assert_memory!(peak < "1.5.2 MiB", { vec![0u8; 10] });
+}

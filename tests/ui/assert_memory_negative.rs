@@ -1,0 +1,3 @@
+fn main() {
+    memprof::assert_memory!(increment > "-5 MiB", { vec![0u8; 10] });
+}

@@ -1,0 +1,3 @@
+fn main() {
+    memprof::assert_memory!(peak < 10 parsecs, { vec![0u8; 10] });
+}

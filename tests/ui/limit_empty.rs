@@ -1,0 +1,4 @@
+#[memprof::profile(limit = "")]
+fn work() {}
+
+fn main() {}
