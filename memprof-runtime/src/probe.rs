@@ -83,7 +83,11 @@ impl Drop for CallGuard<'_> {
         let meta = frame.meta;
         crate::timeline::call_end(&self.mark, meta);
         let exit = frame.exit(entry);
-        let over_budget = crate::budget::Budget::check(meta, &exit.stats);
+        let over_budget = if meta.has_budget() {
+            crate::budget::Budget::check(meta, &exit.stats)
+        } else {
+            None
+        };
         // The call's own table, for a budget message, before it is merged.
         let message = over_budget
             .filter(|_| !std::thread::panicking())

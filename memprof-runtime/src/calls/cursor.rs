@@ -25,6 +25,12 @@ pub(crate) const NO_CELL: u32 = u32::MAX;
 pub struct Cursor<'a> {
     /// `None` when the call records nothing (`MEMPROF=off`).
     frame: Option<&'a Frame>,
+    state: CursorState,
+}
+
+/// Where a [`Cursor`] is: the open region, if any.
+#[derive(Debug)]
+struct CursorState {
     cell: Cell<u32>,
     start: Cell<i64>,
     saved: Cell<i64>,
@@ -34,20 +40,29 @@ pub struct Cursor<'a> {
     watch: Cell<(u32, i64)>,
 }
 
+impl CursorState {
+    /// No region open. PERF: a constant, as `FrameState::UNSET` is.
+    #[allow(clippy::declare_interior_mutable_const)]
+    const UNSET: CursorState = CursorState {
+        cell: Cell::new(NO_CELL),
+        start: Cell::new(0),
+        saved: Cell::new(0),
+        gpu_start: Cell::new(NO_SAMPLE),
+        watch: Cell::new((u32::MAX, 0)),
+    };
+}
+
 // SAFETY: a cursor is reached only through the generated code of the block
 // that declared it, which runs on one thread at a time; holding `&Cursor`
 // across `.await` only needs it to be `Send`.
 unsafe impl Sync for Cursor<'_> {}
 
 impl<'a> Cursor<'a> {
+    #[inline]
     pub(crate) fn new(frame: Option<&'a Frame>) -> Self {
         Cursor {
             frame,
-            cell: Cell::new(NO_CELL),
-            start: Cell::new(0),
-            saved: Cell::new(0),
-            gpu_start: Cell::new(NO_SAMPLE),
-            watch: Cell::new((u32::MAX, 0)),
+            state: CursorState::UNSET,
         }
     }
 
@@ -85,25 +100,27 @@ impl<'a> Cursor<'a> {
     /// builds too.
     #[inline(never)]
     fn step(&self, frame: &Frame, next: u32) {
-        if get(&frame.slow) {
+        if get(&frame.state.slow) {
             return self.step_slowly(frame, next);
         }
         let Some(t) = frame.counters() else {
             return;
         };
-        let cell = get(&self.cell);
+        let cell = get(&self.state.cell);
         if cell != NO_CELL {
-            let stats = close_in(t, get(&self.start), get(&self.saved));
-            frame
-                .row(cell)
-                .closed(stats.increment, stats.peak, get(&frame.base) + stats.end);
+            let stats = close_in(t, get(&self.state.start), get(&self.state.saved));
+            frame.row(cell).closed(
+                stats.increment,
+                stats.peak,
+                get(&frame.state.base) + stats.end,
+            );
         }
-        set(&self.cell, next);
+        set(&self.state.cell, next);
         if next != NO_CELL {
             frame.row(next).opened();
             let (start, saved) = open_in(t);
-            set(&self.start, start);
-            set(&self.saved, saved);
+            set(&self.state.start, start);
+            set(&self.state.saved, saved);
         }
     }
 
@@ -112,41 +129,45 @@ impl<'a> Cursor<'a> {
     #[cold]
     #[inline(never)]
     fn step_slowly(&self, frame: &Frame, next: u32) {
-        let gpu = if frame.gpu.get() {
+        let gpu = if get(&frame.state.gpu) {
             crate::gpu::sample().unwrap_or(NO_SAMPLE)
         } else {
             NO_SAMPLE
         };
-        let cell = self.cell.get();
+        let cell = get(&self.state.cell);
         if cell != NO_CELL {
             let mut region = self.region();
             let stats = region.close();
             let row = frame.row(cell);
-            let start = self.gpu_start.get();
+            let start = get(&self.state.gpu_start);
             if gpu != NO_SAMPLE && start != NO_SAMPLE {
                 row.closed_gpu(gpu - start, gpu);
             }
-            row.closed(stats.increment, stats.peak, frame.base.get() + stats.end);
+            row.closed(
+                stats.increment,
+                stats.peak,
+                get(&frame.state.base) + stats.end,
+            );
         }
-        self.cell.set(next);
+        set(&self.state.cell, next);
         if next != NO_CELL {
             frame.row(next).opened();
-            self.gpu_start.set(gpu);
+            set(&self.state.gpu_start, gpu);
             let region = Region::open(frame.meta.scope);
-            self.start.set(region.start);
-            self.saved.set(region.saved);
+            set(&self.state.start, region.start);
+            set(&self.state.saved, region.saved);
             if let Some(watch) = region.watch {
-                self.watch.set(watch.into_parts());
+                set(&self.state.watch, watch.into_parts());
             }
         }
     }
 
     /// The open region, rebuilt from the cursor's fields.
     fn region(&self) -> Region {
-        let (index, start) = self.watch.get();
+        let (index, start) = get(&self.state.watch);
         Region {
-            start: self.start.get(),
-            saved: self.saved.get(),
+            start: get(&self.state.start),
+            saved: get(&self.state.saved),
             watch: (index != u32::MAX).then(|| alloc::Watch::from_parts(index, start)),
         }
     }
@@ -155,7 +176,7 @@ impl<'a> Cursor<'a> {
 impl Drop for Cursor<'_> {
     #[inline]
     fn drop(&mut self) {
-        if get(&self.cell) != NO_CELL {
+        if get(&self.state.cell) != NO_CELL {
             self.leave(NO_CELL);
         }
     }

@@ -13,13 +13,13 @@
 //! An `async fn` call may move between threads, so it always records into
 //! rows of its own, folded into the aggregate of the thread it ends on.
 
-use super::meta::{FnMeta, switch_on_entry};
+use super::meta::{FnMeta, switch_on_entry, table_every_call};
 use super::thread::{ThreadFn, thread_fn};
 use crate::alloc::{self, THREAD, ThreadCounters};
 use crate::cells::LineCell;
 use crate::config::ReportMode;
-use crate::owned::get;
-use crate::region::{Region, RegionStats, Scope};
+use crate::owned::{get, set};
+use crate::region::{Region, RegionStats, Scope, close_in, open_in};
 use std::cell::Cell;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -30,6 +30,11 @@ pub const AUTO_CALL_TABLES: u64 = 3;
 /// One call's state, on the caller's stack (or in the future, for `async fn`).
 pub(crate) struct Frame {
     pub(crate) meta: &'static FnMeta,
+    pub(crate) state: FrameState,
+}
+
+/// What a [`Frame`] keeps; only the thread running the call touches it.
+pub(crate) struct FrameState {
     /// The thread's counters, for a synchronous call (which never changes
     /// threads); null for an `async fn` call, which looks them up each time.
     counters: Cell<*const ThreadCounters>,
@@ -53,12 +58,33 @@ pub(crate) struct Frame {
     nested_count: Cell<bool>,
 }
 
+impl FrameState {
+    /// A call not entered yet.
+    ///
+    /// PERF: a constant, so that a frame starts as one copy even in
+    /// unoptimized builds, where each `Cell::new` would be a call. Each use
+    /// is a fresh value: no state is shared.
+    #[allow(clippy::declare_interior_mutable_const)]
+    const UNSET: FrameState = FrameState {
+        counters: Cell::new(std::ptr::null()),
+        thread_fn: Cell::new(std::ptr::null()),
+        cells: Cell::new(std::ptr::null()),
+        own: Cell::new(None),
+        nth: Cell::new(0),
+        base: Cell::new(0),
+        gpu: Cell::new(false),
+        slow: Cell::new(false),
+        outermost: Cell::new(false),
+        nested_count: Cell::new(false),
+    };
+}
+
 impl std::fmt::Debug for Frame {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Frame")
             .field("function", &self.meta.name())
-            .field("outermost", &self.outermost.get())
-            .field("nth", &self.nth.get())
+            .field("outermost", &get(&self.state.outermost))
+            .field("nth", &get(&self.state.nth))
             .finish_non_exhaustive()
     }
 }
@@ -114,7 +140,7 @@ impl Drop for OwnTable {
                     if t.depth.get() == 0 {
                         t.renew();
                     }
-                    (&t.cells[..], Some(&t.calls))
+                    (t.cells(), Some(&t.calls))
                 }
                 // Thread teardown: straight into the retired rows, under
                 // the lock that makes us their only writer.
@@ -142,16 +168,7 @@ impl Frame {
     pub(crate) fn new(meta: &'static FnMeta) -> Self {
         Frame {
             meta,
-            counters: Cell::new(std::ptr::null()),
-            thread_fn: Cell::new(std::ptr::null()),
-            cells: Cell::new(std::ptr::null()),
-            own: Cell::new(None),
-            nth: Cell::new(0),
-            base: Cell::new(0),
-            gpu: Cell::new(false),
-            slow: Cell::new(false),
-            outermost: Cell::new(false),
-            nested_count: Cell::new(false),
+            state: FrameState::UNSET,
         }
     }
 
@@ -166,29 +183,29 @@ impl Frame {
         let counters = THREAD
             .try_with(|t| t as *const ThreadCounters)
             .unwrap_or(std::ptr::null());
-        self.counters.set(counters);
+        set(&self.state.counters, counters);
         let thread_fn = thread_fn(meta);
-        self.thread_fn.set(thread_fn);
+        set(&self.state.thread_fn, thread_fn);
         // SAFETY: a non-null aggregate lives as long as this thread.
         match unsafe { thread_fn.as_ref() } {
             Some(t) => {
                 let depth = t.depth.get();
                 t.depth.set(depth + 1);
-                self.nested_count.set(true);
+                set(&self.state.nested_count, true);
                 if depth == 0 {
                     t.renew();
-                    self.outermost.set(true);
+                    set(&self.state.outermost, true);
                     match self.wanted_table() {
-                        0 => self.cells.set(t.cells.as_ptr()),
+                        0 => set(&self.state.cells, t.cells().as_ptr()),
                         nth => self.own_table(nth),
                     }
-                    t.target.set(self.cells.get());
+                    t.target.set(get(&self.state.cells));
                 } else {
-                    self.cells.set(t.target.get());
+                    set(&self.state.cells, t.target.get());
                 }
             }
             None => {
-                self.outermost.set(true);
+                set(&self.state.outermost, true);
                 self.own_table(self.wanted_table());
             }
         }
@@ -211,11 +228,11 @@ impl Frame {
         let meta = self.meta;
         // PERF: once a function's tables are handed out, a call only reads
         // `tables`, a line no call writes.
-        if !meta.has_budget() && meta.tables.load(Relaxed) >= AUTO_CALL_TABLES {
-            match crate::settings::get().report {
-                ReportMode::Call => {}
-                _ => return 0,
-            }
+        if meta.tables.load(Relaxed) >= AUTO_CALL_TABLES
+            && !meta.has_budget()
+            && !table_every_call()
+        {
+            return 0;
         }
         self.claim_table()
     }
@@ -249,21 +266,31 @@ impl Frame {
     #[cold]
     fn own_table(&self, nth: u64) {
         let cells = alloc::untracked(|| LineCell::row_set(self.meta.cell_count()));
-        self.cells.set(cells.as_ptr());
-        self.own.set(Some(cells));
-        self.nth.set(nth);
+        set(&self.state.cells, cells.as_ptr());
+        self.state.own.set(Some(cells));
+        set(&self.state.nth, nth);
     }
 
     fn open(&self) -> Entry {
         let meta = self.meta;
         let gpu = meta.gpu && crate::gpu::active();
-        self.gpu.set(gpu);
-        self.slow.set(gpu || meta.scope == Scope::Process);
+        set(&self.state.gpu, gpu);
+        set(&self.state.slow, gpu || meta.scope == Scope::Process);
         let gpu_start = if gpu { crate::gpu::sample() } else { None };
         self.row(0).opened();
-        let region = Region::open(meta.scope);
+        let region = match (meta.scope, self.counters()) {
+            (Scope::Thread, Some(t)) => {
+                let (start, saved) = open_in(t);
+                Region {
+                    start,
+                    saved,
+                    watch: None,
+                }
+            }
+            _ => Region::open(meta.scope),
+        };
         if meta.scope == Scope::Thread {
-            self.base.set(alloc::process_net() - region.start);
+            set(&self.state.base, alloc::process_net() - region.start);
         }
         Entry { region, gpu_start }
     }
@@ -271,32 +298,39 @@ impl Frame {
     /// Ends the call: records its `fn` row, and hands back its own table if
     /// it has one (see [`OwnTable`]).
     pub(crate) fn exit(&self, entry: &mut Entry) -> Exit {
-        let stats = entry.region.close();
+        let stats = match (&entry.region.watch, self.counters()) {
+            (None, Some(t)) => close_in(t, entry.region.start, entry.region.saved),
+            _ => entry.region.close(),
+        };
         let fn_row = self.row(0);
         if let Some(start) = entry.gpu_start
             && let Some(end) = crate::gpu::sample()
         {
             fn_row.closed_gpu(end - start, end);
         }
-        fn_row.closed(stats.increment, stats.peak, self.base.get() + stats.end);
+        fn_row.closed(
+            stats.increment,
+            stats.peak,
+            get(&self.state.base) + stats.end,
+        );
         // SAFETY: a non-null aggregate lives as long as this thread.
-        let thread_fn = unsafe { self.thread_fn.get().as_ref() };
+        let thread_fn = unsafe { get(&self.state.thread_fn).as_ref() };
         if let Some(t) = thread_fn
-            && self.nested_count.get()
+            && get(&self.state.nested_count)
         {
             t.depth.set(t.depth.get() - 1);
         }
-        let table = match self.own.take() {
+        let table = match self.state.own.take() {
             Some(cells) => Some((
                 OwnTable {
                     meta: self.meta,
                     cells,
                 },
-                self.nth.get(),
+                get(&self.state.nth),
             )),
             None => {
                 if let Some(t) = thread_fn
-                    && self.outermost.get()
+                    && get(&self.state.outermost)
                 {
                     t.calls.store(t.calls.load(Relaxed) + 1, Relaxed);
                 }
@@ -309,7 +343,7 @@ impl Frame {
     /// Whether the call records (it was entered with `MEMPROF` on).
     #[inline]
     pub(crate) fn is_recording(&self) -> bool {
-        !self.cells.get().is_null()
+        !get(&self.state.cells).is_null()
     }
 
     /// The rows being recorded into.
@@ -317,7 +351,7 @@ impl Frame {
         // SAFETY: `cells` points at `cell_count` rows of the thread's
         // aggregate, of this call's own table or of the outermost call's,
         // each of which outlives this call.
-        unsafe { std::slice::from_raw_parts(self.cells.get(), self.meta.cell_count()) }
+        unsafe { std::slice::from_raw_parts(get(&self.state.cells), self.meta.cell_count()) }
     }
 
     /// Row `cell`. The macro numbers cells below `cell_count`.
@@ -325,14 +359,14 @@ impl Frame {
     pub(crate) fn row(&self, cell: u32) -> &LineCell {
         // SAFETY: as in `cells`; generated code passes only cell numbers
         // below `cell_count`.
-        unsafe { &*get(&self.cells).add(cell as usize) }
+        unsafe { &*get(&self.state.cells).add(cell as usize) }
     }
 
     /// The counters of the thread running the call.
     /// `None` only on a thread past its thread-locals' end.
     #[inline(always)]
     pub(crate) fn counters(&self) -> Option<&ThreadCounters> {
-        let mut counters = get(&self.counters);
+        let mut counters = get(&self.state.counters);
         if counters.is_null() {
             counters = current_counters();
         }

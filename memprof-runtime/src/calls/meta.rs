@@ -2,9 +2,10 @@
 //! `MEMPROF=on|off` switch read at a call's entry.
 
 use crate::cells::{LineCell, RowFigures};
+use crate::config::ReportMode;
 use crate::region::Scope;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use super::thread::ThreadFn;
 
@@ -138,7 +139,7 @@ impl FnMeta {
                 continue;
             }
             calls += thread.calls.load(Relaxed);
-            for (sum, cell) in rows.iter_mut().zip(thread.cells.iter()) {
+            for (sum, cell) in rows.iter_mut().zip(thread.cells()) {
                 sum.add(&cell.read());
             }
         }
@@ -182,9 +183,22 @@ pub(crate) fn switch_on_entry() -> bool {
     }
 }
 
+/// `MEMPROF_REPORT=call`: every outermost call wants a table of its own.
+/// Read with the switch, so a call's entry need not ask the settings.
+static EVERY_CALL: AtomicBool = AtomicBool::new(false);
+
 #[cold]
 fn read_switch() -> bool {
-    let on = crate::settings::get().enabled;
+    let settings = crate::settings::get();
+    EVERY_CALL.store(settings.report == ReportMode::Call, Relaxed);
+    let on = settings.enabled;
     SWITCH.store(if on { SWITCH_ON } else { SWITCH_OFF }, Relaxed);
     on
+}
+
+/// Whether every outermost call prints its own table; valid once a call has
+/// read the switch.
+#[inline]
+pub(crate) fn table_every_call() -> bool {
+    EVERY_CALL.load(Relaxed)
 }
