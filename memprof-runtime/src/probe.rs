@@ -2,7 +2,7 @@
 //! [`CallGuard`] that ends a call. The top layer: it wires a call's end to
 //! the budgets, the `mprof run` timeline and the printed tables.
 
-use crate::calls::{Cursor, Entry, FnMeta, Frame};
+use crate::calls::{Cursor, FnMeta, Frame};
 use crate::timeline::CallMark;
 use std::marker::PhantomData;
 
@@ -28,15 +28,15 @@ impl<const N: usize> CallFrame<N> {
     /// Starts a synchronous call: it can be recursive, and prints once.
     #[inline]
     pub fn enter(&self) -> CallGuard<'_> {
-        let entry = self.frame.enter();
-        CallGuard::new(&self.frame, entry, true)
+        self.frame.enter();
+        CallGuard::new(&self.frame, true)
     }
 
     /// Starts an `async fn` call: always printed as its own call.
     #[inline]
     pub fn enter_async(&self) -> CallGuard<'_> {
-        let entry = self.frame.enter_async();
-        CallGuard::new(&self.frame, entry, false)
+        self.frame.enter_async();
+        CallGuard::new(&self.frame, false)
     }
 
     /// The statement cursor of one block: see [`Cursor`].
@@ -54,51 +54,53 @@ impl<const N: usize> CallFrame<N> {
 #[must_use]
 pub struct CallGuard<'a> {
     frame: &'a Frame,
-    /// `None` under `MEMPROF=off`: nothing was opened, nothing is recorded.
-    entry: Option<Entry>,
     /// The call's start, for its `FUNC` line under `mprof run`.
     mark: CallMark,
 }
 
 impl<'a> CallGuard<'a> {
     #[inline]
-    fn new(frame: &'a Frame, entry: Option<Entry>, nests: bool) -> Self {
-        let mark = match entry {
-            Some(_) => {
-                crate::output::at_first_call();
-                crate::timeline::call_start(nests)
-            }
-            None => CallMark::none(),
+    fn new(frame: &'a Frame, nests: bool) -> Self {
+        let mark = if frame.is_recording() {
+            crate::output::at_first_call();
+            crate::timeline::call_start(nests)
+        } else {
+            CallMark::none()
         };
-        CallGuard { frame, entry, mark }
+        CallGuard { frame, mark }
     }
 }
 
 impl Drop for CallGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
-        let Some(entry) = &mut self.entry else {
-            return;
-        };
-        let frame = self.frame;
-        let meta = frame.meta;
-        crate::timeline::call_end(&self.mark, meta);
-        let exit = frame.exit(entry);
-        let over_budget = if meta.has_budget() {
-            crate::budget::Budget::check(meta, &exit.stats)
-        } else {
-            None
-        };
-        // The call's own table, for a budget message, before it is merged.
-        let message = over_budget
-            .filter(|_| !std::thread::panicking())
-            .map(|budget| budget.message(meta, frame.cells()));
-        if let Some((table, nth)) = exit.table {
-            crate::output::call_finished(meta, table.cells(), nth);
+        if self.frame.is_recording() {
+            finish(self.frame, &self.mark);
         }
-        if let Some(message) = message {
-            // A budget is an assertion: the call fails after it returns, as
-            // pytest-memray's `limit_memory` fails a test.
-            panic!("{message}");
-        }
+    }
+}
+
+/// Ends a recording call: see [`CallGuard`].
+#[inline(never)]
+fn finish(frame: &Frame, mark: &CallMark) {
+    let meta = frame.meta;
+    crate::timeline::call_end(mark, meta);
+    let exit = frame.exit();
+    let over_budget = if meta.has_budget() {
+        crate::budget::Budget::check(meta, &exit.stats)
+    } else {
+        None
+    };
+    // The call's own table, for a budget message, before it is merged.
+    let message = over_budget
+        .filter(|_| !std::thread::panicking())
+        .map(|budget| budget.message(meta, frame.cells()));
+    if let Some((table, nth)) = exit.table {
+        crate::output::call_finished(meta, table.cells(), nth);
+    }
+    if let Some(message) = message {
+        // A budget is an assertion: the call fails after it returns, as
+        // pytest-memray's `limit_memory` fails a test.
+        panic!("{message}");
     }
 }

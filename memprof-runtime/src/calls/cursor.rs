@@ -16,16 +16,18 @@ use crate::cells::NO_SAMPLE;
 use crate::owned::{get, set};
 use crate::region::{Region, close_in, open_in};
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 
 /// No region open, or no scope-end row.
 pub(crate) const NO_CELL: u32 = u32::MAX;
 
 /// Walks one block's statements; see the module documentation.
-#[derive(Debug)]
 pub struct Cursor<'a> {
     /// `None` when the call records nothing (`MEMPROF=off`).
     frame: Option<&'a Frame>,
-    state: CursorState,
+    /// PERF: written only when `frame` is `Some`, so that under
+    /// `MEMPROF=off` a cursor costs one store.
+    state: MaybeUninit<CursorState>,
 }
 
 /// Where a [`Cursor`] is: the open region, if any.
@@ -52,6 +54,14 @@ impl CursorState {
     };
 }
 
+impl std::fmt::Debug for Cursor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cursor")
+            .field("recording", &self.frame.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 // SAFETY: a cursor is reached only through the generated code of the block
 // that declared it, which runs on one thread at a time; holding `&Cursor`
 // across `.await` only needs it to be `Send`.
@@ -62,7 +72,10 @@ impl<'a> Cursor<'a> {
     pub(crate) fn new(frame: Option<&'a Frame>) -> Self {
         Cursor {
             frame,
-            state: CursorState::UNSET,
+            state: match frame {
+                Some(_) => MaybeUninit::new(CursorState::UNSET),
+                None => MaybeUninit::uninit(),
+            },
         }
     }
 
@@ -100,27 +113,27 @@ impl<'a> Cursor<'a> {
     /// builds too.
     #[inline(never)]
     fn step(&self, frame: &Frame, next: u32) {
-        if get(&frame.state.slow) {
+        if get(&frame.state().slow) {
             return self.step_slowly(frame, next);
         }
         let Some(t) = frame.counters() else {
             return;
         };
-        let cell = get(&self.state.cell);
+        let cell = get(&self.state().cell);
         if cell != NO_CELL {
-            let stats = close_in(t, get(&self.state.start), get(&self.state.saved));
+            let stats = close_in(t, get(&self.state().start), get(&self.state().saved));
             frame.row(cell).closed(
                 stats.increment,
                 stats.peak,
-                get(&frame.state.base) + stats.end,
+                get(&frame.state().base) + stats.end,
             );
         }
-        set(&self.state.cell, next);
+        set(&self.state().cell, next);
         if next != NO_CELL {
             frame.row(next).opened();
             let (start, saved) = open_in(t);
-            set(&self.state.start, start);
-            set(&self.state.saved, saved);
+            set(&self.state().start, start);
+            set(&self.state().saved, saved);
         }
     }
 
@@ -129,55 +142,67 @@ impl<'a> Cursor<'a> {
     #[cold]
     #[inline(never)]
     fn step_slowly(&self, frame: &Frame, next: u32) {
-        let gpu = if get(&frame.state.gpu) {
+        let gpu = if get(&frame.state().gpu) {
             crate::gpu::sample().unwrap_or(NO_SAMPLE)
         } else {
             NO_SAMPLE
         };
-        let cell = get(&self.state.cell);
+        let cell = get(&self.state().cell);
         if cell != NO_CELL {
             let mut region = self.region();
             let stats = region.close();
             let row = frame.row(cell);
-            let start = get(&self.state.gpu_start);
+            let start = get(&self.state().gpu_start);
             if gpu != NO_SAMPLE && start != NO_SAMPLE {
                 row.closed_gpu(gpu - start, gpu);
             }
             row.closed(
                 stats.increment,
                 stats.peak,
-                get(&frame.state.base) + stats.end,
+                get(&frame.state().base) + stats.end,
             );
         }
-        set(&self.state.cell, next);
+        set(&self.state().cell, next);
         if next != NO_CELL {
             frame.row(next).opened();
-            set(&self.state.gpu_start, gpu);
+            set(&self.state().gpu_start, gpu);
             let region = Region::open(frame.meta.scope);
-            set(&self.state.start, region.start);
-            set(&self.state.saved, region.saved);
+            set(&self.state().start, region.start);
+            set(&self.state().saved, region.saved);
             if let Some(watch) = region.watch {
-                set(&self.state.watch, watch.into_parts());
+                set(&self.state().watch, watch.into_parts());
             }
         }
     }
 
     /// The open region, rebuilt from the cursor's fields.
     fn region(&self) -> Region {
-        let (index, start) = get(&self.state.watch);
+        let (index, start) = get(&self.state().watch);
         Region {
-            start: get(&self.state.start),
-            saved: get(&self.state.saved),
+            start: get(&self.state().start),
+            saved: get(&self.state().saved),
             watch: (index != u32::MAX).then(|| alloc::Watch::from_parts(index, start)),
         }
+    }
+}
+
+impl Cursor<'_> {
+    /// Where the cursor is. Only while `frame` is `Some`.
+    #[inline(always)]
+    fn state(&self) -> &CursorState {
+        // SAFETY: written by `new` whenever `frame` is `Some`, and every
+        // caller comes after a `frame` test.
+        unsafe { &*(&self.state as *const MaybeUninit<CursorState>).cast::<CursorState>() }
     }
 }
 
 impl Drop for Cursor<'_> {
     #[inline]
     fn drop(&mut self) {
-        if get(&self.state.cell) != NO_CELL {
-            self.leave(NO_CELL);
+        if let Some(frame) = self.frame
+            && get(&self.state().cell) != NO_CELL
+        {
+            self.step(frame, NO_CELL);
         }
     }
 }

@@ -20,7 +20,8 @@ use crate::cells::LineCell;
 use crate::config::ReportMode;
 use crate::owned::{get, set};
 use crate::region::{Region, RegionStats, Scope, close_in, open_in};
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
+use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Under `MEMPROF_REPORT=auto`, this many calls of a function print their own
@@ -30,7 +31,12 @@ pub const AUTO_CALL_TABLES: u64 = 3;
 /// One call's state, on the caller's stack (or in the future, for `async fn`).
 pub(crate) struct Frame {
     pub(crate) meta: &'static FnMeta,
-    pub(crate) state: FrameState,
+    /// Whether the call was entered with `MEMPROF` on; `state` is written
+    /// then.
+    recording: Cell<bool>,
+    /// PERF: left unwritten under `MEMPROF=off`, so that a frame costs two
+    /// stores there.
+    state: UnsafeCell<MaybeUninit<FrameState>>,
 }
 
 /// What a [`Frame`] keeps; only the thread running the call touches it.
@@ -56,6 +62,8 @@ pub(crate) struct FrameState {
     outermost: Cell<bool>,
     /// Counted in its `ThreadFn`'s depth.
     nested_count: Cell<bool>,
+    /// The call's own region, from entry to exit.
+    entry: Cell<Option<Entry>>,
 }
 
 impl FrameState {
@@ -76,15 +84,35 @@ impl FrameState {
         slow: Cell::new(false),
         outermost: Cell::new(false),
         nested_count: Cell::new(false),
+        entry: Cell::new(None),
     };
+}
+
+impl Drop for Frame {
+    #[inline]
+    fn drop(&mut self) {
+        if get(&self.recording) {
+            self.drop_state();
+        }
+    }
+}
+
+impl Frame {
+    /// Drops what the state owns: an own table is normally handed over at
+    /// the call's exit; freed here, outside every figure, if it was not.
+    #[cold]
+    fn drop_state(&mut self) {
+        let own = self.state().own.take();
+        alloc::untracked(|| drop(own));
+    }
 }
 
 impl std::fmt::Debug for Frame {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Frame")
             .field("function", &self.meta.name())
-            .field("outermost", &get(&self.state.outermost))
-            .field("nth", &get(&self.state.nth))
+            .field("outermost", &get(&self.state().outermost))
+            .field("nth", &get(&self.state().nth))
             .finish_non_exhaustive()
     }
 }
@@ -168,58 +196,66 @@ impl Frame {
     pub(crate) fn new(meta: &'static FnMeta) -> Self {
         Frame {
             meta,
-            state: FrameState::UNSET,
+            recording: Cell::new(false),
+            state: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
 
     /// Starts a synchronous call: it can be recursive, and prints once.
     /// `None` under `MEMPROF=off`.
     #[inline]
-    pub(crate) fn enter(&self) -> Option<Entry> {
-        if !switch_on_entry() {
-            return None;
+    pub(crate) fn enter(&self) {
+        // PERF: under `MEMPROF=off` a call costs this inlined test.
+        if switch_on_entry() {
+            self.enter_recording();
         }
+    }
+
+    #[inline(never)]
+    fn enter_recording(&self) {
+        self.start_state();
         let meta = self.meta;
         let counters = THREAD
             .try_with(|t| t as *const ThreadCounters)
             .unwrap_or(std::ptr::null());
-        set(&self.state.counters, counters);
+        set(&self.state().counters, counters);
         let thread_fn = thread_fn(meta);
-        set(&self.state.thread_fn, thread_fn);
+        set(&self.state().thread_fn, thread_fn);
         // SAFETY: a non-null aggregate lives as long as this thread.
         match unsafe { thread_fn.as_ref() } {
             Some(t) => {
                 let depth = t.depth.get();
                 t.depth.set(depth + 1);
-                set(&self.state.nested_count, true);
+                set(&self.state().nested_count, true);
                 if depth == 0 {
                     t.renew();
-                    set(&self.state.outermost, true);
+                    set(&self.state().outermost, true);
                     match self.wanted_table() {
-                        0 => set(&self.state.cells, t.cells().as_ptr()),
+                        0 => set(&self.state().cells, t.cells().as_ptr()),
                         nth => self.own_table(nth),
                     }
-                    t.target.set(get(&self.state.cells));
+                    t.target.set(get(&self.state().cells));
                 } else {
-                    set(&self.state.cells, t.target.get());
+                    set(&self.state().cells, t.target.get());
                 }
             }
             None => {
-                set(&self.state.outermost, true);
+                set(&self.state().outermost, true);
                 self.own_table(self.wanted_table());
             }
         }
-        Some(self.open())
+        self.open();
     }
 
     /// Starts an `async fn` call: always printed as its own call.
     #[inline]
-    pub(crate) fn enter_async(&self) -> Option<Entry> {
+    pub(crate) fn enter_async(&self) {
         if !switch_on_entry() {
-            return None;
+            return;
         }
+        self.start_state();
         self.own_table(self.wanted_table());
-        Some(self.open())
+        self.open();
     }
 
     /// Which per-call table an outermost call starts, or 0 for none.
@@ -266,16 +302,16 @@ impl Frame {
     #[cold]
     fn own_table(&self, nth: u64) {
         let cells = alloc::untracked(|| LineCell::row_set(self.meta.cell_count()));
-        set(&self.state.cells, cells.as_ptr());
-        self.state.own.set(Some(cells));
-        set(&self.state.nth, nth);
+        set(&self.state().cells, cells.as_ptr());
+        self.state().own.set(Some(cells));
+        set(&self.state().nth, nth);
     }
 
-    fn open(&self) -> Entry {
+    fn open(&self) {
         let meta = self.meta;
         let gpu = meta.gpu && crate::gpu::active();
-        set(&self.state.gpu, gpu);
-        set(&self.state.slow, gpu || meta.scope == Scope::Process);
+        set(&self.state().gpu, gpu);
+        set(&self.state().slow, gpu || meta.scope == Scope::Process);
         let gpu_start = if gpu { crate::gpu::sample() } else { None };
         self.row(0).opened();
         let region = match (meta.scope, self.counters()) {
@@ -290,14 +326,21 @@ impl Frame {
             _ => Region::open(meta.scope),
         };
         if meta.scope == Scope::Thread {
-            set(&self.state.base, alloc::process_net() - region.start);
+            set(&self.state().base, alloc::process_net() - region.start);
         }
-        Entry { region, gpu_start }
+        self.state().entry.set(Some(Entry { region, gpu_start }));
     }
 
     /// Ends the call: records its `fn` row, and hands back its own table if
     /// it has one (see [`OwnTable`]).
-    pub(crate) fn exit(&self, entry: &mut Entry) -> Exit {
+    /// Only for a call entered with `MEMPROF` on.
+    pub(crate) fn exit(&self) -> Exit {
+        let Some(mut entry) = self.state().entry.take() else {
+            return Exit {
+                stats: RegionStats::default(),
+                table: None,
+            };
+        };
         let stats = match (&entry.region.watch, self.counters()) {
             (None, Some(t)) => close_in(t, entry.region.start, entry.region.saved),
             _ => entry.region.close(),
@@ -311,26 +354,26 @@ impl Frame {
         fn_row.closed(
             stats.increment,
             stats.peak,
-            get(&self.state.base) + stats.end,
+            get(&self.state().base) + stats.end,
         );
         // SAFETY: a non-null aggregate lives as long as this thread.
-        let thread_fn = unsafe { get(&self.state.thread_fn).as_ref() };
+        let thread_fn = unsafe { get(&self.state().thread_fn).as_ref() };
         if let Some(t) = thread_fn
-            && get(&self.state.nested_count)
+            && get(&self.state().nested_count)
         {
             t.depth.set(t.depth.get() - 1);
         }
-        let table = match self.state.own.take() {
+        let table = match self.state().own.take() {
             Some(cells) => Some((
                 OwnTable {
                     meta: self.meta,
                     cells,
                 },
-                get(&self.state.nth),
+                get(&self.state().nth),
             )),
             None => {
                 if let Some(t) = thread_fn
-                    && get(&self.state.outermost)
+                    && get(&self.state().outermost)
                 {
                     t.calls.store(t.calls.load(Relaxed) + 1, Relaxed);
                 }
@@ -343,7 +386,22 @@ impl Frame {
     /// Whether the call records (it was entered with `MEMPROF` on).
     #[inline]
     pub(crate) fn is_recording(&self) -> bool {
-        !get(&self.state.cells).is_null()
+        get(&self.recording)
+    }
+
+    fn start_state(&self) {
+        // SAFETY: written once, before any read, by the call that owns the
+        // frame; no reference into it exists yet.
+        unsafe { (*self.state.get()).write(FrameState::UNSET) };
+        set(&self.recording, true);
+    }
+
+    /// The call's state. Only for a call entered with `MEMPROF` on.
+    #[inline(always)]
+    pub(crate) fn state(&self) -> &FrameState {
+        // SAFETY: written by `start_state` when the call was entered, which
+        // every caller of this comes after (statements run inside a call).
+        unsafe { &*self.state.get().cast::<FrameState>() }
     }
 
     /// The rows being recorded into.
@@ -351,7 +409,7 @@ impl Frame {
         // SAFETY: `cells` points at `cell_count` rows of the thread's
         // aggregate, of this call's own table or of the outermost call's,
         // each of which outlives this call.
-        unsafe { std::slice::from_raw_parts(get(&self.state.cells), self.meta.cell_count()) }
+        unsafe { std::slice::from_raw_parts(get(&self.state().cells), self.meta.cell_count()) }
     }
 
     /// Row `cell`. The macro numbers cells below `cell_count`.
@@ -359,14 +417,14 @@ impl Frame {
     pub(crate) fn row(&self, cell: u32) -> &LineCell {
         // SAFETY: as in `cells`; generated code passes only cell numbers
         // below `cell_count`.
-        unsafe { &*get(&self.state.cells).add(cell as usize) }
+        unsafe { &*get(&self.state().cells).add(cell as usize) }
     }
 
     /// The counters of the thread running the call.
     /// `None` only on a thread past its thread-locals' end.
     #[inline(always)]
     pub(crate) fn counters(&self) -> Option<&ThreadCounters> {
-        let mut counters = get(&self.state.counters);
+        let mut counters = get(&self.state().counters);
         if counters.is_null() {
             counters = current_counters();
         }

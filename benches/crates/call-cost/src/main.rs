@@ -6,7 +6,6 @@
 //! Usage: `memprof-call-cost <calls> <rounds>`.
 
 use std::hint::black_box;
-use std::time::Instant;
 
 /// The 3-statement function.
 #[inline(never)]
@@ -54,27 +53,41 @@ const LOOP: u64 = 1000;
 /// closing brace.
 const PROBES_PER_ITERATION: f64 = 3.0;
 
-/// Nanoseconds per call of `f` over `calls` calls on each of `threads`
-/// threads started together.
+/// Nanoseconds of the calling thread's CPU time so far.
+///
+/// NOTE: CPU time, not wall time: on a shared machine two threads may not
+/// both get a core, and time spent waiting for one is not the calls' cost;
+/// contention between the two (shared cache lines) does show in CPU time.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a pointer to a timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPU nanoseconds per call of `f` over `calls` calls on each of `threads`
+/// threads started together (the mean over the threads).
 fn per_call(f: fn(u64) -> u64, calls: u64, threads: usize) -> f64 {
     let run = move || {
+        let start = thread_cpu_ns();
         let mut acc = 0u64;
         for i in 0..calls {
             acc = acc.wrapping_add(f(black_box(i)));
         }
         black_box(acc);
+        (thread_cpu_ns() - start) as f64 / calls as f64
     };
-    let start = Instant::now();
     if threads == 1 {
-        run();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(run);
-            }
-        });
+        return run();
     }
-    start.elapsed().as_nanos() as f64 / calls as f64
+    let total: f64 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|_| s.spawn(run)).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    total / threads as f64
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -1,0 +1,123 @@
+//! What a profiled call costs where it is used: `cargo bench --bench call_cost`.
+//!
+//! Builds `benches/crates/call-cost`, a crate of its own shaped like a user's
+//! (no profile settings), in the dev profile that `cargo test` uses and in
+//! the release profile, and runs each: once as it is, once under
+//! `MEMPROF=off`. Each run times a 3-statement function with and without
+//! `#[profile]` on one thread and on two at once, and a loop whose body binds
+//! a local, in interleaved rounds; a figure is the median over rounds of the
+//! difference within a round. Ends with rows for the summary table
+//! (`scripts/bench-summary`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Builds the fixture in `profile` and returns its binary.
+fn build(profile: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixture = root.join("benches/crates/call-cost");
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("call-cost");
+    // The workspace's exact dependency versions, with nothing to resolve.
+    std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock"))
+        .expect("fixture is writable");
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cargo
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(fixture.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target);
+    if profile == "release" {
+        cargo.arg("--release");
+    }
+    let status = cargo.status().expect("cargo runs");
+    assert!(status.success(), "building the {profile} fixture failed");
+    let dir = if profile == "release" {
+        "release"
+    } else {
+        "debug"
+    };
+    target.join(dir).join("memprof-call-cost")
+}
+
+/// Runs `bin` and returns its `name value` lines.
+fn run(bin: &Path, calls: u64, rounds: u64, off: bool) -> HashMap<String, f64> {
+    let mut cmd = Command::new(bin);
+    cmd.args([calls.to_string(), rounds.to_string()])
+        .env("MEMPROF_REPORT", "off")
+        .env_remove("MEMPROF");
+    if off {
+        cmd.env("MEMPROF", "off");
+    }
+    let out = cmd.output().expect("the fixture runs");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_owned(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let mut rows = Vec::new();
+    for (profile, calls, rounds) in [("release", 4_000_000, 9), ("dev", 400_000, 7)] {
+        let bin = build(profile);
+        let on = run(&bin, calls, rounds, false);
+        let off = run(&bin, calls, rounds, true);
+        println!("{profile}, MEMPROF unset: {on:?}");
+        println!("{profile}, MEMPROF=off: {off:?}");
+        let one = on["call_overhead"];
+        let two = on["call_overhead_2_threads"];
+        let plain = on["plain_call"];
+        let (target_call, target_off) = if profile == "release" {
+            ("≤ 25 ns", "≤ 3 ns")
+        } else {
+            ("≤ 150 ns", "≤ 1.1× plain")
+        };
+        rows.push((
+            format!("a profiled 3-statement call over the plain one, {profile} profile, 1 thread"),
+            format!("{one:.1} ns"),
+            format!("plain call {plain:.1} ns"),
+            target_call.to_owned(),
+        ));
+        rows.push((
+            format!("the same, 2 threads calling it at once (× the 1-thread overhead)"),
+            format!("{:.2}", two / one),
+            format!("{two:.1} ns per call"),
+            "≤ 1.3".to_owned(),
+        ));
+        rows.push((
+            format!("a profiled statement, loop body binding a local, {profile} profile"),
+            format!("{:.1} ns", on["probe"]),
+            String::new(),
+            if profile == "release" {
+                "≤ 10 ns"
+            } else {
+                ""
+            }
+            .to_owned(),
+        ));
+        let off_call = off["call_overhead"];
+        rows.push((
+            format!("the 3-statement call under `MEMPROF=off`, {profile} profile"),
+            if profile == "release" {
+                format!("+{off_call:.1} ns")
+            } else {
+                format!(
+                    "{:.2}× plain",
+                    (off["plain_call"] + off_call) / off["plain_call"]
+                )
+            },
+            format!("plain call {:.1} ns", off["plain_call"]),
+            target_off.to_owned(),
+        ));
+    }
+    println!();
+    for (what, measured, reference, target) in rows {
+        println!("| {what} | {measured} | {reference} | {target} |");
+    }
+}
