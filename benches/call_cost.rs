@@ -85,7 +85,7 @@ fn main() {
             target_call.to_owned(),
         ));
         rows.push((
-            format!("the same, 2 threads calling it at once (× the 1-thread overhead)"),
+            format!("the same, 2 threads calling it at once, {profile} (× the 1-thread overhead)"),
             format!("{:.2}", two / one),
             format!("{two:.1} ns per call"),
             "≤ 1.3".to_owned(),
