@@ -7,6 +7,9 @@
 //! The modes that print (`MEMPROF_REPORT=call`/`exit`, `MEMPROF_JSON`) are
 //! checked in a child process that re-runs this binary on one `child_*` test.
 
+// The point is to allocate on the heap.
+#![allow(clippy::useless_vec)]
+
 use memprof::{FunctionReport, measure, profile};
 use std::process::Command;
 
