@@ -3,15 +3,16 @@
 //!
 //! Users depend on the `memprof` facade crate, which re-exports what is public
 //! here. The modules form layers, lowest first; each imports only from the
-//! layers below it:
-//! 1. leaves: [`units`], [`config`] (configuration as a value);
+//! layers below it, and data flows upwards:
+//! 1. leaves: [`units`], [`config`] (configuration as a value), `owned`;
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
 //!    configuration, `settings`; device memory, `gpu`;
 //! 3. per-statement recording: `region`, `cells`;
 //! 4. calls and their per-thread aggregates: `calls`; `measure`;
-//! 5. aggregation and reports: `report`, `budget`, `timeline`;
-//! 6. rendering and output: `render`, `output`, `track`;
-//! 7. what generated code calls: `probe`, and `__private` below.
+//! 5. aggregation and reports: `report`; `mprof run`'s timeline, `timeline`;
+//! 6. rendering: `render`;
+//! 7. budgets and output: `budget`, `output`, `track`;
+//! 8. what generated code calls: `probe`, and `__private` below.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]

@@ -1,7 +1,8 @@
 //! Text rendering: byte figures and line tables.
 
 use crate::config::{RenderSettings, Unit};
-use crate::report::FunctionReport;
+use crate::report::{FunctionReport, Report};
+use std::fmt;
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Modify, Style};
@@ -192,5 +193,26 @@ mod tests {
             min_increment: None,
         };
         assert_eq!(bytes(1 << 20, &s), "1048576 B");
+    }
+}
+
+// ---- `Display` for the report types: their tables ------------------------------
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let settings = crate::settings::get().render;
+        for (i, function) in self.functions.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            f.write_str(&table(function, true, &settings))?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for FunctionReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&table(self, true, &crate::settings::get().render))
     }
 }

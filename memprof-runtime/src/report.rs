@@ -4,7 +4,6 @@
 use crate::alloc::untracked;
 use crate::calls::{FnMeta, Registration};
 use crate::cells::{LineCell, RowFigures};
-use std::fmt;
 
 /// Every profiled function, aggregated over all its calls so far.
 // NOTE: `to_json` goes through miniserde, not serde_json: serde_json's
@@ -82,29 +81,6 @@ impl FunctionReport {
     /// The first row whose text contains `needle`.
     pub fn line_containing(&self, needle: &str) -> Option<&LineReport> {
         self.lines.iter().find(|l| l.contents.contains(needle))
-    }
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let settings = crate::settings::get().render;
-        for (i, function) in self.functions.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            f.write_str(&crate::render::table(function, true, &settings))?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Display for FunctionReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::render::table(
-            self,
-            true,
-            &crate::settings::get().render,
-        ))
     }
 }
 
