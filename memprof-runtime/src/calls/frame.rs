@@ -417,7 +417,11 @@ impl Frame {
     pub(crate) fn row(&self, cell: u32) -> &LineCell {
         // SAFETY: as in `cells`; generated code passes only cell numbers
         // below `cell_count`.
-        unsafe { &*get(&self.state().cells).add(cell as usize) }
+        // PERF: address arithmetic rather than `add`, which unoptimized
+        // builds check in a call.
+        let address =
+            get(&self.state().cells) as usize + cell as usize * std::mem::size_of::<LineCell>();
+        unsafe { &*(address as *const LineCell) }
     }
 
     /// The counters of the thread running the call.
@@ -425,13 +429,16 @@ impl Frame {
     #[inline(always)]
     pub(crate) fn counters(&self) -> Option<&ThreadCounters> {
         let mut counters = get(&self.state().counters);
-        if counters.is_null() {
+        if counters as usize == 0 {
             counters = current_counters();
+            if counters as usize == 0 {
+                return None;
+            }
         }
         // SAFETY: from this thread's `THREAD`, which lives as long as the
         // thread: set at entry for a synchronous call (which ends on the
         // thread it started on), looked up now for an `async fn` call.
-        unsafe { counters.as_ref() }
+        Some(unsafe { &*counters })
     }
 }
 
