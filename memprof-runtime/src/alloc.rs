@@ -16,6 +16,9 @@
 //! global watermarks (see [`watch_begin`]). The fast path pays for that, and
 //! for every other special case, with one flag test on the slot it writes
 //! (see `ThreadCounters::hook`).
+//!
+//! The size-class tallies that `track!` checkpoints print live here too, at
+//! the end of this file: the allocator fills them, the checkpoint reads them.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -223,6 +226,9 @@ pub(crate) struct ThreadCounters {
     pub(crate) hi: Cell<i64>,
     /// Set by the thread's first `track!`: count by size class from now on.
     wants_tracking: Cell<bool>,
+    /// Allocations and frees by size class since the last checkpoint, while
+    /// `wants_tracking`.
+    classes: [Cell<ClassTally>; SIZE_CLASSES],
 }
 
 thread_local! {
@@ -243,6 +249,7 @@ thread_local! {
             carry: Cell::new(i64::MIN),
             hi: Cell::new(i64::MIN),
             wants_tracking: Cell::new(false),
+            classes: [const { Cell::new(ClassTally::ZERO) }; SIZE_CLASSES],
         }
     };
 }
@@ -338,7 +345,7 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
             // SAFETY: in `TRACKING` mode, as in `COUNTING`, `slot` points
             // into the static `SLOTS`.
             count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs);
-            crate::track::count_classes(allocated, freed);
+            count_classes(t, allocated, freed);
         }
         UNCLAIMED => {
             INSTALLED.store(true, Relaxed);
@@ -362,7 +369,7 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
             count(t, &t.private, delta, allocs, deallocs);
             OVERFLOW.net.fetch_add(delta, Relaxed);
             if t.wants_tracking.get() {
-                crate::track::count_classes(allocated, freed);
+                count_classes(t, allocated, freed);
             }
         }
     }
@@ -548,4 +555,74 @@ pub(crate) fn watch_end(watch: Watch) -> i64 {
         None => end,
     };
     (peak.max(end) - watch.start).max(0)
+}
+
+// ---- size classes ------------------------------------------------------
+
+/// Size classes: class `k` holds sizes in `[2^k, 2^(k+1))`.
+pub(crate) const SIZE_CLASSES: usize = 64;
+
+/// Allocations and frees of one size class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClassTally {
+    pub(crate) allocs: u32,
+    pub(crate) alloc_bytes: u64,
+    pub(crate) frees: u32,
+    pub(crate) free_bytes: u64,
+}
+
+impl ClassTally {
+    const ZERO: ClassTally = ClassTally {
+        allocs: 0,
+        alloc_bytes: 0,
+        frees: 0,
+        free_bytes: 0,
+    };
+}
+
+fn size_class(size: usize) -> usize {
+    (usize::BITS - 1 - size.max(1).leading_zeros()) as usize
+}
+
+/// Counts by size class, on the slow path of tracking threads.
+fn count_classes(t: &ThreadCounters, allocated: usize, freed: usize) {
+    if allocated != 0 {
+        let class = &t.classes[size_class(allocated)];
+        let mut tally = class.get();
+        tally.allocs = tally.allocs.saturating_add(1);
+        tally.alloc_bytes += allocated as u64;
+        class.set(tally);
+    }
+    if freed != 0 {
+        let class = &t.classes[size_class(freed)];
+        let mut tally = class.get();
+        tally.frees = tally.frees.saturating_add(1);
+        tally.free_bytes += freed as u64;
+        class.set(tally);
+    }
+}
+
+/// This thread's allocations and frees by size class since the previous
+/// call, indexed by class; starts the next tally from zero. Only threads
+/// that called [`start_tracking`] are counted.
+pub(crate) fn take_size_classes() -> [ClassTally; SIZE_CLASSES] {
+    THREAD
+        .try_with(|t| std::array::from_fn(|k| t.classes[k].replace(ClassTally::ZERO)))
+        .unwrap_or([ClassTally::ZERO; SIZE_CLASSES])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_are_powers_of_two() {
+        assert_eq!(size_class(0), 0);
+        assert_eq!(size_class(1), 0);
+        assert_eq!(size_class(2), 1);
+        assert_eq!(size_class(3), 1);
+        assert_eq!(size_class(4096), 12);
+        assert_eq!(size_class(8191), 12);
+        assert_eq!(size_class(usize::MAX), 63);
+    }
 }
