@@ -12,10 +12,12 @@
 //! Threads beyond [`SLOT_COUNT`] share one overflow slot through atomic adds:
 //! still exact, only slower.
 //!
-//! While a process-scope region is open, allocations also feed a small set of
-//! global watermarks (see [`watch_begin`]). The fast path pays for that, and
-//! for every other special case, with one flag test on the slot it writes
-//! (see `ThreadCounters::hook`).
+//! Every special case leaves the fast path through one of two tests of
+//! values it loads anyway: the thread's `hook`, null unless the thread is
+//! simply counting (its first allocation, `track!` size classes, memprof's
+//! own bookkeeping), and the thread-pointer offset of `tls`, zero while a
+//! process-scope region is open (see [`watch_begin`]) or where the shortcut
+//! cannot be used.
 //!
 //! The size-class tallies that `track!` checkpoints print live here too, at
 //! the end of this file: the allocator fills them, the checkpoint reads them.
@@ -149,11 +151,6 @@ pub(crate) const SLOT_COUNT: usize = 1024;
 #[repr(align(128))]
 pub(crate) struct Slot {
     claimed: AtomicBool,
-    /// Sends the allocator to its slow path. Set in every claimed slot while
-    /// any process-scope watch is open, so the owner learns it from the line
-    /// it writes anyway rather than from a shared global; always set in
-    /// `EMPTY`.
-    divert: AtomicBool,
     net: AtomicI64,
 }
 
@@ -161,7 +158,6 @@ impl Slot {
     const fn new() -> Self {
         Slot {
             claimed: AtomicBool::new(false),
-            divert: AtomicBool::new(false),
             net: AtomicI64::new(0),
         }
     }
@@ -171,12 +167,9 @@ static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
 /// How many slots have ever been claimed: readers sum only these.
 static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
 static OVERFLOW: Slot = Slot::new();
-/// Where a thread's slot pointer starts, and where its `hook` points unless
-/// it is `COUNTING`: always zero, never written, always diverting.
-static EMPTY: Slot = Slot {
-    divert: AtomicBool::new(true),
-    ..Slot::new()
-};
+/// Where a thread's `slot` points until it first allocates: always zero,
+/// never written.
+static EMPTY: Slot = Slot::new();
 /// Set once any thread allocates through a memprof [`Allocator`].
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -199,33 +192,36 @@ const TRACKING: u8 = 4;
 /// zero otherwise), `carry` holds the part of the innermost open region's
 /// watermark that `peak` no longer shows, and `hi` the highest `peak` seen
 /// since the current poll began.
+///
+/// PERF: `repr(C)` keeps what the fast path touches, `hook` to `deallocs`,
+/// in the first 32 bytes: one cache line, as the type is 128-byte aligned.
+#[repr(C)]
 pub(crate) struct ThreadCounters {
     /// The slot the allocator's fast path counts into: `slot` while
-    /// `COUNTING`, `EMPTY` otherwise. Set only through [`set_mode`].
+    /// `COUNTING`, null otherwise. Set only through [`set_mode`].
     ///
-    /// PERF: the fast path loads this pointer and tests the slot's `divert`
-    /// flag, one test for every special case: a mode other than `COUNTING`
-    /// (through `EMPTY`) and an open process-scope watch.
+    /// PERF: the fast path loads this pointer anyway; testing it for null is
+    /// the one test for every special case of this thread's own.
     hook: Cell<*const Slot>,
-    /// One of `COUNTING`, `UNCLAIMED`, `OVERFLOW_SLOT`, `PAUSED`, `TRACKING`;
-    /// read on the slow path only.
-    mode: Cell<u8>,
     pub(crate) peak: Cell<i64>,
     pub(crate) allocs: Cell<u64>,
     pub(crate) deallocs: Cell<u64>,
+    /// One of `COUNTING`, `UNCLAIMED`, `OVERFLOW_SLOT`, `PAUSED`, `TRACKING`;
+    /// read on the slow path only.
+    mode: Cell<u8>,
+    /// Set by the thread's first `track!`: count by size class from now on.
+    wants_tracking: Cell<bool>,
     /// The claimed slot in `SLOTS`, or `private` once they are all taken;
     /// `EMPTY` until the thread first allocates.
     slot: Cell<*const Slot>,
-    /// This thread's net count when it has no slot of its own: summed into
-    /// the process total through `OVERFLOW` instead.
-    private: Slot,
     pub(crate) adjust_net: Cell<i64>,
     pub(crate) adjust_allocs: Cell<u64>,
     pub(crate) adjust_deallocs: Cell<u64>,
     pub(crate) carry: Cell<i64>,
     pub(crate) hi: Cell<i64>,
-    /// Set by the thread's first `track!`: count by size class from now on.
-    wants_tracking: Cell<bool>,
+    /// This thread's net count when it has no slot of its own: summed into
+    /// the process total through `OVERFLOW` instead.
+    private: Slot,
     /// Allocations and frees by size class since the last checkpoint, while
     /// `wants_tracking`.
     classes: [Cell<ClassTally>; SIZE_CLASSES],
@@ -236,19 +232,19 @@ thread_local! {
     // allocator may touch it at any point of a thread's life, teardown included.
     pub(crate) static THREAD: ThreadCounters = const {
         ThreadCounters {
-            hook: Cell::new(&EMPTY),
-            mode: Cell::new(UNCLAIMED),
+            hook: Cell::new(std::ptr::null()),
             peak: Cell::new(0),
             allocs: Cell::new(0),
             deallocs: Cell::new(0),
+            mode: Cell::new(UNCLAIMED),
+            wants_tracking: Cell::new(false),
             slot: Cell::new(&EMPTY),
-            private: Slot::new(),
             adjust_net: Cell::new(0),
             adjust_allocs: Cell::new(0),
             adjust_deallocs: Cell::new(0),
             carry: Cell::new(i64::MIN),
             hi: Cell::new(i64::MIN),
-            wants_tracking: Cell::new(false),
+            private: Slot::new(),
             classes: [const { Cell::new(ClassTally::ZERO) }; SIZE_CLASSES],
         }
     };
@@ -270,23 +266,29 @@ fn set_mode(t: &ThreadCounters, mode: u8) {
     t.hook.set(if mode == COUNTING {
         t.slot.get()
     } else {
-        &EMPTY
+        std::ptr::null()
     });
 }
 
 /// Updates this thread's counters for `allocated` bytes handed out and
-/// `freed` bytes returned, `A` allocations and `D` deallocations, unless its
-/// slot diverts it or the `tls` shortcut is not known (yet): then returns
-/// false and leaves the work to [`counted_slowly`]. Never allocates, locks or
-/// panics.
+/// `freed` bytes returned, `A` allocations and `D` deallocations, unless a
+/// special case sends it to the slow path: then returns false and leaves the
+/// work to [`counted_slowly`]. Never allocates, locks or panics.
 #[inline(always)]
 fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) -> bool {
     if !crate::tls::SUPPORTED {
+        // NOTE: with the shortcut an open watch zeroes the offset; here it
+        // has to be asked.
+        if WATCH_MASK.load(Relaxed) != 0 {
+            return false;
+        }
         return THREAD
             .try_with(|t| record_in::<A, D>(t, allocated, freed))
             // A thread past its thread-locals' end counts nothing.
             .unwrap_or(true);
     }
+    // Zero while unknown, where it does not hold, and while a process-scope
+    // watch is open.
     let offset = crate::tls::offset();
     if offset == 0 {
         return false;
@@ -305,15 +307,14 @@ fn record_in<const A: u64, const D: u64>(
     allocated: usize,
     freed: usize,
 ) -> bool {
-    // SAFETY: `hook` points at the static `EMPTY` or into `SLOTS`.
-    let hook = unsafe { &*t.hook.get() };
-    // PERF: the flag sits on the line that `count` writes anyway.
-    if hook.divert.load(Relaxed) {
+    let hook = t.hook.get();
+    if hook.is_null() {
         return false;
     }
+    // SAFETY: a non-null `hook` is the thread's claimed slot in `SLOTS`.
     // PERF: only this thread writes its slot, so a plain load and store
     // suffice.
-    count(t, hook, allocated as i64 - freed as i64, A, D);
+    count(t, unsafe { &*hook }, allocated as i64 - freed as i64, A, D);
     true
 }
 
@@ -338,7 +339,7 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
     let delta = allocated as i64 - freed as i64;
     match t.mode.get() {
         PAUSED => return,
-        // Diverted by an open process-scope watch, which is fed below.
+        // Here because a watch is open (fed below) or without the shortcut.
         // SAFETY: in `COUNTING` mode `slot` points into the static `SLOTS`.
         COUNTING => count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs),
         TRACKING => {
@@ -384,10 +385,7 @@ fn claim_slot() -> Option<&'static Slot> {
             .compare_exchange(false, true, Relaxed, Relaxed)
             .is_ok()
     })?;
-    // NOTE: SeqCst pairs with `set_watched`: either it sees this slot, or
-    // this thread sees its mask.
     SLOTS_USED.fetch_max(i + 1, SeqCst);
-    slot.divert.store(WATCH_MASK.load(SeqCst) != 0, Relaxed);
     Some(slot)
 }
 
@@ -463,12 +461,10 @@ static WATCH_MASK: AtomicU64 = AtomicU64::new(0);
 static WATCH_NET: AtomicI64 = AtomicI64::new(0);
 static WATCH_PEAK: [AtomicI64; WATCHERS] = [const { AtomicI64::new(0) }; WATCHERS];
 
-/// Tells every slot's owner whether a watch is open.
+/// Sends every thread's allocator to the slow path, which feeds the
+/// watches, while one is open.
 fn set_watched(on: bool) {
-    let used = SLOTS_USED.load(SeqCst);
-    for slot in &SLOTS[..used] {
-        slot.divert.store(on, SeqCst);
-    }
+    crate::tls::suspend(on);
 }
 
 #[cold]
@@ -624,5 +620,15 @@ mod tests {
         assert_eq!(size_class(4096), 12);
         assert_eq!(size_class(8191), 12);
         assert_eq!(size_class(usize::MAX), 63);
+    }
+
+    #[test]
+    fn the_fast_path_fields_share_a_cache_line() {
+        use std::mem::{align_of, offset_of};
+        assert!(align_of::<ThreadCounters>() >= 64);
+        assert_eq!(offset_of!(ThreadCounters, hook), 0);
+        assert!(offset_of!(ThreadCounters, peak) < 64);
+        assert!(offset_of!(ThreadCounters, allocs) < 64);
+        assert!(offset_of!(ThreadCounters, deallocs) + 8 <= 64);
     }
 }
