@@ -44,6 +44,16 @@ use std::sync::atomic::{
 /// `memprof::Allocator::new(mimalloc::MiMalloc)`. An allocator installed this
 /// way counts whatever the features say: gate it on your own feature to
 /// leave it out of release builds.
+///
+/// # Failed allocations
+///
+/// A request of [`COUNT_FIRST_BELOW`](Self::COUNT_FIRST_BELOW) bytes or more
+/// is counted only once the inner allocator has returned memory: a failed
+/// large allocation, or a `try_reserve` that fails, changes no figure. A
+/// smaller request is counted before the inner allocator runs and stays
+/// counted if it fails. A small request fails only when the process is out
+/// of memory, and Rust's infallible APIs then abort through
+/// `handle_alloc_error`, so no figure is left to read.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Allocator<A = System> {
     inner: A,
@@ -61,40 +71,56 @@ impl<A> Allocator<A> {
     pub const fn new(inner: A) -> Self {
         Allocator { inner }
     }
+
+    /// Requests below this many bytes are counted before the inner
+    /// allocator runs (see [Failed allocations](Self#failed-allocations)).
+    ///
+    /// PERF: counting first lets `alloc` leave through a tail call into the
+    /// inner allocator, with no stack frame, as `dealloc` does. Above this
+    /// size the allocation itself costs microseconds (glibc maps blocks from
+    /// 128 KiB), so the call and null check that keep failures uncounted are
+    /// lost in it.
+    pub const COUNT_FIRST_BELOW: usize = 64 << 10;
 }
 
 // SAFETY: every method forwards to `inner` with the caller's arguments
-// unchanged, and only updates counters afterwards; the counting never touches
-// the returned memory.
+// unchanged; counting never touches the memory.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
-    // PERF: each method leaves through a tail call for everything but the
-    // fast path, so that the fast path saves no register for a call it never
-    // makes. With the `tls` shortcut that makes `dealloc` a leaf.
+    // PERF: on the fast path `alloc` and `dealloc` count, then jump to the
+    // inner allocator: leaves with no frame and no saved register, as
+    // System's own are. Everything else leaves through a tail call too.
 
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees.
-        let ptr = unsafe { self.inner.alloc(layout) };
-        if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
-            return counted_slowly(ptr, layout.size(), 0, 1, 0);
+        if layout.size() >= Self::COUNT_FIRST_BELOW {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { alloc_then_count(&self.inner, layout, false) };
         }
-        ptr
+        if !record::<1, 0>(layout.size(), 0) {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { alloc_slowly(&self.inner, layout, false) };
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.inner.alloc(layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees.
-        let ptr = unsafe { self.inner.alloc_zeroed(layout) };
-        if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
-            return counted_slowly(ptr, layout.size(), 0, 1, 0);
+        if layout.size() >= Self::COUNT_FIRST_BELOW {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { alloc_then_count(&self.inner, layout, true) };
         }
-        ptr
+        if !record::<1, 0>(layout.size(), 0) {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { alloc_slowly(&self.inner, layout, true) };
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.inner.alloc_zeroed(layout) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // PERF: counted first, so the inner call is a tail call with nothing
-        // to keep alive across it; a free cannot fail.
+        // A free cannot fail: always counted first.
         if !record::<0, 1>(0, layout.size()) {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { dealloc_slowly(ptr, layout, &self.inner) };
@@ -105,6 +131,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // NOTE: counted after the call, whatever the size: a failed realloc
+        // leaves the old block in place, and `try_reserve` on a vector of
+        // any size may meet one.
         // SAFETY: forwarded with the caller's guarantees.
         let new = unsafe { self.inner.realloc(ptr, layout, new_size) };
         // NOTE: a realloc counts as one allocation and one deallocation,
@@ -113,6 +142,45 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
             return counted_slowly(new, new_size, layout.size(), 1, 1);
         }
         new
+    }
+}
+
+/// `alloc` or `alloc_zeroed` of [`Allocator::COUNT_FIRST_BELOW`] bytes or
+/// more: counted only if the inner allocator succeeds.
+///
+/// # Safety
+/// As [`GlobalAlloc::alloc`].
+#[inline(never)]
+unsafe fn alloc_then_count<A: GlobalAlloc>(inner: &A, layout: Layout, zeroed: bool) -> *mut u8 {
+    // SAFETY: forwarded with the caller's guarantees.
+    let ptr = unsafe {
+        if zeroed {
+            inner.alloc_zeroed(layout)
+        } else {
+            inner.alloc(layout)
+        }
+    };
+    if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
+        return counted_slowly(ptr, layout.size(), 0, 1, 0);
+    }
+    ptr
+}
+
+/// A small `alloc` or `alloc_zeroed` that [`record`] left to the slow path:
+/// counted first, like the fast path, so that both follow one rule.
+///
+/// # Safety
+/// As [`GlobalAlloc::alloc`].
+#[inline(never)]
+unsafe fn alloc_slowly<A: GlobalAlloc>(inner: &A, layout: Layout, zeroed: bool) -> *mut u8 {
+    counted_slowly(std::ptr::null_mut(), layout.size(), 0, 1, 0);
+    // SAFETY: forwarded with the caller's guarantees.
+    unsafe {
+        if zeroed {
+            inner.alloc_zeroed(layout)
+        } else {
+            inner.alloc(layout)
+        }
     }
 }
 
