@@ -9,14 +9,14 @@
 //!   relaxed stores, so that other threads can sum the slots into a
 //!   process-wide figure without the owner paying for atomic read-modify-write.
 //!
-//! Threads beyond [`SLOT_COUNT`] share one overflow slot through atomic adds:
+//! Threads beyond `SLOT_COUNT` share one overflow slot through atomic adds:
 //! still exact, only slower.
 //!
 //! Every special case leaves the fast path through one of two tests of
 //! values it loads anyway: the thread's `hook`, null unless the thread is
 //! simply counting (its first allocation, `track!` size classes, memprof's
 //! own bookkeeping), and the thread-pointer offset of `tls`, zero while a
-//! process-scope region is open (see [`watch_begin`]) or where the shortcut
+//! process-scope region is open (see `watch_begin`) or where the shortcut
 //! cannot be used.
 //!
 //! The size-class tallies that `track!` checkpoints print live here too, at
