@@ -9,13 +9,18 @@
 //!   relaxed stores, so that other threads can sum the slots into a
 //!   process-wide figure without the owner paying for atomic read-modify-write.
 //!
-//! Threads beyond [`SLOT_COUNT`] share one overflow slot through atomic adds:
+//! Threads beyond `SLOT_COUNT` share one overflow slot through atomic adds:
 //! still exact, only slower.
 //!
-//! While a process-scope region is open, allocations also feed a small set of
-//! global watermarks (see [`watch_begin`]). The fast path pays for that, and
-//! for every other special case, with one flag test on the slot it writes
-//! (see `ThreadCounters::hook`).
+//! Every special case leaves the fast path through one of two tests of
+//! values it loads anyway: the thread's `hook`, null unless the thread is
+//! simply counting (its first allocation, `track!` size classes, memprof's
+//! own bookkeeping), and the thread-pointer offset of `tls`, zero while a
+//! process-scope region is open (see `watch_begin`) or where the shortcut
+//! cannot be used.
+//!
+//! The size-class tallies that `track!` checkpoints print live here too, at
+//! the end of this file: the allocator fills them, the checkpoint reads them.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -39,6 +44,16 @@ use std::sync::atomic::{
 /// `memprof::Allocator::new(mimalloc::MiMalloc)`. An allocator installed this
 /// way counts whatever the features say: gate it on your own feature to
 /// leave it out of release builds.
+///
+/// # Failed allocations
+///
+/// A request of [`COUNT_FIRST_BELOW`](Self::COUNT_FIRST_BELOW) bytes or more
+/// is counted only once the inner allocator has returned memory: a failed
+/// large allocation, or a `try_reserve` that fails, changes no figure. A
+/// smaller request is counted before the inner allocator runs and stays
+/// counted if it fails. A small request fails only when the process is out
+/// of memory, and Rust's infallible APIs then abort through
+/// `handle_alloc_error`, so no figure is left to read.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Allocator<A = System> {
     inner: A,
@@ -56,40 +71,56 @@ impl<A> Allocator<A> {
     pub const fn new(inner: A) -> Self {
         Allocator { inner }
     }
+
+    /// Requests below this many bytes are counted before the inner
+    /// allocator runs (see [Failed allocations](Self#failed-allocations)).
+    ///
+    /// PERF: counting first lets `alloc` leave through a tail call into the
+    /// inner allocator, with no stack frame, as `dealloc` does. Above this
+    /// size the allocation itself costs microseconds (glibc maps blocks from
+    /// 128 KiB), so the call and null check that keep failures uncounted are
+    /// lost in it.
+    pub const COUNT_FIRST_BELOW: usize = 64 << 10;
 }
 
 // SAFETY: every method forwards to `inner` with the caller's arguments
-// unchanged, and only updates counters afterwards; the counting never touches
-// the returned memory.
+// unchanged; counting never touches the memory.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
-    // PERF: each method leaves through a tail call for everything but the
-    // fast path, so that the fast path saves no register for a call it never
-    // makes. With the `tls` shortcut that makes `dealloc` a leaf.
+    // PERF: on the fast path `alloc` and `dealloc` count, then jump to the
+    // inner allocator: leaves with no frame and no saved register, as
+    // System's own are. Everything else leaves through a tail call too.
 
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees.
-        let ptr = unsafe { self.inner.alloc(layout) };
-        if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
-            return counted_slowly(ptr, layout.size(), 0, 1, 0);
+        if layout.size() >= Self::COUNT_FIRST_BELOW {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { alloc_then_count(&self.inner, layout, false) };
         }
-        ptr
+        if !record::<1, 0>(layout.size(), 0) {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { alloc_slowly(&self.inner, layout, false) };
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.inner.alloc(layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees.
-        let ptr = unsafe { self.inner.alloc_zeroed(layout) };
-        if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
-            return counted_slowly(ptr, layout.size(), 0, 1, 0);
+        if layout.size() >= Self::COUNT_FIRST_BELOW {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { alloc_then_count(&self.inner, layout, true) };
         }
-        ptr
+        if !record::<1, 0>(layout.size(), 0) {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { alloc_slowly(&self.inner, layout, true) };
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.inner.alloc_zeroed(layout) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // PERF: counted first, so the inner call is a tail call with nothing
-        // to keep alive across it; a free cannot fail.
+        // A free cannot fail: always counted first.
         if !record::<0, 1>(0, layout.size()) {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { dealloc_slowly(ptr, layout, &self.inner) };
@@ -100,6 +131,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // NOTE: counted after the call, whatever the size: a failed realloc
+        // leaves the old block in place, and `try_reserve` on a vector of
+        // any size may meet one.
         // SAFETY: forwarded with the caller's guarantees.
         let new = unsafe { self.inner.realloc(ptr, layout, new_size) };
         // NOTE: a realloc counts as one allocation and one deallocation,
@@ -108,6 +142,45 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
             return counted_slowly(new, new_size, layout.size(), 1, 1);
         }
         new
+    }
+}
+
+/// `alloc` or `alloc_zeroed` of [`Allocator::COUNT_FIRST_BELOW`] bytes or
+/// more: counted only if the inner allocator succeeds.
+///
+/// # Safety
+/// As [`GlobalAlloc::alloc`].
+#[inline(never)]
+unsafe fn alloc_then_count<A: GlobalAlloc>(inner: &A, layout: Layout, zeroed: bool) -> *mut u8 {
+    // SAFETY: forwarded with the caller's guarantees.
+    let ptr = unsafe {
+        if zeroed {
+            inner.alloc_zeroed(layout)
+        } else {
+            inner.alloc(layout)
+        }
+    };
+    if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
+        return counted_slowly(ptr, layout.size(), 0, 1, 0);
+    }
+    ptr
+}
+
+/// A small `alloc` or `alloc_zeroed` that [`record`] left to the slow path:
+/// counted first, like the fast path, so that both follow one rule.
+///
+/// # Safety
+/// As [`GlobalAlloc::alloc`].
+#[inline(never)]
+unsafe fn alloc_slowly<A: GlobalAlloc>(inner: &A, layout: Layout, zeroed: bool) -> *mut u8 {
+    counted_slowly(std::ptr::null_mut(), layout.size(), 0, 1, 0);
+    // SAFETY: forwarded with the caller's guarantees.
+    unsafe {
+        if zeroed {
+            inner.alloc_zeroed(layout)
+        } else {
+            inner.alloc(layout)
+        }
     }
 }
 
@@ -146,11 +219,6 @@ pub(crate) const SLOT_COUNT: usize = 1024;
 #[repr(align(128))]
 pub(crate) struct Slot {
     claimed: AtomicBool,
-    /// Sends the allocator to its slow path. Set in every claimed slot while
-    /// any process-scope watch is open, so the owner learns it from the line
-    /// it writes anyway rather than from a shared global; always set in
-    /// `EMPTY`.
-    divert: AtomicBool,
     net: AtomicI64,
 }
 
@@ -158,7 +226,6 @@ impl Slot {
     const fn new() -> Self {
         Slot {
             claimed: AtomicBool::new(false),
-            divert: AtomicBool::new(false),
             net: AtomicI64::new(0),
         }
     }
@@ -168,12 +235,9 @@ static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
 /// How many slots have ever been claimed: readers sum only these.
 static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
 static OVERFLOW: Slot = Slot::new();
-/// Where a thread's slot pointer starts, and where its `hook` points unless
-/// it is `COUNTING`: always zero, never written, always diverting.
-static EMPTY: Slot = Slot {
-    divert: AtomicBool::new(true),
-    ..Slot::new()
-};
+/// Where a thread's `slot` points until it first allocates: always zero,
+/// never written.
+static EMPTY: Slot = Slot::new();
 /// Set once any thread allocates through a memprof [`Allocator`].
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -196,33 +260,43 @@ const TRACKING: u8 = 4;
 /// zero otherwise), `carry` holds the part of the innermost open region's
 /// watermark that `peak` no longer shows, and `hi` the highest `peak` seen
 /// since the current poll began.
+///
+/// PERF: `repr(C)` keeps what the fast path touches, `hook` to `deallocs`,
+/// in the first 32 bytes: one cache line, as the type is 128-byte aligned.
+#[repr(C)]
 pub(crate) struct ThreadCounters {
     /// The slot the allocator's fast path counts into: `slot` while
-    /// `COUNTING`, `EMPTY` otherwise. Set only through [`set_mode`].
+    /// `COUNTING`, null otherwise. Set only through [`set_mode`].
     ///
-    /// PERF: the fast path loads this pointer and tests the slot's `divert`
-    /// flag, one test for every special case: a mode other than `COUNTING`
-    /// (through `EMPTY`) and an open process-scope watch.
+    /// PERF: the fast path loads this pointer anyway; testing it for null is
+    /// the one test for every special case of this thread's own.
     hook: Cell<*const Slot>,
+    pub(crate) allocs: Cell<u64>,
+    /// PERF: between the two counts, so that `realloc` increments them with
+    /// two 8-byte stores: merged into one 16-byte access (as the compiler
+    /// does for adjacent fields), the load could not take its data from the
+    /// separate stores `alloc` and `dealloc` left in the store buffer.
+    pub(crate) peak: Cell<i64>,
+    pub(crate) deallocs: Cell<u64>,
     /// One of `COUNTING`, `UNCLAIMED`, `OVERFLOW_SLOT`, `PAUSED`, `TRACKING`;
     /// read on the slow path only.
     mode: Cell<u8>,
-    pub(crate) peak: Cell<i64>,
-    pub(crate) allocs: Cell<u64>,
-    pub(crate) deallocs: Cell<u64>,
+    /// Set by the thread's first `track!`: count by size class from now on.
+    wants_tracking: Cell<bool>,
     /// The claimed slot in `SLOTS`, or `private` once they are all taken;
     /// `EMPTY` until the thread first allocates.
     slot: Cell<*const Slot>,
-    /// This thread's net count when it has no slot of its own: summed into
-    /// the process total through `OVERFLOW` instead.
-    private: Slot,
     pub(crate) adjust_net: Cell<i64>,
     pub(crate) adjust_allocs: Cell<u64>,
     pub(crate) adjust_deallocs: Cell<u64>,
     pub(crate) carry: Cell<i64>,
     pub(crate) hi: Cell<i64>,
-    /// Set by the thread's first `track!`: count by size class from now on.
-    wants_tracking: Cell<bool>,
+    /// This thread's net count when it has no slot of its own: summed into
+    /// the process total through `OVERFLOW` instead.
+    private: Slot,
+    /// Allocations and frees by size class since the last checkpoint, while
+    /// `wants_tracking`.
+    classes: [Cell<ClassTally>; SIZE_CLASSES],
 }
 
 thread_local! {
@@ -230,19 +304,20 @@ thread_local! {
     // allocator may touch it at any point of a thread's life, teardown included.
     pub(crate) static THREAD: ThreadCounters = const {
         ThreadCounters {
-            hook: Cell::new(&EMPTY),
-            mode: Cell::new(UNCLAIMED),
-            peak: Cell::new(0),
+            hook: Cell::new(std::ptr::null()),
             allocs: Cell::new(0),
+            peak: Cell::new(0),
             deallocs: Cell::new(0),
+            mode: Cell::new(UNCLAIMED),
+            wants_tracking: Cell::new(false),
             slot: Cell::new(&EMPTY),
-            private: Slot::new(),
             adjust_net: Cell::new(0),
             adjust_allocs: Cell::new(0),
             adjust_deallocs: Cell::new(0),
             carry: Cell::new(i64::MIN),
             hi: Cell::new(i64::MIN),
-            wants_tracking: Cell::new(false),
+            private: Slot::new(),
+            classes: [const { Cell::new(ClassTally::ZERO) }; SIZE_CLASSES],
         }
     };
 }
@@ -263,23 +338,29 @@ fn set_mode(t: &ThreadCounters, mode: u8) {
     t.hook.set(if mode == COUNTING {
         t.slot.get()
     } else {
-        &EMPTY
+        std::ptr::null()
     });
 }
 
 /// Updates this thread's counters for `allocated` bytes handed out and
-/// `freed` bytes returned, `A` allocations and `D` deallocations, unless its
-/// slot diverts it or the `tls` shortcut is not known (yet): then returns
-/// false and leaves the work to [`counted_slowly`]. Never allocates, locks or
-/// panics.
+/// `freed` bytes returned, `A` allocations and `D` deallocations, unless a
+/// special case sends it to the slow path: then returns false and leaves the
+/// work to [`counted_slowly`]. Never allocates, locks or panics.
 #[inline(always)]
 fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) -> bool {
     if !crate::tls::SUPPORTED {
+        // NOTE: with the shortcut an open watch zeroes the offset; here it
+        // has to be asked.
+        if WATCH_MASK.load(Relaxed) != 0 {
+            return false;
+        }
         return THREAD
             .try_with(|t| record_in::<A, D>(t, allocated, freed))
             // A thread past its thread-locals' end counts nothing.
             .unwrap_or(true);
     }
+    // Zero while unknown, where it does not hold, and while a process-scope
+    // watch is open.
     let offset = crate::tls::offset();
     if offset == 0 {
         return false;
@@ -298,15 +379,14 @@ fn record_in<const A: u64, const D: u64>(
     allocated: usize,
     freed: usize,
 ) -> bool {
-    // SAFETY: `hook` points at the static `EMPTY` or into `SLOTS`.
-    let hook = unsafe { &*t.hook.get() };
-    // PERF: the flag sits on the line that `count` writes anyway.
-    if hook.divert.load(Relaxed) {
+    let hook = t.hook.get();
+    if hook.is_null() {
         return false;
     }
+    // SAFETY: a non-null `hook` is the thread's claimed slot in `SLOTS`.
     // PERF: only this thread writes its slot, so a plain load and store
     // suffice.
-    count(t, hook, allocated as i64 - freed as i64, A, D);
+    count(t, unsafe { &*hook }, allocated as i64 - freed as i64, A, D);
     true
 }
 
@@ -331,14 +411,14 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
     let delta = allocated as i64 - freed as i64;
     match t.mode.get() {
         PAUSED => return,
-        // Diverted by an open process-scope watch, which is fed below.
+        // Here because a watch is open (fed below) or without the shortcut.
         // SAFETY: in `COUNTING` mode `slot` points into the static `SLOTS`.
         COUNTING => count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs),
         TRACKING => {
             // SAFETY: in `TRACKING` mode, as in `COUNTING`, `slot` points
             // into the static `SLOTS`.
             count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs);
-            crate::track::count_classes(allocated, freed);
+            count_classes(t, allocated, freed);
         }
         UNCLAIMED => {
             INSTALLED.store(true, Relaxed);
@@ -362,7 +442,7 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
             count(t, &t.private, delta, allocs, deallocs);
             OVERFLOW.net.fetch_add(delta, Relaxed);
             if t.wants_tracking.get() {
-                crate::track::count_classes(allocated, freed);
+                count_classes(t, allocated, freed);
             }
         }
     }
@@ -377,10 +457,7 @@ fn claim_slot() -> Option<&'static Slot> {
             .compare_exchange(false, true, Relaxed, Relaxed)
             .is_ok()
     })?;
-    // NOTE: SeqCst pairs with `set_watched`: either it sees this slot, or
-    // this thread sees its mask.
     SLOTS_USED.fetch_max(i + 1, SeqCst);
-    slot.divert.store(WATCH_MASK.load(SeqCst) != 0, Relaxed);
     Some(slot)
 }
 
@@ -456,12 +533,10 @@ static WATCH_MASK: AtomicU64 = AtomicU64::new(0);
 static WATCH_NET: AtomicI64 = AtomicI64::new(0);
 static WATCH_PEAK: [AtomicI64; WATCHERS] = [const { AtomicI64::new(0) }; WATCHERS];
 
-/// Tells every slot's owner whether a watch is open.
+/// Sends every thread's allocator to the slow path, which feeds the
+/// watches, while one is open.
 fn set_watched(on: bool) {
-    let used = SLOTS_USED.load(SeqCst);
-    for slot in &SLOTS[..used] {
-        slot.divert.store(on, SeqCst);
-    }
+    crate::tls::suspend(on);
 }
 
 #[cold]
@@ -548,4 +623,87 @@ pub(crate) fn watch_end(watch: Watch) -> i64 {
         None => end,
     };
     (peak.max(end) - watch.start).max(0)
+}
+
+// ---- size classes ------------------------------------------------------
+
+/// Size classes: class `k` holds sizes in `[2^k, 2^(k+1))`.
+pub(crate) const SIZE_CLASSES: usize = 64;
+
+/// Allocations and frees of one size class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClassTally {
+    pub(crate) allocs: u32,
+    pub(crate) alloc_bytes: u64,
+    pub(crate) frees: u32,
+    pub(crate) free_bytes: u64,
+}
+
+impl ClassTally {
+    const ZERO: ClassTally = ClassTally {
+        allocs: 0,
+        alloc_bytes: 0,
+        frees: 0,
+        free_bytes: 0,
+    };
+}
+
+fn size_class(size: usize) -> usize {
+    (usize::BITS - 1 - size.max(1).leading_zeros()) as usize
+}
+
+/// Counts by size class, on the slow path of tracking threads.
+fn count_classes(t: &ThreadCounters, allocated: usize, freed: usize) {
+    if allocated != 0 {
+        let class = &t.classes[size_class(allocated)];
+        let mut tally = class.get();
+        tally.allocs = tally.allocs.saturating_add(1);
+        tally.alloc_bytes += allocated as u64;
+        class.set(tally);
+    }
+    if freed != 0 {
+        let class = &t.classes[size_class(freed)];
+        let mut tally = class.get();
+        tally.frees = tally.frees.saturating_add(1);
+        tally.free_bytes += freed as u64;
+        class.set(tally);
+    }
+}
+
+/// This thread's allocations and frees by size class since the previous
+/// call, indexed by class; starts the next tally from zero. Only threads
+/// that called [`start_tracking`] are counted.
+pub(crate) fn take_size_classes() -> [ClassTally; SIZE_CLASSES] {
+    THREAD
+        .try_with(|t| std::array::from_fn(|k| t.classes[k].replace(ClassTally::ZERO)))
+        .unwrap_or([ClassTally::ZERO; SIZE_CLASSES])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_are_powers_of_two() {
+        assert_eq!(size_class(0), 0);
+        assert_eq!(size_class(1), 0);
+        assert_eq!(size_class(2), 1);
+        assert_eq!(size_class(3), 1);
+        assert_eq!(size_class(4096), 12);
+        assert_eq!(size_class(8191), 12);
+        assert_eq!(size_class(usize::MAX), 63);
+    }
+
+    #[test]
+    fn the_fast_path_fields_share_a_cache_line() {
+        use std::mem::{align_of, offset_of};
+        assert!(align_of::<ThreadCounters>() >= 64);
+        assert_eq!(offset_of!(ThreadCounters, hook), 0);
+        assert!(offset_of!(ThreadCounters, deallocs) + 8 <= 64);
+        // Not adjacent: see `peak`.
+        assert_eq!(
+            offset_of!(ThreadCounters, deallocs) - offset_of!(ThreadCounters, allocs),
+            16
+        );
+    }
 }

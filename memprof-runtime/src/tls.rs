@@ -17,12 +17,26 @@
 //! check fails (memprof inside a shared library, which may have been loaded
 //! with `dlopen` and given dynamic TLS) or on other targets, the distance
 //! stays unknown and the allocator reaches its counters the usual way.
+//!
+//! The published distance doubles as the allocator's switch for the whole
+//! process: while a process-scope watch is open it is withdrawn (see
+//! [`suspend`]), so that every allocation takes the slow path that feeds the
+//! watch, and the fast path pays for that with the test of the offset it
+//! makes anyway.
 
-use std::sync::atomic::{AtomicIsize, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicIsize, AtomicU8,
+    Ordering::{Relaxed, SeqCst},
+};
 
-/// The counters' distance from the thread pointer; 0 while unknown or where
-/// it is not the same in every thread.
+/// What the fast path reads: [`LEARNED`] where the shortcut is usable and not
+/// suspended; 0 otherwise.
 static OFFSET: AtomicIsize = AtomicIsize::new(0);
+/// The counters' distance from the thread pointer, once found to be the same
+/// in every thread.
+static LEARNED: AtomicIsize = AtomicIsize::new(0);
+/// Set while a process-scope watch is open.
+static SUSPENDED: AtomicBool = AtomicBool::new(false);
 
 const UNDECIDED: u8 = 0;
 const USABLE: u8 = 1;
@@ -35,22 +49,52 @@ pub(crate) const SUPPORTED: bool = cfg!(all(
     any(target_arch = "x86_64", target_arch = "aarch64")
 ));
 
-/// The published distance, or 0.
+/// The distance to take, or 0.
 #[inline(always)]
 pub(crate) fn offset() -> isize {
     OFFSET.load(Relaxed)
 }
 
-/// Whether the allocator reaches its counters through the shortcut.
+/// Brings [`OFFSET`] in line with [`STATE`], [`LEARNED`] and [`SUSPENDED`].
+/// Called after every change to one of them.
+fn publish() {
+    let wanted = || {
+        if STATE.load(SeqCst) == USABLE && !SUSPENDED.load(SeqCst) {
+            LEARNED.load(SeqCst)
+        } else {
+            0
+        }
+    };
+    // NOTE: two threads publishing at once may store in either order; the
+    // one that stores last checks again afterwards, so the final value is
+    // what the final inputs want.
+    loop {
+        let offset = wanted();
+        OFFSET.store(offset, SeqCst);
+        if wanted() == offset {
+            return;
+        }
+    }
+}
+
+/// Withdraws the shortcut while `on`, sending every thread's allocator to
+/// its slow path; puts it back, if usable, once called with `false`.
+pub(crate) fn suspend(on: bool) {
+    SUSPENDED.store(on, SeqCst);
+    publish();
+}
+
+/// Whether the allocator reaches its counters through the shortcut, outside
+/// process-scope watches.
 pub fn in_use() -> bool {
-    offset() != 0
+    STATE.load(Relaxed) == USABLE
 }
 
 /// Stops the allocator from taking the shortcut, for the rest of the
 /// process: for tests of the way it goes without one.
 pub fn give_up() {
-    STATE.store(UNUSABLE, Relaxed);
-    OFFSET.store(0, Relaxed);
+    STATE.store(UNUSABLE, SeqCst);
+    publish();
 }
 
 /// The calling thread's thread pointer.
@@ -106,14 +150,21 @@ pub(crate) fn learn(addr: usize, size: usize) {
     match STATE.load(Relaxed) {
         UNDECIDED => {
             let usable = SUPPORTED && offset != 0 && in_main_program_tls(addr, size);
-            STATE.store(if usable { USABLE } else { UNUSABLE }, Relaxed);
             if usable {
-                OFFSET.store(offset, Relaxed);
+                LEARNED.store(offset, SeqCst);
             }
+            // Two threads may both get here: the first decision stands.
+            let _ = STATE.compare_exchange(
+                UNDECIDED,
+                if usable { USABLE } else { UNUSABLE },
+                SeqCst,
+                SeqCst,
+            );
+            publish();
         }
         // NOTE: cannot happen for the main program's TLS; should it all the
         // same, no thread takes the shortcut from here on.
-        USABLE if OFFSET.load(Relaxed) != offset => give_up(),
+        USABLE if LEARNED.load(SeqCst) != offset => give_up(),
         _ => {}
     }
 }
@@ -198,6 +249,27 @@ mod tests {
             &*boxed as *const u64 as usize,
             8
         ));
+    }
+
+    #[test]
+    fn a_watch_withdraws_the_offset_and_its_end_brings_it_back() {
+        use super::*;
+        // NOTE: no counting allocator is installed in this test binary, so
+        // the offset set here leads nowhere.
+        LEARNED.store(-4096, SeqCst);
+        STATE.store(USABLE, SeqCst);
+        publish();
+        assert_eq!(offset(), -4096);
+        suspend(true);
+        assert_eq!(offset(), 0);
+        assert!(in_use());
+        suspend(false);
+        assert_eq!(offset(), -4096);
+        give_up();
+        assert_eq!(offset(), 0);
+        suspend(false);
+        assert_eq!(offset(), 0);
+        assert!(!in_use());
     }
 
     #[test]

@@ -5,59 +5,28 @@
 //!
 //! Counting by size class starts at a thread's first checkpoint and costs
 //! one array increment per allocation on that thread; other threads, and
-//! programs with no checkpoint, pay nothing.
+//! programs with no checkpoint, pay nothing. The allocator keeps those
+//! tallies (`alloc::take_size_classes`); this module only reads them.
 
 use crate::alloc::{self, untracked};
 use std::cell::Cell;
 use std::io::Write;
 
-/// Size classes: class `k` holds sizes in `[2^k, 2^(k+1))`.
-const CLASSES: usize = 64;
-
-struct ClassCounts {
-    allocs: [Cell<u32>; CLASSES],
-    alloc_bytes: [Cell<u64>; CLASSES],
-    frees: [Cell<u32>; CLASSES],
-    free_bytes: [Cell<u64>; CLASSES],
+/// What this thread's previous checkpoint saw.
+struct LastCheckpoint {
     /// This thread's net count at its previous checkpoint.
-    last_net: Cell<Option<i64>>,
+    net: Cell<Option<i64>>,
     /// GPU bytes at this thread's previous checkpoint, if sampled.
-    last_gpu: Cell<Option<i64>>,
+    gpu: Cell<Option<i64>>,
 }
 
 thread_local! {
-    // NOTE: no destructor, so the allocator may touch it at any time.
-    static COUNTS: ClassCounts = const {
-        ClassCounts {
-            allocs: [const { Cell::new(0) }; CLASSES],
-            alloc_bytes: [const { Cell::new(0) }; CLASSES],
-            frees: [const { Cell::new(0) }; CLASSES],
-            free_bytes: [const { Cell::new(0) }; CLASSES],
-            last_net: Cell::new(None),
-            last_gpu: Cell::new(None),
+    static LAST: LastCheckpoint = const {
+        LastCheckpoint {
+            net: Cell::new(None),
+            gpu: Cell::new(None),
         }
     };
-}
-
-fn class(size: usize) -> usize {
-    (usize::BITS - 1 - size.max(1).leading_zeros()) as usize
-}
-
-/// Called by the allocator on tracking threads; never allocates.
-#[inline]
-pub(crate) fn count_classes(allocated: usize, freed: usize) {
-    let _ = COUNTS.try_with(|c| {
-        if allocated != 0 {
-            let k = class(allocated);
-            c.allocs[k].set(c.allocs[k].get().saturating_add(1));
-            c.alloc_bytes[k].set(c.alloc_bytes[k].get() + allocated as u64);
-        }
-        if freed != 0 {
-            let k = class(freed);
-            c.frees[k].set(c.frees[k].get().saturating_add(1));
-            c.free_bytes[k].set(c.free_bytes[k].get() + freed as u64);
-        }
-    });
 }
 
 /// `2^k` bytes in the largest binary unit that keeps it whole: `256 KiB`.
@@ -148,32 +117,32 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
             let sign = if delta >= 0 { "+" } else { "" };
             format!("{sign}{}", bytes(delta))
         };
-        COUNTS.with(|c| {
-            let last_net = c.last_net.replace(Some(net));
+        let classes = alloc::take_size_classes();
+        LAST.with(|previous| {
+            let last_net = previous.net.replace(Some(net));
             match last_net {
                 None => text.push_str(" (first checkpoint on this thread)"),
                 Some(last) => text.push_str(&format!(" ({} since last)", since(net - last))),
             }
             if let Some(gpu) = gpu {
                 text.push_str(&format!(", GPU {}", bytes(gpu)));
-                if let Some(last) = c.last_gpu.replace(Some(gpu)) {
+                if let Some(last) = previous.gpu.replace(Some(gpu)) {
                     text.push_str(&format!(" ({})", since(gpu - last)));
                 }
             }
             text.push('\n');
             if last_net.is_some() {
                 let mut rows = Vec::new();
-                for (mark, counts, totals) in [
-                    ('+', &c.allocs, &c.alloc_bytes),
-                    ('-', &c.frees, &c.free_bytes),
-                ] {
-                    for k in 0..CLASSES {
-                        let count = counts[k].get();
+                for mark in ['+', '-'] {
+                    for (class, tally) in classes.iter().enumerate() {
+                        let (count, bytes) = match mark {
+                            '+' => (tally.allocs, tally.alloc_bytes),
+                            _ => (tally.frees, tally.free_bytes),
+                        };
                         if count > 0 {
-                            let bytes = totals[k].get();
                             rows.push(ClassRow {
                                 mark,
-                                class: k,
+                                class,
                                 count,
                                 bytes,
                             });
@@ -181,12 +150,6 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
                     }
                 }
                 text.push_str(&listing(rows, &bytes));
-            }
-            for k in 0..CLASSES {
-                c.allocs[k].set(0);
-                c.alloc_bytes[k].set(0);
-                c.frees[k].set(0);
-                c.free_bytes[k].set(0);
             }
         });
         // NOTE: a blank line ends the checkpoint, as it ends a table, so
