@@ -83,3 +83,28 @@ fn eight_threads_and_concurrent_reports_stay_exact() {
     assert_eq!(figures(t, "drop(scratch)"), (-500 * total as i64, 0, total));
     assert_eq!(figures(t, "fn busy"), (0, 1500, total));
 }
+
+#[profile]
+fn short_lived(n: usize) -> usize {
+    let v = vec![0u8; n];
+    v.len()
+}
+
+#[test]
+fn ended_threads_give_their_allocator_slot_back() {
+    // Each profiled call sums the slots in use; without giving them back,
+    // a test suite (a thread per test) would make every call read hundreds.
+    for n in 0..300 {
+        let len = std::thread::spawn(move || short_lived(n)).join().unwrap();
+        assert_eq!(len, n);
+    }
+    let used = memprof::__private::slots_in_use();
+    assert!(
+        used < 100,
+        "{used} slots in use after 300 threads ran one at a time"
+    );
+    let report = memprof::report();
+    let t = report.function("short_lived").unwrap();
+    assert_eq!(t.calls, 300);
+    assert_eq!(figures(t, "let v").0, (0..300).sum::<i64>());
+}

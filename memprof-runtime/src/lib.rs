@@ -56,6 +56,7 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
 // Not public API. Used by generated code.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::alloc::slots_in_use;
     pub use crate::budget::{Comparison, Condition, Quantity, check_memory};
     pub use crate::calls::{Cursor, FnMeta, Instrumented, Registration, TailGuard};
     pub use crate::cells::LineCell;

@@ -84,6 +84,10 @@ impl Drop for ThreadTable {
                 }
             }
         });
+        // The thread is done with profiled calls: its allocator slot can go
+        // to the next thread, so that every call's process-wide sum reads
+        // the slots of live threads only.
+        crate::alloc::release_slot();
     }
 }
 

@@ -19,15 +19,25 @@
 //! process-scope region is open (see `watch_begin`) or where the shortcut
 //! cannot be used.
 //!
-//! The size-class tallies that `track!` checkpoints print live here too, at
-//! the end of this file: the allocator fills them, the checkpoint reads them.
+//! Beside it: `slots` (the process-wide sum), `watch` (process-scope
+//! watermarks) and `classes` (size-class tallies for `track!`).
+
+mod classes;
+mod slots;
+mod watch;
+
+use classes::{ClassTally, count_classes};
+pub(crate) use classes::{SIZE_CLASSES, take_size_classes};
+pub use slots::in_use as slots_in_use;
+pub use slots::process_heap;
+use slots::{EMPTY, OVERFLOW, Slot, claim_slot};
+pub(crate) use slots::{process_net, release as release_slot};
+use watch::{WATCH_MASK, watch_record};
+pub(crate) use watch::{Watch, watch_begin, watch_end};
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicU64, AtomicUsize,
-    Ordering::{Relaxed, SeqCst},
-};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// A global allocator that counts every byte it hands out, wrapping `A`.
 ///
@@ -210,34 +220,6 @@ unsafe fn dealloc_slowly<A: GlobalAlloc>(ptr: *mut u8, layout: Layout, inner: &A
     unsafe { inner.dealloc(ptr, layout) };
 }
 
-/// Number of per-thread slots; later threads share the overflow slot.
-pub(crate) const SLOT_COUNT: usize = 1024;
-
-/// One thread's share of the process-wide heap count, and the only copy of
-/// that thread's net count. 128-byte aligned so that neighbouring threads'
-/// slots never share a cache line, or a prefetched pair.
-#[repr(align(128))]
-pub(crate) struct Slot {
-    claimed: AtomicBool,
-    net: AtomicI64,
-}
-
-impl Slot {
-    const fn new() -> Self {
-        Slot {
-            claimed: AtomicBool::new(false),
-            net: AtomicI64::new(0),
-        }
-    }
-}
-
-static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
-/// How many slots have ever been claimed: readers sum only these.
-static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
-static OVERFLOW: Slot = Slot::new();
-/// Where a thread's `slot` points until it first allocates: always zero,
-/// never written.
-static EMPTY: Slot = Slot::new();
 /// Set once any thread allocates through a memprof [`Allocator`].
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -451,16 +433,6 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
     }
 }
 
-fn claim_slot() -> Option<&'static Slot> {
-    let (i, slot) = SLOTS.iter().enumerate().find(|(_, slot)| {
-        slot.claimed
-            .compare_exchange(false, true, Relaxed, Relaxed)
-            .is_ok()
-    })?;
-    SLOTS_USED.fetch_max(i + 1, SeqCst);
-    Some(slot)
-}
-
 /// Whether a memprof [`Allocator`] has counted anything in this process.
 pub fn is_installed() -> bool {
     INSTALLED.load(Relaxed)
@@ -469,22 +441,6 @@ pub fn is_installed() -> bool {
 /// This thread's own net count (not shifted into an async task's terms).
 pub(crate) fn thread_net() -> i64 {
     THREAD.try_with(ThreadCounters::net).unwrap_or(0)
-}
-
-/// Net heap bytes of the whole process: the sum of every thread's slot. Costs
-/// one pass over the slots claimed so far.
-pub(crate) fn process_net() -> i64 {
-    let used = SLOTS_USED.load(Relaxed);
-    SLOTS[..used]
-        .iter()
-        .fold(OVERFLOW.net.load(Relaxed), |sum, slot| {
-            sum + slot.net.load(Relaxed)
-        })
-}
-
-/// Heap bytes in use by the whole process, as counted by memprof.
-pub fn process_heap() -> u64 {
-    process_net().max(0) as u64
 }
 
 /// Starts counting this thread's allocations by size class, for `track!`.
@@ -523,176 +479,9 @@ pub(crate) fn untracked<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-// ---- process-scope watermarks -------------------------------------------
-
-/// At most this many process-scope regions can track a peak at once.
-const WATCHERS: usize = 64;
-static WATCH_MASK: AtomicU64 = AtomicU64::new(0);
-/// Net bytes allocated while any watcher was active: a running delta, only
-/// ever read as differences.
-static WATCH_NET: AtomicI64 = AtomicI64::new(0);
-static WATCH_PEAK: [AtomicI64; WATCHERS] = [const { AtomicI64::new(0) }; WATCHERS];
-
-/// Sends every thread's allocator to the slow path, which feeds the
-/// watches, while one is open.
-fn set_watched(on: bool) {
-    crate::tls::suspend(on);
-}
-
-#[cold]
-fn watch_record(delta: i64) {
-    let now = WATCH_NET.fetch_add(delta, Relaxed) + delta;
-    if delta > 0 {
-        let mut mask = WATCH_MASK.load(Relaxed);
-        while mask != 0 {
-            let i = mask.trailing_zeros() as usize;
-            WATCH_PEAK[i].fetch_max(now, Relaxed);
-            mask &= mask - 1;
-        }
-    }
-}
-
-/// A process-wide watermark, open from [`watch_begin`] to [`watch_end`].
-#[derive(Debug)]
-pub(crate) struct Watch {
-    index: Option<u32>,
-    start: i64,
-}
-
-impl Watch {
-    /// As plain integers, for storing in atomics: index (`u32::MAX` for
-    /// none) and start.
-    pub(crate) fn into_parts(self) -> (u32, i64) {
-        (self.index.unwrap_or(u32::MAX), self.start)
-    }
-
-    pub(crate) fn from_parts(index: u32, start: i64) -> Watch {
-        Watch {
-            index: (index != u32::MAX).then_some(index),
-            start,
-        }
-    }
-}
-
-/// Starts watching the process-wide high-water mark.
-///
-/// Allocations that race with this call may be missed by the peak (never by
-/// the increment, which comes from the slots); with all 64 watchers busy the
-/// peak falls back to the larger of the start and end figures.
-pub(crate) fn watch_begin() -> Watch {
-    let mut mask = WATCH_MASK.load(Relaxed);
-    loop {
-        let free = !mask;
-        if free == 0 {
-            return Watch {
-                index: None,
-                start: WATCH_NET.load(Relaxed),
-            };
-        }
-        let i = free.trailing_zeros();
-        let start = WATCH_NET.load(Relaxed);
-        WATCH_PEAK[i as usize].store(start, Relaxed);
-        match WATCH_MASK.compare_exchange(mask, mask | (1 << i), SeqCst, Relaxed) {
-            Ok(_) => {
-                set_watched(true);
-                return Watch {
-                    index: Some(i),
-                    start,
-                };
-            }
-            Err(now) => mask = now,
-        }
-    }
-}
-
-/// Ends a watch and returns the highest rise above its start.
-pub(crate) fn watch_end(watch: Watch) -> i64 {
-    let end = WATCH_NET.load(Relaxed);
-    let peak = match watch.index {
-        Some(i) => {
-            let peak = WATCH_PEAK[i as usize].load(Relaxed);
-            if WATCH_MASK.fetch_and(!(1 << i), SeqCst) == 1 << i {
-                set_watched(false);
-                // A watch opened meanwhile must not find its flags cleared.
-                if WATCH_MASK.load(SeqCst) != 0 {
-                    set_watched(true);
-                }
-            }
-            peak
-        }
-        None => end,
-    };
-    (peak.max(end) - watch.start).max(0)
-}
-
-// ---- size classes ------------------------------------------------------
-
-/// Size classes: class `k` holds sizes in `[2^k, 2^(k+1))`.
-pub(crate) const SIZE_CLASSES: usize = 64;
-
-/// Allocations and frees of one size class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ClassTally {
-    pub(crate) allocs: u32,
-    pub(crate) alloc_bytes: u64,
-    pub(crate) frees: u32,
-    pub(crate) free_bytes: u64,
-}
-
-impl ClassTally {
-    const ZERO: ClassTally = ClassTally {
-        allocs: 0,
-        alloc_bytes: 0,
-        frees: 0,
-        free_bytes: 0,
-    };
-}
-
-fn size_class(size: usize) -> usize {
-    (usize::BITS - 1 - size.max(1).leading_zeros()) as usize
-}
-
-/// Counts by size class, on the slow path of tracking threads.
-fn count_classes(t: &ThreadCounters, allocated: usize, freed: usize) {
-    if allocated != 0 {
-        let class = &t.classes[size_class(allocated)];
-        let mut tally = class.get();
-        tally.allocs = tally.allocs.saturating_add(1);
-        tally.alloc_bytes += allocated as u64;
-        class.set(tally);
-    }
-    if freed != 0 {
-        let class = &t.classes[size_class(freed)];
-        let mut tally = class.get();
-        tally.frees = tally.frees.saturating_add(1);
-        tally.free_bytes += freed as u64;
-        class.set(tally);
-    }
-}
-
-/// This thread's allocations and frees by size class since the previous
-/// call, indexed by class; starts the next tally from zero. Only threads
-/// that called [`start_tracking`] are counted.
-pub(crate) fn take_size_classes() -> [ClassTally; SIZE_CLASSES] {
-    THREAD
-        .try_with(|t| std::array::from_fn(|k| t.classes[k].replace(ClassTally::ZERO)))
-        .unwrap_or([ClassTally::ZERO; SIZE_CLASSES])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn size_classes_are_powers_of_two() {
-        assert_eq!(size_class(0), 0);
-        assert_eq!(size_class(1), 0);
-        assert_eq!(size_class(2), 1);
-        assert_eq!(size_class(3), 1);
-        assert_eq!(size_class(4096), 12);
-        assert_eq!(size_class(8191), 12);
-        assert_eq!(size_class(usize::MAX), 63);
-    }
 
     #[test]
     fn the_fast_path_fields_share_a_cache_line() {
