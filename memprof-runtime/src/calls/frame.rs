@@ -15,7 +15,7 @@
 
 use super::meta::{FnMeta, switch_on_entry, table_every_call};
 use super::thread::{ThreadFn, thread_fn};
-use crate::alloc::{self, THREAD, ThreadCounters};
+use crate::alloc::{self, ThreadCounters};
 use crate::cells::LineCell;
 use crate::config::ReportMode;
 use crate::owned::{get, set};
@@ -215,10 +215,7 @@ impl Frame {
     fn enter_recording(&self) {
         self.start_state();
         let meta = self.meta;
-        let counters = THREAD
-            .try_with(|t| t as *const ThreadCounters)
-            .unwrap_or(std::ptr::null());
-        set(&self.state().counters, counters);
+        set(&self.state().counters, alloc::thread_counters());
         let thread_fn = thread_fn(meta);
         set(&self.state().thread_fn, thread_fn);
         // SAFETY: a non-null aggregate lives as long as this thread.
@@ -430,7 +427,7 @@ impl Frame {
     pub(crate) fn counters(&self) -> Option<&ThreadCounters> {
         let mut counters = get(&self.state().counters);
         if counters as usize == 0 {
-            counters = current_counters();
+            counters = alloc::thread_counters();
             if counters as usize == 0 {
                 return None;
             }
@@ -440,14 +437,4 @@ impl Frame {
         // thread it started on), looked up now for an `async fn` call.
         Some(unsafe { &*counters })
     }
-}
-
-/// The calling thread's counters, for calls that may change threads; null
-/// past the thread-locals' end.
-#[cold]
-#[inline(never)]
-fn current_counters() -> *const ThreadCounters {
-    THREAD
-        .try_with(|t| t as *const ThreadCounters)
-        .unwrap_or(std::ptr::null())
 }
