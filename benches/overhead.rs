@@ -19,13 +19,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::hint::black_box;
-use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 const PAIRS: usize = 10_000_000;
 const ROUNDS: usize = 10;
-/// Set in the child process that measures the probe under `MEMPROF=off`.
-const CHILD: &str = "MEMPROF_BENCH_CHILD";
 
 static MEMPROF: Allocator = Allocator::system();
 static STATS_ALLOC: stats_alloc::StatsAlloc<System> = stats_alloc::StatsAlloc::system();
@@ -190,60 +187,6 @@ fn allocator_row(title: &str, variants: &[(&str, &dyn Fn())]) -> Vec<Vec<Duratio
     times
 }
 
-/// The same loop twice: see support/summing_loop.rs.
-#[path = "support/summing_loop.rs"]
-mod loops;
-use loops::summing_loop;
-
-summing_loop!(probed_loop #[memprof::profile]);
-summing_loop!(plain_loop);
-
-/// Nanoseconds a profiled statement adds: the median over rounds of the
-/// per-round difference between the profiled and the plain loop.
-fn probe_ns() -> f64 {
-    // Two statements per iteration; the body binds no locals, so it has no
-    // scope end (which, where present, costs one more probe per iteration).
-    const ITERATIONS: u64 = 20_000_000;
-    let times = rounds(
-        ROUNDS,
-        &[
-            ("plain", &|| {
-                black_box(plain_loop(black_box(ITERATIONS)));
-            }),
-            ("profiled", &|| {
-                black_box(probed_loop(black_box(ITERATIONS)));
-            }),
-        ],
-    );
-    median(
-        times
-            .iter()
-            .map(|row| {
-                (row[1].as_secs_f64() - row[0].as_secs_f64()) * 1e9 / (2 * ITERATIONS) as f64
-            })
-            .collect(),
-    )
-}
-
-/// `probe_ns` in a child process run with `MEMPROF=off`: the switch is read
-/// once per process, at the first profiled call.
-fn probe_ns_switched_off() -> Option<f64> {
-    let exe = std::env::current_exe().ok()?;
-    let out = Command::new(exe)
-        .env("MEMPROF", "off")
-        .env(CHILD, "probe")
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!(
-            "the MEMPROF=off child failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return None;
-    }
-    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
-}
-
 /// A realistic workload, twice: sorting and hashing strings, with
 /// `#[profile]` and without. The statements in its loops run once per
 /// string.
@@ -324,10 +267,6 @@ fn machine() -> String {
 }
 
 fn main() {
-    if std::env::var_os(CHILD).is_some() {
-        println!("{}", probe_ns());
-        return;
-    }
     // NOTE: the tables of the profiled functions would only clutter the output.
     // SAFETY: no other thread runs yet.
     unsafe { std::env::set_var("MEMPROF_REPORT", "off") };
@@ -395,9 +334,6 @@ fn main() {
             }),
         ],
     );
-
-    let probe = probe_ns();
-    let probe_off = probe_ns_switched_off();
 
     // Built outside the timed part; each run clones them.
     const STRINGS: usize = 1_000_000;
@@ -471,18 +407,6 @@ fn main() {
         x(ratio(&mimalloc_growth, 1, 0)),
         String::new(),
         "",
-    );
-    row(
-        "`#[profile]` probe, ns per executed statement",
-        format!("{probe:.1}"),
-        String::new(),
-        "≤ 10",
-    );
-    row(
-        "the same with `MEMPROF=off`, ns per statement",
-        probe_off.map_or_else(|| "failed".into(), |ns| format!("{ns:.1}")),
-        String::new(),
-        "one relaxed load",
     );
     row(
         "sort and hash 1M strings, `#[profile]` (× plain)",
