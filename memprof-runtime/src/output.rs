@@ -34,11 +34,20 @@ pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64)
         let report = call_report(meta, cells);
         let mut text = crate::render::table(&report, false, &config.render);
         if config.report == ReportMode::Auto && nth == AUTO_CALL_TABLES {
-            text.push_str(&format!(
-                "(memprof: further calls of {} are aggregated into one table at exit; \
-                 MEMPROF_REPORT=call prints every call)\n",
-                report.name
-            ));
+            text.push_str(&if config.test_binary {
+                format!(
+                    "(memprof: further calls of {} are not printed in a test binary; \
+                     MEMPROF_REPORT=exit prints them aggregated at exit, \
+                     MEMPROF_REPORT=call each)\n",
+                    report.name
+                )
+            } else {
+                format!(
+                    "(memprof: further calls of {} are aggregated into one table at exit; \
+                     MEMPROF_REPORT=call prints every call)\n",
+                    report.name
+                )
+            });
         }
         text.push('\n');
         emit(&text);
@@ -76,7 +85,11 @@ fn register_exit_hook() {
 fn print_exit_tables() {
     let config = crate::settings::get();
     let mut text = String::new();
-    if matches!(config.report, ReportMode::Call | ReportMode::Off) {
+    // NOTE: libtest captures a test's output to show it if the test fails;
+    // text printed at exit, after its summary, it cannot capture. So under
+    // `auto`, a test binary prints no exit tables.
+    let auto_in_test = config.report == ReportMode::Auto && config.test_binary;
+    if matches!(config.report, ReportMode::Call | ReportMode::Off) || auto_in_test {
         return;
     }
     for meta in registered() {
