@@ -318,7 +318,7 @@ fn json_carries_the_same_figures_as_the_report() {
         assert_eq!(row["occurrences"], line.occurrences);
         assert_eq!(row["increment"].as_i64(), line.increment);
         assert_eq!(row["peak"].as_u64(), line.peak);
-        assert_eq!(row["mem_usage"].as_u64(), line.mem_usage);
+        assert_eq!(row["mem_usage"].as_i64(), line.mem_usage);
     }
     // Rows without statements are null, not zero.
     assert!(rows.iter().any(|r| r["increment"].is_null()));
@@ -382,7 +382,7 @@ fn json_at_exit_matches_the_printed_table() {
             .find(|l| l.split_whitespace().next() == Some(&line.to_string()))
             .unwrap_or_else(|| panic!("line {line} not printed:\n{out}"));
         let cols: Vec<&str> = printed.split_whitespace().collect();
-        assert_eq!(cols[1], row["mem_usage"].as_u64().unwrap().to_string());
+        assert_eq!(cols[1], row["mem_usage"].as_i64().unwrap().to_string());
         assert_eq!(cols[3], increment.to_string(), "{printed}");
         assert_eq!(
             cols[5],
@@ -509,7 +509,7 @@ fn memprof_off_records_and_prints_nothing_but_the_program_runs() {
 
 /// A row of a hand-made report: line number, (mem usage, increment, peak,
 /// occurrences) if it ran, and its text.
-fn row(line: u32, figures: Option<(u64, i64, u64, u64)>, contents: &str) -> memprof::LineReport {
+fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memprof::LineReport {
     let (mem_usage, increment, peak, occurrences) = match figures {
         Some((m, i, p, n)) => (Some(m), Some(i), Some(p), n),
         None => (None, None, None, 0),
