@@ -199,6 +199,27 @@ pub(crate) fn freed_more_note(
     ))
 }
 
+// ---- `Display` for the report types: their tables ------------------------------
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let settings = crate::settings::get().render;
+        for (i, function) in self.functions.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            f.write_str(&table(function, true, &settings))?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for FunctionReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&table(self, true, &crate::settings::get().render))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,26 +249,5 @@ mod tests {
             min_increment: None,
         };
         assert_eq!(bytes(1 << 20, &s), "1048576 B");
-    }
-}
-
-// ---- `Display` for the report types: their tables ------------------------------
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let settings = crate::settings::get().render;
-        for (i, function) in self.functions.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            f.write_str(&table(function, true, &settings))?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Display for FunctionReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&table(self, true, &crate::settings::get().render))
     }
 }
