@@ -40,7 +40,10 @@
 /// async task) running the call: Mem usage (heap in use after the line),
 /// Increment (Σ of allocated − freed over executions), Peak (highest rise
 /// above the line's start) and Occurrences. The `fn` line carries the whole
-/// call. Closures, async blocks and nested items are left as written.
+/// call. Closures, async blocks and nested items are left as written, but
+/// for the `async` block that holds the body when `#[tokio::test]` (or
+/// `#[tokio::main]`) is written above `#[profile]`: it is instrumented as an
+/// `async fn` body is, so either order gives the same table.
 ///
 /// # Options
 /// - `scope = "thread"` (default): count the calling thread or task only.

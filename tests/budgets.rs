@@ -30,6 +30,7 @@ fn a_test_over_its_limit_fails() {
 
 // The same as `scratch`, with a table of its own: the test above calls
 // `scratch` at the same time, from another test thread.
+const SCRATCH_AGAIN_LINE: u32 = line!() + 2;
 #[profile(limit = "1 MiB")]
 fn scratch_again(bytes: usize) -> usize {
     let small = vec![0u8; 1000];
@@ -46,7 +47,10 @@ fn the_limit_message_names_the_figures_and_marks_the_line() {
     let first = message.lines().next().unwrap();
     assert_eq!(
         first,
-        "memory limit exceeded in budgets::scratch_again: peak 2.0 MiB > limit 1.0 MiB"
+        format!(
+            "memory limit exceeded in budgets::scratch_again (tests/budgets.rs:{SCRATCH_AGAIN_LINE}): \
+             peak 2.0 MiB > limit 1.0 MiB"
+        )
     );
     let marked: Vec<&str> = message
         .lines()
@@ -61,6 +65,7 @@ fn the_limit_message_names_the_figures_and_marks_the_line() {
     );
 }
 
+const EXACTLY_AT_LINE: u32 = line!() + 2;
 #[profile(limit = "1.5 MB")]
 fn exactly_at(bytes: usize) -> usize {
     let v = vec![0u8; bytes];
@@ -74,9 +79,13 @@ fn a_peak_equal_to_the_limit_passes_and_one_byte_more_fails() {
     let message = panic_message(|| {
         exactly_at((3 << 19) + 1);
     });
-    assert!(message.starts_with("memory limit exceeded in budgets::exactly_at: peak 1.5 MiB"));
+    assert!(message.starts_with(&format!(
+        "memory limit exceeded in budgets::exactly_at (tests/budgets.rs:{EXACTLY_AT_LINE}): \
+         peak 1.5 MiB > limit 1.5 MiB"
+    )));
 }
 
+const LEAKS_LINE: u32 = line!() + 2;
 #[profile(max_retained = "1 MiB")]
 fn leaks(bytes: usize) -> &'static [u8] {
     let kept = vec![7u8; bytes];
@@ -94,7 +103,10 @@ fn max_retained_fails_a_call_that_keeps_too_much() {
     });
     assert_eq!(
         message.lines().next().unwrap(),
-        "memory limit exceeded in budgets::leaks: retained 2.0 MiB > max_retained 1.0 MiB"
+        format!(
+            "memory limit exceeded in budgets::leaks (tests/budgets.rs:{LEAKS_LINE}): \
+             retained 2.0 MiB > max_retained 1.0 MiB"
+        )
     );
     // Rows whose increment alone is over the budget: the kept buffer, and
     // the transient one (freed again two lines down; the table shows it).
@@ -104,6 +116,104 @@ fn max_retained_fails_a_call_that_keeps_too_much() {
         .collect();
     assert_eq!(marked.len(), 2, "{message}");
     assert!(marked[0].contains("let kept") && marked[1].contains("let transient"));
+}
+
+/// The line of `twice_over`'s `fn`, which its failure message names.
+const TWICE_OVER_LINE: u32 = line!() + 2;
+#[profile(limit = "4 KiB", max_retained = "1 KiB")]
+fn twice_over() -> Vec<u8> {
+    let scratch = vec![0u8; 8192];
+    drop(scratch);
+    vec![1u8; 2048]
+}
+
+/// `text` with the Mem usage column blanked: the heap before the call is
+/// the test binary's, and varies.
+fn without_mem_usage(text: &str) -> String {
+    let header = text
+        .lines()
+        .find(|l| l.contains("Mem usage"))
+        .expect("a table");
+    let (from, to) = (
+        header.find("Line #").unwrap() + "Line #".len(),
+        header.find("Mem usage").unwrap() + "Mem usage".len(),
+    );
+    text.lines()
+        .map(|l| match l.get(..to) {
+            Some(_) if l.starts_with("    ") || l.starts_with(" Line") => {
+                format!("{}{}{}", &l[..from], " ".repeat(to - from), &l[to..])
+            }
+            _ => l.to_owned(),
+        })
+        .map(|l| l + "\n")
+        .collect()
+}
+
+#[test]
+fn a_failed_call_names_its_own_file_and_line_and_shows_its_table_once() {
+    let message = panic_message(|| {
+        twice_over();
+    });
+    let n = TWICE_OVER_LINE;
+    let expected = format!(
+        "memory limit exceeded in budgets::twice_over (tests/budgets.rs:{n}): \
+         peak 8.0 KiB > limit 4.0 KiB, retained 2.0 KiB > max_retained 1.0 KiB
+
+Filename: tests/budgets.rs   Function: budgets::twice_over
+
+ Line #                  Increment         Peak   Occurrences   Line Contents
+=============================================================================
+    {l0}                                                         #[profile(limit = \"4 KiB\", max_retained = \"1 KiB\")]
+    {n}                    2.0 KiB      8.0 KiB             1   fn twice_over() -> Vec<u8> {{
+    {l2}                    8.0 KiB      8.0 KiB             1       let scratch = vec![0u8; 8192];   <-- peak over the limit   <-- increment over the limit
+    {l3}                   -8.0 KiB          0 B             1       drop(scratch);
+    {l4}                    2.0 KiB      2.0 KiB             1       vec![1u8; 2048]   <-- increment over the limit
+    {l5}                        0 B          0 B             1   }}
+",
+        l0 = n - 1,
+        l2 = n + 1,
+        l3 = n + 2,
+        l4 = n + 3,
+        l5 = n + 4,
+    );
+    assert_eq!(without_mem_usage(&message), expected, "{message}");
+}
+
+/// Runs the child test `name` of this binary with `--nocapture`; returns its
+/// stdout and stderr, and whether it passed.
+fn run_child(name: &str) -> (String, String, bool) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("MEMPROF_CHILD", "1")
+        .env_remove("MEMPROF")
+        .env_remove("MEMPROF_REPORT")
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.success(),
+    )
+}
+
+#[test]
+fn child_over_budget() {
+    if std::env::var_os("MEMPROF_CHILD").is_some() {
+        twice_over();
+    }
+}
+
+#[test]
+fn an_over_budget_test_prints_its_table_once_in_the_failure() {
+    let (out, err, passed) = run_child("child_over_budget");
+    assert!(!passed);
+    let title = "Filename: tests/budgets.rs   Function: budgets::twice_over";
+    assert_eq!((out + &err).matches(title).count(), 1);
+    let failure = format!(
+        "memory limit exceeded in budgets::twice_over (tests/budgets.rs:{TWICE_OVER_LINE}): "
+    );
+    assert!(err.contains(&format!("\n{failure}")), "{err}");
+    assert!(err.find(&failure) < err.find(title), "{err}");
 }
 
 #[test]

@@ -17,8 +17,39 @@ fn called_five_times(n: usize) -> usize {
 /// Runs the child test `name` with extra environment variables; returns its
 /// stdout and stderr.
 fn run_child(name: &str, env: &[(&str, &str)]) -> (String, String) {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+    run_child_of(&std::env::current_exe().unwrap(), name, env)
+}
+
+/// As [`run_child`], from a copy of this test binary that does not look like
+/// one (see "When tables are printed" in the README): as a program.
+fn run_child_as_program(name: &str, env: &[(&str, &str)]) -> (String, String) {
+    static COPY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let copy = COPY.get_or_init(|| {
+        let dir = scratch_dir("program");
+        let copy = dir.join("output-as-program");
+        std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
+        copy
+    });
+    run_child_of(copy, name, env)
+}
+
+fn run_child_of(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> (String, String) {
+    let out = child_command(exe, name, env)
+        .arg("--nocapture")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "child {name} failed: {out:?}");
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The command that runs the child test `name` of `exe` alone, output
+/// captured by libtest.
+fn child_command(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args([name, "--exact", "--test-threads=1"])
         .env("MEMPROF_CHILD", "1")
         .env_remove("MEMPROF")
         .env_remove("MEMPROF_REPORT")
@@ -27,12 +58,7 @@ fn run_child(name: &str, env: &[(&str, &str)]) -> (String, String) {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "child {name} failed: {out:?}");
-    (
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    cmd
 }
 
 fn is_child() -> bool {
@@ -56,7 +82,7 @@ fn tables(stdout: &str) -> usize {
 
 #[test]
 fn default_mode_prints_three_calls_then_one_aggregate_at_exit() {
-    let (out, _) = run_child("child_five_calls", &[]);
+    let (out, _) = run_child_as_program("child_five_calls", &[]);
     assert_eq!(tables(&out), 4, "{out}");
     assert_eq!(out.matches("Calls: 5 (aggregated)").count(), 1, "{out}");
     assert!(out.contains("further calls of output::called_five_times are aggregated"));
@@ -68,6 +94,92 @@ fn default_mode_prints_three_calls_then_one_aggregate_at_exit() {
         .unwrap();
     assert!(row.contains("14.6 KiB"), "{row}");
     assert!(row.trim_end().contains(" 5 "), "{row}");
+}
+
+#[test]
+fn a_test_binary_prints_three_calls_and_nothing_at_exit() {
+    let (out, _) = run_child("child_five_calls", &[]);
+    assert_eq!(tables(&out), 3, "{out}");
+    assert!(!out.contains("Calls:"), "no table at exit: {out}");
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("(memprof:"))
+            .collect::<Vec<_>>(),
+        [
+            "(memprof: further calls of output::called_five_times are not printed in a test binary; \
+             MEMPROF_REPORT=exit prints them aggregated at exit, MEMPROF_REPORT=call each)"
+        ],
+    );
+    // Asked for, the exit table is printed.
+    let (out, _) = run_child("child_five_calls", &[("MEMPROF_REPORT", "exit")]);
+    assert_eq!(tables(&out), 1, "{out}");
+    assert!(out.contains("Calls: 5 (aggregated)"), "{out}");
+}
+
+/// What libtest printed of a child run with its output captured: the lines
+/// that are not timings.
+fn captured_run(name: &str, env: &[(&str, &str)]) -> (Vec<String>, bool) {
+    let out = child_command(&std::env::current_exe().unwrap(), name, env)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
+    let lines = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| match l.split_once("; finished in") {
+            Some((summary, _)) => summary.to_owned(),
+            None => l.to_owned(),
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    (lines, out.status.success())
+}
+
+#[test]
+fn a_passing_test_prints_no_table() {
+    let (lines, passed) = captured_run("child_five_calls", &[]);
+    assert!(passed);
+    let filtered = lines.last().unwrap().rsplit_once(" measured; ").unwrap().1;
+    assert_eq!(
+        lines,
+        [
+            "running 1 test".to_owned(),
+            "test child_five_calls ... ok".to_owned(),
+            format!("test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; {filtered}"),
+        ]
+    );
+}
+
+#[test]
+fn child_fails_after_a_call() {
+    if is_child() {
+        called_five_times(1024);
+        panic!("the test fails");
+    }
+}
+
+#[test]
+fn a_failing_test_shows_its_tables() {
+    let (lines, passed) = captured_run("child_fails_after_a_call", &[]);
+    assert!(!passed);
+    let captured = lines
+        .iter()
+        .skip_while(|l| *l != "---- child_fails_after_a_call stdout ----")
+        .collect::<Vec<_>>();
+    let title = captured
+        .iter()
+        .position(|l| {
+            l.starts_with("Filename: tests/output.rs   Function: output::called_five_times")
+        })
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    let row = captured[title..]
+        .iter()
+        .find(|l| l.contains("let v = vec![0u8; n];"))
+        .unwrap();
+    assert!(
+        row.contains(" 1.0 KiB      1.0 KiB             1 "),
+        "{row}"
+    );
 }
 
 #[test]
@@ -105,7 +217,7 @@ fn units_and_precision_can_be_fixed() {
 #[test]
 fn a_bad_setting_warns_once_and_uses_the_default() {
     let (out, err) = run_child("child_five_calls", &[("MEMPROF_REPORT", "sometimes")]);
-    assert_eq!(tables(&out), 4, "{out}");
+    assert_eq!(tables(&out), 3, "{out}");
     assert_eq!(
         err.matches(
             "memprof: ignoring MEMPROF_REPORT=\"sometimes\": expected auto, call, exit or off"
@@ -206,7 +318,7 @@ fn json_carries_the_same_figures_as_the_report() {
         assert_eq!(row["occurrences"], line.occurrences);
         assert_eq!(row["increment"].as_i64(), line.increment);
         assert_eq!(row["peak"].as_u64(), line.peak);
-        assert_eq!(row["mem_usage"].as_u64(), line.mem_usage);
+        assert_eq!(row["mem_usage"].as_i64(), line.mem_usage);
     }
     // Rows without statements are null, not zero.
     assert!(rows.iter().any(|r| r["increment"].is_null()));
@@ -270,7 +382,7 @@ fn json_at_exit_matches_the_printed_table() {
             .find(|l| l.split_whitespace().next() == Some(&line.to_string()))
             .unwrap_or_else(|| panic!("line {line} not printed:\n{out}"));
         let cols: Vec<&str> = printed.split_whitespace().collect();
-        assert_eq!(cols[1], row["mem_usage"].as_u64().unwrap().to_string());
+        assert_eq!(cols[1], row["mem_usage"].as_i64().unwrap().to_string());
         assert_eq!(cols[3], increment.to_string(), "{printed}");
         assert_eq!(
             cols[5],
@@ -397,7 +509,7 @@ fn memprof_off_records_and_prints_nothing_but_the_program_runs() {
 
 /// A row of a hand-made report: line number, (mem usage, increment, peak,
 /// occurrences) if it ran, and its text.
-fn row(line: u32, figures: Option<(u64, i64, u64, u64)>, contents: &str) -> memprof::LineReport {
+fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memprof::LineReport {
     let (mem_usage, increment, peak, occurrences) = match figures {
         Some((m, i, p, n)) => (Some(m), Some(i), Some(p), n),
         None => (None, None, None, 0),

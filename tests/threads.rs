@@ -108,3 +108,78 @@ fn ended_threads_give_their_allocator_slot_back() {
     assert_eq!(t.calls, 300);
     assert_eq!(figures(t, "let v").0, (0..300).sum::<i64>());
 }
+
+// Four threads each return a 4 MiB buffer, which this call then frees: its
+// thread frees 16 MiB it never allocated.
+const DROPS_LINE: u32 = line!() + 1;
+#[profile]
+fn drops_what_threads_return() -> usize {
+    let handles: Vec<_> = (0..4)
+        .map(|_| std::thread::spawn(|| vec![1u8; 4 << 20]))
+        .collect();
+    let parts: Vec<Vec<u8>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let n = parts.iter().map(Vec::len).sum();
+    drop(parts);
+    n
+}
+
+#[test]
+fn child_drops_what_threads_return() {
+    if std::env::var_os("MEMPROF_CHILD").is_some() {
+        assert_eq!(drops_what_threads_return(), 16 << 20);
+    }
+}
+
+#[test]
+fn freeing_other_threads_memory_is_said_under_the_table() {
+    // Whole MiB: the few bytes of spawning threads do not show, and the
+    // child's heap before the call (some KiB) is below half a MiB.
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["child_drops_what_threads_return", "--exact", "--nocapture"])
+        .env("MEMPROF_CHILD", "1")
+        .env("MEMPROF_UNIT", "MiB")
+        .env("MEMPROF_PRECISION", "0")
+        .env_remove("MEMPROF")
+        .env_remove("MEMPROF_REPORT")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = String::from_utf8(out.stdout).unwrap();
+    let table: String = out
+        .lines()
+        .skip_while(|l| !l.contains("Filename:"))
+        .take_while(|l| !l.starts_with("test "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let rows: String = [
+        "                                                    #[profile]",
+        "     -16 MiB     -16 MiB      0 MiB             1   fn drops_what_threads_return() -> usize {",
+        "       0 MiB       0 MiB      0 MiB             1       let handles: Vec<_> = (0..4)",
+        "                                                            .map(|_| std::thread::spawn(|| vec![1u8; 4 << 20]))",
+        "                                                            .collect();",
+        // Joining frees a few bytes this thread allocated to spawn.
+        "       0 MiB      -0 MiB      0 MiB             1       let parts: Vec<Vec<u8>> = handles.into_iter().map(|h| h.join().unwrap()).collect();",
+        "       0 MiB       0 MiB      0 MiB             1       let n = parts.iter().map(Vec::len).sum();",
+        "     -16 MiB     -16 MiB      0 MiB             1       drop(parts);",
+        "     -16 MiB       0 MiB      0 MiB             1       n",
+        "     -16 MiB       0 MiB      0 MiB             1   }",
+    ]
+    .iter()
+    .zip(DROPS_LINE..)
+    .map(|(row, line)| format!("{line:>7}{row}\n"))
+    .collect();
+    let expected = format!(
+        "\
+Filename: tests/threads.rs   Function: threads::drops_what_threads_return
+
+ Line #   Mem usage   Increment       Peak   Occurrences   Line Contents
+========================================================================
+{rows}\
+(memprof: this call freed 16 MiB more than its thread allocated during it: memory allocated \
+before, or by other threads, which thread scope does not count, so Mem usage can read low or \
+below zero; #[profile(scope = \"process\")] counts every thread)
+
+"
+    );
+    assert_eq!(table, expected, "{out}");
+}

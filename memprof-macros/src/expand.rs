@@ -7,6 +7,10 @@
 //! statements that start on the same line. The cursor and the call guard
 //! close their regions when dropped, so early `return`, `?`, `break` and
 //! panics are recorded without special cases.
+//!
+//! An `async fn` body runs in a wrapped future, counted per poll. So does a
+//! body that an attribute expanded first (`#[tokio::test]` above
+//! `#[profile]`) moved into an `async` block: see [`MovedBody`].
 
 use crate::attr::{ProfileArgs, Scope};
 use proc_macro2::{Span, TokenStream};
@@ -87,6 +91,13 @@ fn line_of(span: Span) -> u32 {
     span.unwrap().line() as u32
 }
 
+/// The line of a block's closing brace. NOTE: braces that another macro
+/// re-emitted around new tokens (as `#[tokio::test]` does) may carry one span
+/// for the whole group: its end is still the closing brace.
+fn close_line_of(braces: &proc_macro2::extra::DelimSpan) -> u32 {
+    braces.close().unwrap().end().line() as u32
+}
+
 pub(crate) fn local(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }
@@ -100,7 +111,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         .map(|a| line_of(a.pound_token.span))
         .unwrap_or(fn_line);
     let first_line = attr_line.min(first_attr_line).min(fn_line);
-    let close_line = line_of(func.block.brace_token.span.close()).max(fn_line);
+    let close_line = close_line_of(&func.block.brace_token.span).max(fn_line);
     let rows = source_rows(&func, first_line, close_line);
 
     let mut instrumenter = Instrumenter {
@@ -117,7 +128,22 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             parse_quote!(#[allow(unreachable_code)] #cursor.enter(0);)
         },
     };
-    instrumenter.instrument_block(&mut func.block);
+    let frame = instrumenter.frame.clone();
+    let call = local("__memprof_call");
+    let ret = local("__memprof_ret");
+    // A body that another attribute moved into an `async` block is
+    // instrumented there, and that block is the call, as an `async fn`'s
+    // body is; the code around it is the other attribute's.
+    let mut moved = MovedBody {
+        braces: braces_position(&func.block.brace_token.span),
+        instrumenter: &mut instrumenter,
+        found: false,
+    };
+    moved.visit_block_mut(&mut func.block);
+    let moved = moved.found;
+    if !moved {
+        instrumenter.instrument_block(&mut func.block);
+    }
     let cell_rows = &instrumenter.cell_rows;
     let ncells = cell_rows.len();
 
@@ -131,9 +157,6 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         None => quote!(::core::primitive::u64::MAX),
     };
     let (limit, max_retained) = (size(&args.limit), size(&args.max_retained));
-    let frame = &instrumenter.frame;
-    let call = local("__memprof_call");
-    let ret = local("__memprof_ret");
     let is_async = func.sig.asyncness.is_some();
     let enter = if is_async {
         quote!(enter_async)
@@ -142,6 +165,10 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     };
     let block = &func.block;
     let body = match nameable_return(&func.sig.output) {
+        _ if moved => {
+            let stmts = &block.stmts;
+            quote!(#(#stmts)*)
+        }
         // Binding the value first frees the body's temporaries while the call
         // is still open, whatever the edition's tail-expression rules.
         Some(ty) => quote! {
@@ -201,6 +228,68 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             #body
         }
     }
+}
+
+/// Finds the `async` block that holds the function's body when an attribute
+/// expanded before `#[profile]` moved it there: `#[tokio::test]` or
+/// `#[tokio::main]` written above `#[profile]` turn `async fn f() { body }`
+/// into `fn f() { let body = async { body }; ... block_on(body) }`. The block
+/// is known by its braces, which are the body's own. It becomes what an
+/// `async fn` body becomes: a call, counted per poll.
+struct MovedBody<'a> {
+    braces: Position,
+    instrumenter: &'a mut Instrumenter,
+    found: bool,
+}
+
+/// Where a pair of braces is: file, then line and column of both ends.
+type Position = (String, [usize; 4]);
+
+fn braces_position(braces: &proc_macro2::extra::DelimSpan) -> Position {
+    let span = braces.join().unwrap();
+    let (start, end) = (span.start(), span.end());
+    (
+        span.file(),
+        [start.line(), start.column(), end.line(), end.column()],
+    )
+}
+
+impl VisitMut for MovedBody<'_> {
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        if self.found {
+            return;
+        }
+        let Expr::Async(body) = expr else {
+            return syn::visit_mut::visit_expr_mut(self, expr);
+        };
+        if braces_position(&body.block.brace_token.span) != self.braces {
+            return syn::visit_mut::visit_expr_mut(self, expr);
+        }
+        self.found = true;
+        let instrumenter = &mut *self.instrumenter;
+        instrumenter.instrument_block(&mut body.block);
+        let ncells = instrumenter.cell_rows.len();
+        let frame = &instrumenter.frame;
+        let (call, ret) = (local("__memprof_call"), local("__memprof_ret"));
+        let block = &body.block;
+        // The block's output is the body's, which the rewritten signature
+        // may no longer name: bound untyped, to the same effect as in
+        // `expand_fn` (temporaries freed while the call is open).
+        body.block = parse_quote!({
+            let #frame = ::memprof::__private::CallFrame::<#ncells>::new(&__MEMPROF_META);
+            let #call = #frame.enter_async();
+            let #ret = #block;
+            #[allow(unreachable_code)]
+            {
+                #ret
+            }
+        });
+        *expr = parse_quote!(::memprof::__private::Instrumented::new(#body));
+    }
+
+    // The body is not inside a closure or an item.
+    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }
 
 /// The return type, if it can be written in a `let` (no `impl Trait`, `!` or
@@ -395,7 +484,7 @@ impl Instrumenter {
 
         // What the block's locals free as it ends goes to its closing brace,
         // if that line has a row of its own.
-        let close_line = line_of(block.brace_token.span.close());
+        let close_line = close_line_of(&block.brace_token.span);
         let scope_end = binds_locals
             && self.in_table(close_line)
             && !self.ancestors.contains(&close_line)

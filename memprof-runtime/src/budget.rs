@@ -26,8 +26,8 @@ impl Budget {
         (peak.is_some() || retained.is_some()).then_some(Budget { peak, retained })
     }
 
-    /// `memory limit exceeded in <fn>: peak <X> > limit <L>`, then the call's
-    /// table with the lines responsible marked.
+    /// `memory limit exceeded in <fn> (<file>:<line>): peak <X> > limit <L>`,
+    /// then the call's table with the lines responsible marked.
     pub(crate) fn message(&self, meta: &FnMeta, cells: &[LineCell]) -> String {
         untracked(|| {
             let settings = crate::settings::get().render;
@@ -47,8 +47,10 @@ impl Budget {
                 mark(&mut report, limit, "increment", |l| l.increment);
             }
             format!(
-                "memory limit exceeded in {}: {}\n\n{}",
+                "memory limit exceeded in {} ({}:{}): {}\n\n{}",
                 report.name,
+                meta.file,
+                meta.fn_line(),
                 what.join(", "),
                 crate::render::table(&report, false, &settings)
             )

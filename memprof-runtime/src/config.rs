@@ -128,6 +128,28 @@ pub(crate) struct Config {
     /// Where to load NVML from instead of `libnvidia-ml.so.1`
     /// (`MEMPROF_NVML_LIB`).
     pub(crate) nvml_lib: Option<PathBuf>,
+    /// The program is a test binary (see [`is_test_binary`]): under `auto`,
+    /// no tables at exit, where libtest cannot capture them.
+    pub(crate) test_binary: bool,
+}
+
+/// Whether `exe` is a test binary as cargo builds them: `<name>-<hash>` in a
+/// `deps` folder, `<hash>` being 16 hex digits. `cargo test`, `cargo
+/// nextest` and `cargo bench` run these; `cargo run` runs the copy cargo
+/// puts beside `deps`, named `<name>`. (`cfg(test)` cannot tell: it is set
+/// in the crate under test only, not in memprof, nor in the library an
+/// integration test calls.)
+pub(crate) fn is_test_binary(exe: &std::path::Path) -> bool {
+    let in_deps = exe
+        .parent()
+        .and_then(|dir| dir.file_name())
+        .is_some_and(|dir| dir == "deps");
+    let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let stem = name.strip_suffix(".exe").unwrap_or(name);
+    let hashed = stem.rsplit_once('-').is_some_and(|(name, hash)| {
+        !name.is_empty() && hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+    });
+    in_deps && hashed
 }
 
 impl Default for Config {
@@ -265,6 +287,7 @@ fn load(vars: &mut Vars<'_>) -> Config {
         gpu,
         gpu_memory,
         nvml_lib,
+        test_binary: false,
     }
 }
 
@@ -331,6 +354,24 @@ mod tests {
         assert_eq!(config.nvml_lib, Some(PathBuf::from("/opt/nvml.so")));
         let (config, _) = from(&[("MEMPROF_OUTPUT", "memprof.txt")]);
         assert_eq!(config.output, Output::File(PathBuf::from("memprof.txt")));
+    }
+
+    #[test]
+    fn test_binaries_are_known_by_cargo_s_layout() {
+        let test = |path: &str| is_test_binary(std::path::Path::new(path));
+        // `cargo test` and `cargo bench` targets, unit tests of a binary too.
+        assert!(test("/w/target/debug/deps/output-3f2a9c0d1e4b5a67"));
+        assert!(test("/w/target/release/deps/my_app-0123456789abcdef"));
+        assert!(test(r"deps/output-3f2a9c0d1e4b5a67.exe"));
+        // `cargo run`, `cargo run --example`, anything else.
+        assert!(!test("/w/target/debug/my_app"));
+        assert!(!test("/w/target/debug/examples/quickstart"));
+        assert!(!test(
+            "/w/target/debug/deps/libmemprof-3f2a9c0d1e4b5a67.so.x"
+        ));
+        assert!(!test("/w/target/debug/deps/output-3f2a9c0d"));
+        assert!(!test("/w/target/debug/deps/output-3f2a9c0d1e4b5a6z"));
+        assert!(!test("/usr/bin/my-app-0123456789abcdef"));
     }
 
     #[test]

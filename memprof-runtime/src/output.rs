@@ -5,9 +5,10 @@
 use crate::alloc::{self, untracked};
 use crate::calls::{AUTO_CALL_TABLES, FnMeta};
 use crate::cells::LineCell;
-use crate::config::{Output, ReportMode};
+use crate::config::{Output, RenderSettings, ReportMode};
 use crate::measure::{MeasureGuard, Measurement};
-use crate::report::{call_report, function_report, registered, report};
+use crate::region::Scope;
+use crate::report::{FunctionReport, call_report, function_report, registered, report};
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
@@ -33,12 +34,22 @@ pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64)
         }
         let report = call_report(meta, cells);
         let mut text = crate::render::table(&report, false, &config.render);
+        text.push_str(&freed_more_note(meta, &report, &config.render));
         if config.report == ReportMode::Auto && nth == AUTO_CALL_TABLES {
-            text.push_str(&format!(
-                "(memprof: further calls of {} are aggregated into one table at exit; \
-                 MEMPROF_REPORT=call prints every call)\n",
-                report.name
-            ));
+            text.push_str(&if config.test_binary {
+                format!(
+                    "(memprof: further calls of {} are not printed in a test binary; \
+                     MEMPROF_REPORT=exit prints them aggregated at exit, \
+                     MEMPROF_REPORT=call each)\n",
+                    report.name
+                )
+            } else {
+                format!(
+                    "(memprof: further calls of {} are aggregated into one table at exit; \
+                     MEMPROF_REPORT=call prints every call)\n",
+                    report.name
+                )
+            });
         }
         text.push('\n');
         emit(&text);
@@ -76,7 +87,11 @@ fn register_exit_hook() {
 fn print_exit_tables() {
     let config = crate::settings::get();
     let mut text = String::new();
-    if matches!(config.report, ReportMode::Call | ReportMode::Off) {
+    // NOTE: libtest captures a test's output to show it if the test fails;
+    // text printed at exit, after its summary, it cannot capture. So under
+    // `auto`, a test binary prints no exit tables.
+    let auto_in_test = config.report == ReportMode::Auto && config.test_binary;
+    if matches!(config.report, ReportMode::Call | ReportMode::Off) || auto_in_test {
         return;
     }
     for meta in registered() {
@@ -88,6 +103,7 @@ fn print_exit_tables() {
         if wanted {
             let function = function_report(meta, &rows, calls);
             text.push_str(&crate::render::table(&function, true, &config.render));
+            text.push_str(&freed_more_note(meta, &function, &config.render));
             text.push('\n');
         }
     }
@@ -97,6 +113,15 @@ fn print_exit_tables() {
             return;
         }
         emit(&text);
+    }
+}
+
+/// The line under a thread-scope table whose calls freed more than their
+/// thread allocated in them; empty otherwise.
+fn freed_more_note(meta: &FnMeta, function: &FunctionReport, settings: &RenderSettings) -> String {
+    match meta.scope {
+        Scope::Thread => crate::render::freed_more_note(function, settings).unwrap_or_default(),
+        Scope::Process => String::new(),
     }
 }
 

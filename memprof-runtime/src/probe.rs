@@ -95,12 +95,17 @@ fn finish(frame: &Frame, mark: &CallMark) {
     let message = over_budget
         .filter(|_| !std::thread::panicking())
         .map(|budget| budget.message(meta, frame.cells()));
-    if let Some((table, nth)) = exit.table {
+    if let Some((table, nth)) = exit.table
+        && message.is_none()
+    {
+        // A failed call's table is in its message, and printed only there.
         crate::output::call_finished(meta, table.cells(), nth);
     }
     if let Some(message) = message {
         // A budget is an assertion: the call fails after it returns, as
-        // pytest-memray's `limit_memory` fails a test.
+        // pytest-memray's `limit_memory` fails a test. NOTE: the panic's
+        // location is this line (`#[track_caller]` does not reach through
+        // `Drop`), so the message names the function's own.
         panic!("{message}");
     }
 }

@@ -85,7 +85,7 @@ pub(crate) fn table(
         let figure = |v: Option<i64>| v.map(|v| bytes(v, settings)).unwrap_or_default();
         let mut record = vec![
             line.line.to_string(),
-            figure(line.mem_usage.map(|v| v as i64)),
+            figure(line.mem_usage),
             figure(line.increment),
             figure(line.peak.map(|v| v as i64)),
             if line.increment.is_some() {
@@ -162,6 +162,41 @@ pub(crate) fn table(
         out.push('\n');
     }
     out
+}
+
+/// The line under a thread-scope table whose calls freed more than their
+/// thread allocated during them: memory from before the call, or from other
+/// threads, which thread scope does not count (so Mem usage reads low, even
+/// below zero). `None` when they did not.
+pub(crate) fn freed_more_note(
+    function: &FunctionReport,
+    settings: &RenderSettings,
+) -> Option<String> {
+    let fn_row = function.lines.iter().find(|l| l.increment.is_some())?;
+    let freed = fn_row.increment?;
+    let below_zero = function
+        .lines
+        .iter()
+        .any(|l| l.mem_usage.is_some_and(|m| m < 0));
+    if freed >= 0 && !below_zero {
+        return None;
+    }
+    let (who, whose) = match function.calls {
+        1 => ("this call".to_owned(), "its thread allocated during it"),
+        n => (
+            format!("these {n} calls"),
+            "their threads allocated during them",
+        ),
+    };
+    let freed = match freed {
+        f if f < 0 => format!("freed {} more", bytes(f.saturating_neg(), settings)),
+        _ => "freed more".to_owned(),
+    };
+    Some(format!(
+        "(memprof: {who} {freed} than {whose}: memory allocated before, or by other \
+         threads, which thread scope does not count, so Mem usage can read low or below \
+         zero; #[profile(scope = \"process\")] counts every thread)\n"
+    ))
 }
 
 // ---- `Display` for the report types: their tables ------------------------------

@@ -42,7 +42,11 @@ pub struct LineReport {
     /// Source line number.
     pub line: u32,
     /// Heap in use by the process after the line, highest over executions.
-    pub mem_usage: Option<u64>,
+    /// In thread scope, the heap when the call began plus what the thread
+    /// allocated since, less what it freed: below zero when the thread frees
+    /// more memory that other threads allocated during the call than the
+    /// heap held when it began (see `README.md`).
+    pub mem_usage: Option<i64>,
     /// Sum over executions of bytes allocated minus bytes freed.
     pub increment: Option<i64>,
     /// Highest rise of the heap above its value when the line started.
@@ -125,7 +129,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
         line.occurrences += n;
         line.increment = Some(line.increment.unwrap_or(0) + increment);
         line.peak = Some(line.peak.unwrap_or(0).max(peak));
-        line.mem_usage = Some(line.mem_usage.unwrap_or(0).max(mem.max(0) as u64));
+        line.mem_usage = Some(line.mem_usage.map_or(mem, |m| m.max(mem)));
         if gpu.is_some()
             && let Some((increment, usage)) = gpu_figures
         {

@@ -1,5 +1,6 @@
-//! The process's configuration: [`Config`] read once from the environment,
-//! with its warnings printed once, outside every figure.
+//! The process's configuration: [`Config`] read once from the environment
+//! (and whether the program is a test binary), with its warnings printed
+//! once, outside every figure.
 
 use crate::alloc::untracked;
 use crate::config::Config;
@@ -10,7 +11,9 @@ pub(crate) fn get() -> &'static Config {
     static CONFIG: OnceLock<Config> = OnceLock::new();
     CONFIG.get_or_init(|| {
         untracked(|| {
-            let (config, warnings) = Config::from_vars(|name| std::env::var(name).ok());
+            let (mut config, warnings) = Config::from_vars(|name| std::env::var(name).ok());
+            config.test_binary =
+                std::env::current_exe().is_ok_and(|exe| crate::config::is_test_binary(&exe));
             for warning in warnings {
                 eprintln!("{warning}");
             }

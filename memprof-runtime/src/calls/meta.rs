@@ -116,6 +116,11 @@ impl FnMeta {
         name
     }
 
+    /// The line of the `fn` keyword: the `fn` row's.
+    pub(crate) fn fn_line(&self) -> u32 {
+        self.first_line + self.cell_rows[0]
+    }
+
     /// Number of cells: the `fn` row and each probed statement and scope end.
     pub(crate) fn cell_count(&self) -> usize {
         self.cell_rows.len()
