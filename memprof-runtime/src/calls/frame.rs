@@ -100,10 +100,11 @@ impl Drop for Frame {
 impl Frame {
     /// Drops what the state owns: an own table is normally handed over at
     /// the call's exit; freed here, outside every figure, if it was not.
-    #[cold]
+    #[inline]
     fn drop_state(&mut self) {
-        let own = self.state().own.take();
-        alloc::untracked(|| drop(own));
+        if let Some(own) = self.state().own.take() {
+            alloc::untracked(|| drop(own));
+        }
     }
 }
 
