@@ -5,6 +5,7 @@
 //! MEM <MiB %.6f> <unix time %.4f>              RSS of the program
 //! CHLD <pid> <MiB %.6f> <unix time %.4f>       RSS of one child (--multiprocess)
 //! FUNC <name> <MiB> <t_start> <MiB> <t_end> <depth>   one profiled call
+//! SHORT <name> <calls> <seconds %.6f>          a function's calls too short to plot
 //! HEAP <MiB %.6f> <unix time %.4f>             memprof's exact heap in use
 //! GPU <MiB %.6f> <unix time %.4f>              GPU memory of the program (--gpu)
 //! ```
@@ -41,6 +42,17 @@ impl Call {
     }
 }
 
+/// The calls of one profiled function that were too short to show on a plot
+/// (under a tenth of the interval), from a `SHORT` line: memprof writes
+/// these instead of a `FUNC` line per call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShortCalls {
+    pub name: String,
+    pub calls: u64,
+    /// Time spent in them, together.
+    pub seconds: f64,
+}
+
 /// Everything one `.dat` file holds, each series sorted by time.
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
@@ -53,6 +65,8 @@ pub struct Profile {
     pub children: BTreeMap<u32, Vec<Sample>>,
     /// `FUNC`, in order of their start, outer calls first.
     pub calls: Vec<Call>,
+    /// `SHORT`: calls left out of `calls`, counted per function.
+    pub short: Vec<ShortCalls>,
     /// `HEAP`: the exact heap in use, recorded by memprof's runtime.
     pub heap: Vec<Sample>,
     /// `GPU`: GPU memory of the program.
@@ -148,6 +162,7 @@ fn parse_line(profile: &mut Profile, line: &str) -> Option<()> {
             profile.children.entry(pid).or_default().push(sample(rest)?);
         }
         "FUNC" => profile.calls.push(call(rest)?),
+        "SHORT" => profile.short.push(short_calls(rest)?),
         // Another tool's series: memory_profiler skips these too.
         _ if !prefix.is_empty() && prefix.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') => {}
         _ => return None,
@@ -193,6 +208,19 @@ fn call(rest: &str) -> Option<Call> {
             mib: end_mib,
         },
         depth,
+    })
+}
+
+/// `<name> <calls> <seconds>`.
+fn short_calls(rest: &str) -> Option<ShortCalls> {
+    let mut fields = rest.split(' ');
+    let name = fields.next().filter(|n| !n.is_empty())?.to_string();
+    let calls = fields.next()?.parse().ok()?;
+    let seconds = number(fields.next())?;
+    fields.next().is_none().then_some(ShortCalls {
+        name,
+        calls,
+        seconds,
     })
 }
 
@@ -242,6 +270,7 @@ mod tests {
                     FUNC old.style 1.0 2.0 3.0 4.0\n\
                     HEAP 1.500000 1795300840.8000\n\
                     GPU 300.000000 1795300840.8000\n\
+                    SHORT app::parse 200000 0.412345\n\
                     FUTURE 1 2 3\n";
         let (p, skipped) = Profile::parse(Path::new("x.dat"), text);
         assert_eq!(skipped.count, 0);
@@ -253,15 +282,24 @@ mod tests {
         assert_eq!(p.calls[0].depth, None);
         assert_eq!(p.heap.len(), 1);
         assert_eq!(p.gpu.len(), 1);
+        assert_eq!(
+            p.short,
+            [ShortCalls {
+                name: "app::parse".into(),
+                calls: 200_000,
+                seconds: 0.412345
+            }]
+        );
         assert_eq!(p.peak().unwrap().mib, 160.0);
     }
 
     #[test]
     fn skips_garbage_and_truncated_lines() {
-        let text = "MEM 1.0 10.0\n\u{1}\u{2}garbage\nMEM 2.0\nFUNC f 1 2 3\nMEM 1.5 1";
+        let text =
+            "MEM 1.0 10.0\n\u{1}\u{2}garbage\nMEM 2.0\nFUNC f 1 2 3\nSHORT f x 1.0\nMEM 1.5 1";
         let (p, skipped) = Profile::parse(Path::new("x.dat"), text);
         assert_eq!(p.mem.len(), 2);
-        assert_eq!(skipped.count, 3);
+        assert_eq!(skipped.count, 4);
         assert_eq!(skipped.first.unwrap().0, 2);
     }
 

@@ -51,6 +51,11 @@ pub fn plot(options: &PlotOptions) -> Result<PathBuf, Error> {
         None => options.files[0].with_extension("png"),
     };
     let format = Format::of(&output)?;
+    if options.functions {
+        for profile in &profiles {
+            note_short_calls(profile);
+        }
+    }
     let scene = Scene::build(&profiles, options);
     let bytes = match format {
         Format::Png => render_png(&scene)?,
@@ -58,6 +63,30 @@ pub fn plot(options: &PlotOptions) -> Result<PathBuf, Error> {
     };
     std::fs::write(&output, bytes).map_err(|e| Error::io("write", &output, e))?;
     Ok(output)
+}
+
+/// Says on stderr which calls the file counts but the plot cannot show.
+fn note_short_calls(profile: &Profile) {
+    if profile.short.is_empty() {
+        return;
+    }
+    let mut short: Vec<_> = profile.short.iter().collect();
+    short.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
+    let total: u64 = short.iter().map(|s| s.calls).sum();
+    let most: Vec<String> = short
+        .iter()
+        .take(3)
+        .map(|s| format!("{} {} ({:.3} s)", s.name, s.calls, s.seconds))
+        .collect();
+    let more = match short.len() {
+        n if n > 3 => format!(", and {} more functions", n - 3),
+        _ => String::new(),
+    };
+    eprintln!(
+        "mprof: note: {}: {total} calls too short to draw, not shown: {}{more}",
+        profile.path.display(),
+        most.join(", ")
+    );
 }
 
 enum Format {

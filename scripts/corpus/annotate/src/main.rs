@@ -1,7 +1,11 @@
-//! `memprof-annotate DIR`: puts `#[::memprof::profile]` on every non-const
-//! function with a body in the `.rs` files under DIR, in place, and prints
-//! how many it annotated. Functions inside macro definitions are not visible
-//! to it and stay as they are.
+//! `memprof-annotate [--attr PATH] DIR`: puts `#[::memprof::profile]` (or
+//! `#[PATH]`) on every non-const function with a body in the `.rs` files
+//! under DIR, in place, and prints how many it annotated. Functions inside
+//! macro definitions are not visible to it and stay as they are.
+//!
+//! The corpus builds each crate twice: with `#[::memprof::profile]`, and
+//! with `--attr ::memprof_passthrough::passthrough`, an attribute that
+//! returns the function unchanged, as the baseline it times against.
 
 use proc_macro2::{Span, TokenTree};
 use quote::ToTokens;
@@ -70,7 +74,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn annotate(path: &Path) -> Result<usize, String> {
+/// The attribute put on each function, by default memprof's.
+const PROFILE: &str = "::memprof::profile";
+
+fn annotate(path: &Path, attr: &str) -> Result<usize, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let file = syn::parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut finder = Finder::default();
@@ -82,7 +89,7 @@ fn annotate(path: &Path) -> Result<usize, String> {
     for &(line, column) in &finder.at {
         let row = &mut lines[line - 1];
         let byte = row.char_indices().nth(column).map_or(row.len(), |(i, _)| i);
-        row.insert_str(byte, "#[::memprof::profile] ");
+        row.insert_str(byte, &format!("#[{attr}] "));
     }
     let mut out = lines.join("\n");
     if text.ends_with('\n') {
@@ -92,11 +99,27 @@ fn annotate(path: &Path) -> Result<usize, String> {
     Ok(finder.at.len())
 }
 
+fn usage() -> ! {
+    eprintln!("usage: memprof-annotate [--attr PATH] DIR");
+    std::process::exit(2);
+}
+
 fn main() {
-    let Some(dir) = std::env::args_os().nth(1) else {
-        eprintln!("usage: memprof-annotate DIR");
-        std::process::exit(2);
-    };
+    let mut args = std::env::args_os().skip(1);
+    let mut attr = PROFILE.to_string();
+    let mut dir = None;
+    while let Some(arg) = args.next() {
+        if arg == "--attr" {
+            let path = args.next().and_then(|a| a.into_string().ok());
+            let path = path.filter(|p| syn::parse_str::<syn::Path>(p).is_ok());
+            attr = path.unwrap_or_else(|| usage());
+        } else if dir.is_none() {
+            dir = Some(arg);
+        } else {
+            usage();
+        }
+    }
+    let Some(dir) = dir else { usage() };
     let mut files = Vec::new();
     if let Err(e) = rust_files(Path::new(&dir), &mut files) {
         eprintln!("memprof-annotate: {e}");
@@ -104,7 +127,7 @@ fn main() {
     }
     let mut total = 0;
     for file in files {
-        match annotate(&file) {
+        match annotate(&file, &attr) {
             Ok(n) => total += n,
             Err(e) => {
                 eprintln!("memprof-annotate: {e}");
