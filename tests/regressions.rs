@@ -101,3 +101,47 @@ mod place_initializers {
         assert_eq!(ref_and_partial_moves(pair), (4, "c".to_owned()));
     }
 }
+
+/// Found by the corpus: aho-corasick and memchr end functions with blocks
+/// that `#[cfg]` chooses among.
+mod tail_chosen_by_cfg {
+    // The tail is whichever block survives, after `#[profile]` ran.
+    #[memprof::profile]
+    #[allow(unused_braces)]
+    fn tail_chosen_by_cfg(n: u8) -> Option<Vec<u8>> {
+        let v = vec![n; 100];
+        #[cfg(not(all(unix, windows)))]
+        {
+            Some(v)
+        }
+        #[cfg(all(unix, windows))]
+        {
+            None
+        }
+    }
+
+    #[memprof::profile]
+    fn first_tail_candidate_without_cfg(n: u8) -> u8 {
+        let x = n + 1;
+        {
+            x
+        }
+        #[cfg(all(unix, windows))]
+        {
+            0
+        }
+    }
+
+    #[test]
+    fn a_tail_chosen_by_cfg_compiles_and_counts() {
+        assert_eq!(tail_chosen_by_cfg(3), Some(vec![3; 100]));
+        assert_eq!(first_tail_candidate_without_cfg(1), 2);
+        let report = memprof::report();
+        let t = report.function("tail_chosen_by_cfg").unwrap();
+        let row = t.line_containing("let v = vec!").unwrap();
+        assert_eq!((row.increment, row.occurrences), (Some(100), 1));
+        // The tail returns the buffer: the call keeps it.
+        let fn_row = t.line_containing("fn tail_chosen_by_cfg").unwrap();
+        assert_eq!(fn_row.increment, Some(100));
+    }
+}

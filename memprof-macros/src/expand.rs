@@ -455,11 +455,18 @@ impl Instrumenter {
         let has_tail = matches!(stmts.last(), Some(Stmt::Expr(_, None)));
         let binds_locals = stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
 
+        let tail_from = cfg_tail_start(&stmts);
         let mut groups: Vec<Group> = Vec::new();
-        for stmt in stmts {
+        for (i, stmt) in stmts.into_iter().enumerate() {
             let line = stmt_line(&stmt);
             match groups.last_mut() {
-                Some(group) if line != 0 && group.line == line => group.stmts.push(stmt),
+                // A tail that `#[cfg]` picks among blocks is one group: no
+                // probe may stand between the candidates (see
+                // `cfg_tail_start`).
+                Some(group) if i > tail_from => group.stmts.push(stmt),
+                Some(group) if line != 0 && group.line == line && i != tail_from => {
+                    group.stmts.push(stmt)
+                }
                 _ => groups.push(Group {
                     line,
                     stmts: vec![stmt],
@@ -544,6 +551,34 @@ impl Instrumenter {
         }
         block.stmts = out;
     }
+}
+
+/// Where a block's tail begins when `#[cfg]` chooses it: in
+/// `{ Some(x) } #[cfg(feature = "a")] { None }` the first block is the tail
+/// once the second is configured out, which happens after this macro runs.
+/// The trailing expression statements without semicolons, the last of them
+/// `#[cfg]`-ed, are then one tail: the ones with a `#[cfg]` and the one
+/// before them. `usize::MAX` when the block's tail is a plain one.
+fn cfg_tail_start(stmts: &[Stmt]) -> usize {
+    let is_bare_expr = |s: &Stmt| matches!(s, Stmt::Expr(_, None));
+    let has_cfg = |s: &Stmt| {
+        let mut tokens = s.to_token_stream().into_iter();
+        matches!(tokens.next(), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '#')
+            && matches!(tokens.next(), Some(proc_macro2::TokenTree::Group(g))
+                if g.stream().into_iter().next().is_some_and(|t| t.to_string() == "cfg"))
+    };
+    match stmts.last() {
+        Some(last) if is_bare_expr(last) && has_cfg(last) => {}
+        _ => return usize::MAX,
+    }
+    let mut start = stmts.len() - 1;
+    while start > 0 && is_bare_expr(&stmts[start - 1]) && has_cfg(&stmts[start - 1]) {
+        start -= 1;
+    }
+    if start > 0 && is_bare_expr(&stmts[start - 1]) {
+        start -= 1;
+    }
+    start
 }
 
 /// No row: the runtime's `u32::MAX`.
