@@ -1,5 +1,5 @@
-//! Configuration as a value: [`Config`], built from `MEMPROF_*` variables by
-//! [`Config::from_vars`], which unit tests call with variables of their own.
+//! Configuration as a value: `Config`, built from `MEMPROF_*` variables by
+//! `Config::from_vars`, which unit tests call with variables of their own.
 //! The process's own configuration is read once by `settings`.
 //!
 //! A malformed value yields one warning naming the variable and the accepted
