@@ -522,6 +522,7 @@ fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memp
         occurrences,
         gpu_usage: None,
         gpu_increment: None,
+        gpu_peak: None,
         contents: contents.to_owned(),
     }
 }

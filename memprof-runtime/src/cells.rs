@@ -32,6 +32,8 @@ pub struct LineCell {
     /// GPU bytes after the row, highest over sampled executions;
     /// `NO_SAMPLE` when never sampled.
     gpu_usage: AtomicI64,
+    /// Highest GPU rise within one execution.
+    gpu_peak: AtomicU64,
 }
 
 /// One reader's consistent copy of a [`LineCell`].
@@ -41,8 +43,8 @@ pub(crate) struct RowFigures {
     pub(crate) increment: i64,
     pub(crate) peak: u64,
     pub(crate) mem_usage: i64,
-    /// (increment, usage), if any execution was sampled.
-    pub(crate) gpu: Option<(i64, i64)>,
+    /// (increment, usage, peak), if any execution was sampled.
+    pub(crate) gpu: Option<(i64, i64, u64)>,
 }
 
 impl RowFigures {
@@ -53,7 +55,7 @@ impl RowFigures {
         self.peak = self.peak.max(other.peak);
         self.mem_usage = self.mem_usage.max(other.mem_usage);
         self.gpu = match (self.gpu, other.gpu) {
-            (Some((i, u)), Some((j, v))) => Some((i + j, u.max(v))),
+            (Some((i, u, p)), Some((j, v, q))) => Some((i + j, u.max(v), p.max(q))),
             (a, b) => a.or(b),
         };
     }
@@ -83,6 +85,7 @@ impl LineCell {
             mem_usage: AtomicI64::new(i64::MIN),
             gpu_increment: AtomicI64::new(0),
             gpu_usage: AtomicI64::new(NO_SAMPLE),
+            gpu_peak: AtomicU64::new(0),
         }
     }
 
@@ -150,13 +153,16 @@ impl LineCell {
 
     /// Adds one execution's GPU figures (owner only), under the recursion
     /// rule; before [`LineCell::closed`], which ends the execution.
-    pub(crate) fn closed_gpu(&self, increment: i64, usage: i64) {
+    pub(crate) fn closed_gpu(&self, increment: i64, usage: i64, peak: u64) {
         // SAFETY: only the owning thread touches `open`.
         let nested = unsafe { *self.open_count() } > 1;
         let seq = self.begin_write();
         if !nested {
             self.gpu_increment
                 .store(load_i64(&self.gpu_increment) + increment, Relaxed);
+            if peak > load_u64(&self.gpu_peak) {
+                self.gpu_peak.store(peak, Relaxed);
+            }
         }
         self.gpu_usage
             .store(owned::max(usage, load_i64(&self.gpu_usage)), Relaxed);
@@ -173,7 +179,13 @@ impl LineCell {
                 increment: self.increment.load(Relaxed),
                 peak: self.peak.load(Relaxed),
                 mem_usage: self.mem_usage.load(Relaxed),
-                gpu: (usage != NO_SAMPLE).then(|| (self.gpu_increment.load(Relaxed), usage)),
+                gpu: (usage != NO_SAMPLE).then(|| {
+                    (
+                        self.gpu_increment.load(Relaxed),
+                        usage,
+                        self.gpu_peak.load(Relaxed),
+                    )
+                }),
             };
             fence(std::sync::atomic::Ordering::Acquire);
             if before & 1 == 0 && self.seq.load(Relaxed) == before {
@@ -208,9 +220,10 @@ impl LineCell {
         self.increment.store(f.increment, Relaxed);
         self.peak.store(f.peak, Relaxed);
         self.mem_usage.store(f.mem_usage, Relaxed);
-        let (gpu_increment, gpu_usage) = f.gpu.unwrap_or((0, NO_SAMPLE));
+        let (gpu_increment, gpu_usage, gpu_peak) = f.gpu.unwrap_or((0, NO_SAMPLE, 0));
         self.gpu_increment.store(gpu_increment, Relaxed);
         self.gpu_usage.store(gpu_usage, Relaxed);
+        self.gpu_peak.store(gpu_peak, Relaxed);
     }
 }
 

@@ -32,8 +32,8 @@ pub struct MeasureGuard {
     counts: (u64, u64),
     heap_before: i64,
     open: bool,
-    /// GPU bytes at the start and the enclosing watch's high, when sampling.
-    gpu: Option<(i64, i64)>,
+    /// Where the GPU figures started, when the GPU is watched.
+    gpu: Option<crate::gpu::GpuMark>,
 }
 
 impl MeasureGuard {
@@ -41,9 +41,8 @@ impl MeasureGuard {
     #[inline]
     pub fn start() -> Self {
         let gpu = crate::gpu::active()
-            .then(crate::gpu::sample)
-            .flatten()
-            .map(|start| (start, crate::gpu::watch_begin(start)));
+            .then(|| crate::gpu::begin(false))
+            .flatten();
         let region = Region::open(Scope::Thread);
         MeasureGuard {
             counts: context_counts(),
@@ -59,20 +58,8 @@ impl MeasureGuard {
         let (allocs, deallocs) = context_counts();
         self.open = false;
         let stats = self.region.close();
-        let (gpu_increment, gpu_peak) = match self.gpu.take() {
-            Some((start, saved)) => {
-                let end = crate::gpu::sample();
-                let high = crate::gpu::watch_end(saved);
-                match end {
-                    Some(end) => (
-                        Some(end - start),
-                        Some((high.max(end) - start).max(0) as u64),
-                    ),
-                    None => (None, None),
-                }
-            }
-            None => (None, None),
-        };
+        let gpu = self.gpu.take().and_then(crate::gpu::end);
+        let (gpu_increment, gpu_peak) = (gpu.map(|g| g.increment), gpu.map(|g| g.peak));
         let m = Measurement {
             increment: stats.increment,
             peak: stats.peak,
@@ -95,8 +82,8 @@ impl Drop for MeasureGuard {
         if self.open {
             self.region.close();
         }
-        if let Some((_, saved)) = self.gpu.take() {
-            crate::gpu::watch_end(saved);
+        if let Some(mark) = self.gpu.take() {
+            crate::gpu::end(mark);
         }
     }
 }

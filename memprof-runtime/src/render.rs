@@ -58,6 +58,8 @@ pub(crate) fn table(
     settings: &RenderSettings,
 ) -> String {
     let gpu = function.gpu.is_some();
+    // Counted device allocations have a peak; NVML's samples do not.
+    let counted = function.lines.iter().any(|l| l.gpu_peak.is_some());
     // Each column before the contents, with the width its figures take at
     // least (0 for counts, which their header covers).
     let (unsigned, signed) = (figure_width(settings, false), figure_width(settings, true));
@@ -68,7 +70,13 @@ pub(crate) fn table(
         ("Peak", unsigned),
         ("Occurrences", 0),
     ];
-    if gpu {
+    if counted {
+        columns.extend([
+            ("GPU alloc", unsigned),
+            ("GPU increment", signed),
+            ("GPU peak", unsigned),
+        ]);
+    } else if gpu {
         columns.extend([("GPU usage", unsigned), ("GPU increment", signed)]);
     }
     let figures = columns.len();
@@ -97,6 +105,9 @@ pub(crate) fn table(
         if gpu {
             record.push(figure(line.gpu_usage.map(|v| v as i64)));
             record.push(figure(line.gpu_increment));
+            if counted {
+                record.push(figure(line.gpu_peak.map(|v| v as i64)));
+            }
         }
         // NOTE: tabs would throw the columns off.
         record.push(truncate(

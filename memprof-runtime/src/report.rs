@@ -57,6 +57,9 @@ pub struct LineReport {
     pub gpu_usage: Option<u64>,
     /// Sum over executions of GPU memory after the line minus before.
     pub gpu_increment: Option<i64>,
+    /// Highest rise of counted device allocations within one execution of
+    /// the line; `None` unless device allocations are counted (CUPTI).
+    pub gpu_peak: Option<u64>,
     /// The source text of the line.
     pub contents: String,
 }
@@ -107,11 +110,13 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
             occurrences: 0,
             gpu_usage: None,
             gpu_increment: None,
+            gpu_peak: None,
             contents: (*text).to_owned(),
         })
         .collect();
     // Columns go with sampling: a device lost mid-run drops them.
     let gpu = crate::gpu::description();
+    let counted = crate::gpu::counted();
     for (cell, &row) in cells.iter().zip(meta.cell_rows) {
         let RowFigures {
             occurrences: n,
@@ -131,8 +136,11 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
         line.peak = Some(line.peak.unwrap_or(0).max(peak));
         line.mem_usage = Some(line.mem_usage.map_or(mem, |m| m.max(mem)));
         if gpu.is_some()
-            && let Some((increment, usage)) = gpu_figures
+            && let Some((increment, usage, peak)) = gpu_figures
         {
+            if counted {
+                line.gpu_peak = Some(line.gpu_peak.unwrap_or(0).max(peak));
+            }
             line.gpu_increment = Some(line.gpu_increment.unwrap_or(0) + increment);
             line.gpu_usage = Some(line.gpu_usage.unwrap_or(0).max(usage.max(0) as u64));
         }

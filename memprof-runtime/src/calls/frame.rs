@@ -132,8 +132,8 @@ unsafe impl Send for Frame {}
 #[derive(Debug)]
 pub(crate) struct Entry {
     region: Region,
-    /// GPU bytes at the call's entry, when it samples GPU memory.
-    gpu_start: Option<i64>,
+    /// Where the call's GPU figures started, when it watches GPU memory.
+    gpu_start: Option<crate::gpu::GpuMark>,
 }
 
 /// What [`Frame::exit`] hands back.
@@ -309,7 +309,11 @@ impl Frame {
         let gpu = meta.gpu && crate::gpu::active();
         set(&self.state().gpu, gpu);
         set(&self.state().slow, gpu || meta.scope == Scope::Process);
-        let gpu_start = if gpu { crate::gpu::sample() } else { None };
+        let gpu_start = if gpu {
+            crate::gpu::begin(meta.scope == Scope::Process)
+        } else {
+            None
+        };
         self.row(0).opened();
         let region = match (meta.scope, self.counters()) {
             (Scope::Thread, Some(t)) => {
@@ -343,10 +347,8 @@ impl Frame {
             _ => entry.region.close(),
         };
         let fn_row = self.row(0);
-        if let Some(start) = entry.gpu_start
-            && let Some(end) = crate::gpu::sample()
-        {
-            fn_row.closed_gpu(end - start, end);
+        if let Some(gpu) = entry.gpu_start.and_then(crate::gpu::end) {
+            fn_row.closed_gpu(gpu.increment, gpu.usage, gpu.peak);
         }
         fn_row.closed(
             stats.increment,

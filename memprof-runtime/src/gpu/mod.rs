@@ -1,4 +1,11 @@
-//! GPU memory through NVML (`nvml-wrapper`), sampled at statement boundaries.
+//! GPU memory: device allocations counted as they happen (`cupti`, into the
+//! `ledger`), or NVML (`nvml-wrapper`) sampled at statement boundaries.
+//!
+//! Counting is the default: a statement then reads counters, and its peak is
+//! exact. NVML still opens first, to find and name the devices. Where CUPTI
+//! cannot be had (no library, another profiler subscribed) or
+//! `MEMPROF_GPU_SAMPLE=statement` asks for it, the columns come from NVML as
+//! described below, with one note saying why when CUPTI failed.
 //!
 //! NVML is opened once, at the first profiled call or measurement. No library
 //! (`libnvidia-ml.so.1` absent: the normal case without a GPU), no driver, or
@@ -20,8 +27,12 @@
 //! sample per executed statement. Sampling runs untracked: NVML's and
 //! nvml-wrapper's own allocations never show in any heap figure.
 
+mod cupti;
+mod ledger;
+
 use crate::alloc::untracked;
-use crate::config::{GpuMemory, GpuSelection};
+use crate::config::{GpuMemory, GpuSample, GpuSelection};
+use ledger::LEDGER;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper::{Device, Nvml};
@@ -31,7 +42,7 @@ use nvml_wrapper_sys::bindings::{
 use std::cell::Cell;
 use std::ffi::c_uint;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 
 const UNREAD: u8 = 0;
 const READY: u8 = 1;
@@ -40,6 +51,8 @@ const LOST: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(UNREAD);
 static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
+/// Device allocations are counted (CUPTI subscribed); set once, at open.
+static COUNTED: AtomicBool = AtomicBool::new(false);
 
 /// What the GPU figures count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +151,7 @@ fn open() -> Option<Gpu> {
     };
     let mut devices = Vec::with_capacity(indices.len());
     let mut names = Vec::with_capacity(indices.len());
-    for index in indices {
+    for &index in &indices {
         match nvml.device_by_index(index) {
             Ok(device) => {
                 let name = device.name().unwrap_or_else(|_| "unnamed".to_owned());
@@ -149,6 +162,36 @@ fn open() -> Option<Gpu> {
                 note(&format!("NVML cannot open device {index} ({err})"));
                 return None;
             }
+        }
+    }
+    if config.gpu_sample == GpuSample::Allocations {
+        match cupti::subscribe(config.cupti_lib.as_deref()) {
+            Ok(()) => {
+                // NOTE: NVML numbers devices by PCI bus, CUDA by speed
+                // unless CUDA_DEVICE_ORDER=PCI_BUS_ID: with one device, or
+                // all of them (the default), the two agree.
+                LEDGER.select(indices);
+                COUNTED.store(true, Relaxed);
+                let plural = if names.len() == 1 {
+                    "device"
+                } else {
+                    "devices"
+                };
+                return Some(Gpu {
+                    nvml,
+                    devices,
+                    source: Source::Process,
+                    pid: std::process::id(),
+                    description: format!(
+                        "GPU: device allocations counted (CUPTI) on {plural} {}",
+                        names.join(", ")
+                    ),
+                });
+            }
+            Err(why) => eprintln!(
+                "memprof: GPU columns sampled from NVML at each statement, \
+                 without a GPU peak: {why}"
+            ),
         }
     }
     let source = match config.gpu_memory {
@@ -271,10 +314,20 @@ thread_local! {
     static HIGH: Cell<i64> = const { Cell::new(i64::MIN) };
 }
 
-/// GPU bytes now, or `None` when sampling is off or the device failed.
+/// Whether device allocations are counted (CUPTI) rather than sampled.
+#[inline]
+pub(crate) fn counted() -> bool {
+    COUNTED.load(Relaxed)
+}
+
+/// GPU bytes now, or `None` when sampling is off or the device failed:
+/// this thread's counted bytes when counting, else an NVML sample.
 pub(crate) fn sample() -> Option<i64> {
     if STATE.load(Relaxed) != READY {
         return None;
+    }
+    if counted() {
+        return Some(ledger::thread_net());
     }
     let gpu = GPU.get()?.as_ref()?;
     match untracked(|| gpu.read()) {
@@ -320,4 +373,98 @@ pub(crate) fn watch_end(saved: i64) -> i64 {
         high
     })
     .unwrap_or(i64::MIN)
+}
+
+/// Where an open GPU region started: see [`begin`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GpuMark {
+    start: i64,
+    /// The enclosing region's watermark, restored at the close.
+    saved: i64,
+    /// Counts every thread's allocations (`scope = "process"`).
+    process: bool,
+}
+
+/// One closed GPU region's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GpuFigures {
+    /// Bytes after minus before.
+    pub(crate) increment: i64,
+    /// Bytes after.
+    pub(crate) usage: i64,
+    /// Highest rise above the start: exact when counting, from samples
+    /// otherwise.
+    pub(crate) peak: u64,
+}
+
+/// Opens a GPU region, or `None` when the GPU is not watched. `process`:
+/// count every thread's device allocations, not the calling thread's
+/// (counting only; NVML's samples are process-wide anyway).
+#[inline]
+pub(crate) fn begin(process: bool) -> Option<GpuMark> {
+    if counted() {
+        let (start, saved) = if process {
+            LEDGER.open_process()
+        } else {
+            ledger::open_thread()
+        };
+        return Some(GpuMark {
+            start,
+            saved,
+            process,
+        });
+    }
+    let start = sample()?;
+    Some(GpuMark {
+        start,
+        saved: watch_begin(start),
+        process,
+    })
+}
+
+/// Closes a region that [`begin`] opened; `None` if the device failed since.
+#[inline]
+pub(crate) fn end(mark: GpuMark) -> Option<GpuFigures> {
+    let (end, high) = if counted() {
+        if mark.process {
+            LEDGER.close_process(mark.saved)
+        } else {
+            ledger::close_thread(mark.saved)
+        }
+    } else {
+        let end = sample();
+        let high = watch_end(mark.saved);
+        let end = end?;
+        (end, high.max(end))
+    };
+    Some(GpuFigures {
+        increment: end - mark.start,
+        usage: end,
+        peak: (high - mark.start).max(0) as u64,
+    })
+}
+
+/// Closes `mark`'s region, if any, and opens the next: one NVML sample
+/// serves as the end of one and the start of the other.
+#[inline]
+pub(crate) fn step(mark: Option<GpuMark>, process: bool) -> (Option<GpuFigures>, Option<GpuMark>) {
+    if counted() {
+        return (mark.and_then(end), begin(process));
+    }
+    let now = sample();
+    let figures = mark.and_then(|mark| {
+        let high = watch_end(mark.saved);
+        let end = now?;
+        Some(GpuFigures {
+            increment: end - mark.start,
+            usage: end,
+            peak: (high.max(end) - mark.start).max(0) as u64,
+        })
+    });
+    let next = now.map(|start| GpuMark {
+        start,
+        saved: watch_begin(start),
+        process,
+    });
+    (figures, next)
 }
