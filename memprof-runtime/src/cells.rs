@@ -129,6 +129,19 @@ impl LineCell {
     /// occurrence and the two sequence numbers.
     #[inline(always)]
     pub(crate) fn closed(&self, increment: i64, peak: u64, mem_usage: i64) {
+        self.closed_with(increment, peak, mem_usage, None);
+    }
+
+    /// [`LineCell::closed`] with the execution's GPU figures, (increment,
+    /// usage, peak), if any: one write for both.
+    #[inline(always)]
+    pub(crate) fn closed_with(
+        &self,
+        increment: i64,
+        peak: u64,
+        mem_usage: i64,
+        gpu: Option<(i64, i64, u64)>,
+    ) {
         // SAFETY: only the owning thread touches `open`.
         let open = unsafe { &mut *self.open_count() };
         let nested = *open > 1;
@@ -147,6 +160,20 @@ impl LineCell {
         }
         if mem_usage > load_i64(&self.mem_usage) {
             self.mem_usage.store(mem_usage, Relaxed);
+        }
+        if let Some((increment, usage, peak)) = gpu {
+            if !nested {
+                if increment != 0 {
+                    self.gpu_increment
+                        .store(load_i64(&self.gpu_increment) + increment, Relaxed);
+                }
+                if peak > load_u64(&self.gpu_peak) {
+                    self.gpu_peak.store(peak, Relaxed);
+                }
+            }
+            if usage > load_i64(&self.gpu_usage) {
+                self.gpu_usage.store(usage, Relaxed);
+            }
         }
         self.end_write(seq);
     }

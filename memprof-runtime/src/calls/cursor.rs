@@ -119,6 +119,9 @@ impl<'a> Cursor<'a> {
         let Some(t) = frame.counters() else {
             return;
         };
+        if get(&frame.state().gpu) {
+            return self.step_counted(frame, t, next);
+        }
         let cell = get(&self.state().cell);
         if cell != NO_CELL {
             let stats = close_in(t, get(&self.state().start), get(&self.state().saved));
@@ -137,7 +140,33 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// [`Cursor::step`] with GPU sampling or a process-wide region: one GPU
+    /// [`Cursor::step`] of a thread-scope call that counts device
+    /// allocations: the same steps, and this thread's GPU counters beside.
+    #[inline(never)]
+    fn step_counted(&self, frame: &Frame, t: &alloc::ThreadCounters, next: u32) {
+        let (gpu, next_gpu) =
+            crate::gpu::step_counted_thread(get(&self.state().gpu), next != NO_CELL);
+        let cell = get(&self.state().cell);
+        if cell != NO_CELL {
+            let stats = close_in(t, get(&self.state().start), get(&self.state().saved));
+            frame.row(cell).closed_with(
+                stats.increment,
+                stats.peak,
+                get(&frame.state().base) + stats.end,
+                gpu.map(|g| (g.increment, g.usage, g.peak)),
+            );
+        }
+        set(&self.state().cell, next);
+        set(&self.state().gpu, next_gpu);
+        if next != NO_CELL {
+            frame.row(next).opened();
+            let (start, saved) = open_in(t);
+            set(&self.state().start, start);
+            set(&self.state().saved, saved);
+        }
+    }
+
+    /// [`Cursor::step`] with NVML sampling or a process-wide region: one GPU
     /// sample ends the current region and starts the next.
     #[cold]
     #[inline(never)]
@@ -153,14 +182,11 @@ impl<'a> Cursor<'a> {
         if cell != NO_CELL {
             let mut region = self.region();
             let stats = region.close();
-            let row = frame.row(cell);
-            if let Some(gpu) = gpu {
-                row.closed_gpu(gpu.increment, gpu.usage, gpu.peak);
-            }
-            row.closed(
+            frame.row(cell).closed_with(
                 stats.increment,
                 stats.peak,
                 get(&frame.state().base) + stats.end,
+                gpu.map(|g| (g.increment, g.usage, g.peak)),
             );
         }
         set(&self.state().cell, next);

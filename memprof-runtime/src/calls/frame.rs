@@ -56,7 +56,7 @@ pub(crate) struct FrameState {
     /// so `base + context count` is the heap the call sees.
     pub(crate) base: Cell<i64>,
     pub(crate) gpu: Cell<bool>,
-    /// Statements take the slow step: GPU sampling or process scope.
+    /// Statements take the slow step: NVML sampling or process scope.
     pub(crate) slow: Cell<bool>,
     /// A synchronous call that no open call of the function encloses.
     outermost: Cell<bool>,
@@ -308,7 +308,10 @@ impl Frame {
         let meta = self.meta;
         let gpu = meta.gpu && crate::gpu::active();
         set(&self.state().gpu, gpu);
-        set(&self.state().slow, gpu || meta.scope == Scope::Process);
+        // PERF: counted device bytes of a thread-scope call stay on the
+        // fast step, which reads them from this thread's counters.
+        let sampled = gpu && !crate::gpu::counted();
+        set(&self.state().slow, sampled || meta.scope == Scope::Process);
         let gpu_start = if gpu {
             crate::gpu::begin(meta.scope == Scope::Process)
         } else {

@@ -203,29 +203,50 @@ pub(crate) fn thread_net() -> i64 {
 /// watermark, to hand back to [`close_thread`].
 #[inline]
 pub(crate) fn open_thread() -> (i64, i64) {
-    THREAD
-        .try_with(|t| {
-            let net = get(&t.net);
-            let saved = max(get(&t.peak), get(&t.carry));
-            set(&t.peak, net);
-            set(&t.carry, i64::MIN);
-            (net, saved)
-        })
-        .unwrap_or((0, i64::MIN))
+    THREAD.try_with(ThreadTally::open).unwrap_or((0, i64::MIN))
 }
 
 /// Closes the thread-scope region that [`open_thread`] opened: its end and
 /// the highest count reached while it was open.
 #[inline]
 pub(crate) fn close_thread(saved: i64) -> (i64, i64) {
+    THREAD.try_with(|t| t.close(saved)).unwrap_or((0, 0))
+}
+
+/// A thread-scope region's (count, watermark): (start, saved) when it
+/// opens, (end, high) when it closes.
+pub(crate) type Pair = (i64, i64);
+
+/// Closes the thread-scope region whose watermark `saved` holds, if any,
+/// then opens the next if `open`: [`close_thread`] and [`open_thread`] in
+/// one reach of the thread-local.
+#[inline(always)]
+pub(crate) fn step_thread(saved: Option<i64>, open: bool) -> (Option<Pair>, Option<Pair>) {
     THREAD
         .try_with(|t| {
-            let watermark = max(get(&t.peak), get(&t.carry));
-            set(&t.carry, max(saved, watermark));
-            let net = get(&t.net);
-            (net, watermark.max(net))
+            let closed = saved.map(|saved| t.close(saved));
+            (closed, open.then(|| t.open()))
         })
-        .unwrap_or((0, 0))
+        .unwrap_or((None, None))
+}
+
+impl ThreadTally {
+    #[inline(always)]
+    fn open(&self) -> (i64, i64) {
+        let net = get(&self.net);
+        let saved = max(get(&self.peak), get(&self.carry));
+        set(&self.peak, net);
+        set(&self.carry, i64::MIN);
+        (net, saved)
+    }
+
+    #[inline(always)]
+    fn close(&self, saved: i64) -> (i64, i64) {
+        let watermark = max(get(&self.peak), get(&self.carry));
+        set(&self.carry, max(saved, watermark));
+        let net = get(&self.net);
+        (net, max(watermark, net))
+    }
 }
 
 #[cfg(test)]

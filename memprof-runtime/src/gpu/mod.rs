@@ -444,6 +444,30 @@ pub(crate) fn end(mark: GpuMark) -> Option<GpuFigures> {
     })
 }
 
+/// [`step`] for a thread-scope region while counting, the common case: a
+/// few plain loads and stores on this thread's counters.
+#[inline(always)]
+pub(crate) fn step_counted_thread(
+    mark: Option<GpuMark>,
+    open_next: bool,
+) -> (Option<GpuFigures>, Option<GpuMark>) {
+    let (closed, opened) = ledger::step_thread(mark.map(|m| m.saved), open_next);
+    let figures = match (mark, closed) {
+        (Some(mark), Some((end, high))) => Some(GpuFigures {
+            increment: end - mark.start,
+            usage: end,
+            peak: (high - mark.start).max(0) as u64,
+        }),
+        _ => None,
+    };
+    let next = opened.map(|(start, saved)| GpuMark {
+        start,
+        saved,
+        process: false,
+    });
+    (figures, next)
+}
+
 /// Closes `mark`'s region, if any, and opens the next: one NVML sample
 /// serves as the end of one and the start of the other.
 #[inline]
