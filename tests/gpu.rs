@@ -941,3 +941,59 @@ fn without_cupti_the_columns_fall_back_to_nvml_with_one_note() {
         );
     }
 }
+
+/// Device memory that the driver gives to another PID, as where it does not
+/// list this process at all.
+#[profile]
+fn unlisted_lines(fake: &FakeNvml) {
+    fake.alloc(0, OTHER_PID, 256 * MIB);
+    fake.free(0, OTHER_PID, 64 * MIB);
+}
+
+#[test]
+fn child_unlisted() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        fake.set_baseline(0, GIB);
+        unlisted_lines(&fake);
+        unlisted_lines(&fake);
+        print_report();
+    }
+}
+
+/// Never a silent 0: when the device's memory moves while the driver does
+/// not list this process, the columns become the device's and the header
+/// says so. The statement (and call) during which that happened has no
+/// figures, rather than a jump from one measure to the other.
+#[test]
+fn an_unlisted_process_gets_the_devices_figures_and_a_header_saying_so() {
+    let child = run_child("child_unlisted", &[("MEMPROF_GPU_MEMORY", "process")]);
+    let report = child.report();
+    let f = "unlisted_lines";
+    assert_eq!(
+        function(&report, f)["gpu"],
+        "GPU: memory used on device 0 (Fake GPU 0), all processes \
+         (the driver does not list this process)"
+    );
+    // 1 GiB → (switch) 1.25 GiB → 1.1875 GiB, then → 1.4375 → 1.375 GiB.
+    assert_eq!(
+        gpu(row(&report, f, "fake.alloc(")),
+        (256 * MI, GIB + 448 * MIB)
+    );
+    assert_eq!(
+        gpu(row(&report, f, "fake.free(")),
+        (-128 * MI, GIB + 384 * MIB)
+    );
+    assert_eq!(
+        gpu(row(&report, f, "fn unlisted_lines")),
+        (192 * MI, GIB + 384 * MIB)
+    );
+    assert!(
+        child
+            .stdout
+            .contains("(the driver does not list this process)\n"),
+        "{}",
+        child.stdout
+    );
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+}

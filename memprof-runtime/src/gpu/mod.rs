@@ -51,6 +51,9 @@ const LOST: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(UNREAD);
 static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
+/// The figures became the devices' (see [`Gpu::read`]): set once, when the
+/// devices' memory first moved while the driver did not list this process.
+static WIDENED: AtomicBool = AtomicBool::new(false);
 /// Device allocations are counted (CUPTI subscribed); set once, at open.
 static COUNTED: AtomicBool = AtomicBool::new(false);
 
@@ -70,6 +73,12 @@ struct Gpu {
     pid: u32,
     /// The table header line naming what the columns show.
     description: String,
+    /// The header line once the figures are the devices' because the
+    /// driver did not list this process.
+    widened_description: String,
+    /// Process figures: the devices' used memory at open, to tell when it
+    /// moves while this process is not listed.
+    baseline: Option<u64>,
 }
 
 /// Whether GPU sampling is on. After the first call, one relaxed load.
@@ -95,7 +104,12 @@ pub(crate) fn description() -> Option<&'static str> {
     if STATE.load(Relaxed) != READY {
         return None;
     }
-    GPU.get()?.as_ref().map(|gpu| gpu.description.as_str())
+    let gpu = GPU.get()?.as_ref()?;
+    Some(if WIDENED.load(Relaxed) {
+        gpu.widened_description.as_str()
+    } else {
+        gpu.description.as_str()
+    })
 }
 
 fn open() -> Option<Gpu> {
@@ -186,6 +200,8 @@ fn open() -> Option<Gpu> {
                         "GPU: device allocations counted (CUPTI) on {plural} {}",
                         names.join(", ")
                     ),
+                    widened_description: String::new(),
+                    baseline: None,
                 });
             }
             Err(why) => eprintln!(
@@ -218,13 +234,22 @@ fn open() -> Option<Gpu> {
              (NVML's PIDs are not this PID namespace's)"
         ),
     };
-    let gpu = Gpu {
+    let widened_description = format!(
+        "GPU: memory used on {plural} {names}, all processes \
+         (the driver does not list this process)"
+    );
+    let mut gpu = Gpu {
         nvml,
         devices,
         source,
         pid: std::process::id(),
         description,
+        widened_description,
+        baseline: None,
     };
+    if source == Source::Process {
+        gpu.baseline = gpu.device_used().ok();
+    }
     // A device that answers nothing now is no better than none.
     match gpu.read() {
         Ok(_) => Some(gpu),
@@ -249,34 +274,55 @@ fn pids_match_nvml() -> bool {
 
 impl Gpu {
     fn read(&self) -> Result<u64, NvmlError> {
+        if self.source == Source::Device || WIDENED.load(Relaxed) {
+            return self.device_used();
+        }
         let mut total = 0u64;
+        let mut listed = false;
         for device in &self.devices {
-            total += match self.source {
-                Source::Device => device.memory_info()?.used,
-                Source::Process => match self.listed_bytes(device) {
-                    Some(bytes) => bytes?,
-                    None => device
-                        .running_compute_processes()?
-                        .iter()
-                        .filter(|p| p.pid == self.pid)
-                        .map(|p| match p.used_gpu_memory {
-                            UsedGpuMemory::Used(bytes) => bytes,
-                            UsedGpuMemory::Unavailable => 0,
-                        })
-                        .sum(),
-                },
+            let (bytes, seen) = match self.listed_bytes(device) {
+                Some(found) => found?,
+                None => device
+                    .running_compute_processes()?
+                    .iter()
+                    .filter(|p| p.pid == self.pid)
+                    .fold((0, false), |(sum, seen), p| match p.used_gpu_memory {
+                        UsedGpuMemory::Used(bytes) => (sum + bytes, true),
+                        UsedGpuMemory::Unavailable => (sum, seen),
+                    }),
             };
+            total += bytes;
+            listed |= seen;
+        }
+        // Never a silent 0: the device's memory moved while the driver
+        // gives no figure for this process.
+        if !listed && let Some(baseline) = self.baseline {
+            let used = self.device_used()?;
+            if used != baseline {
+                WIDENED.store(true, Relaxed);
+                return Ok(used);
+            }
+        }
+        Ok(total)
+    }
+
+    /// The selected devices' used memory, every process's.
+    fn device_used(&self) -> Result<u64, NvmlError> {
+        let mut total = 0;
+        for device in &self.devices {
+            total += device.memory_info()?.used;
         }
         Ok(total)
     }
 
     /// This process's bytes on `device` in one NVML call into a buffer on
-    /// the stack; `None` if more processes run there than it holds.
+    /// the stack, and whether the driver gave a figure for it; `None` if
+    /// more processes run there than it holds.
     ///
     /// PERF: nvml-wrapper's `running_compute_processes` makes two calls (a
     /// count, then the list) and allocates; at some 12 µs a call on a real
     /// driver, one call per sample halves the cost of GPU sampling.
-    fn listed_bytes(&self, device: &Device<'static>) -> Option<Result<u64, NvmlError>> {
+    fn listed_bytes(&self, device: &Device<'static>) -> Option<Result<(u64, bool), NvmlError>> {
         /// `usedGpuMemory` when NVML cannot tell (NVML_VALUE_NOT_AVAILABLE).
         const NOT_AVAILABLE: u64 = u64::MAX;
         const ROOM: usize = 64;
@@ -297,14 +343,15 @@ impl Gpu {
             return None;
         }
         if code != nvmlReturn_enum_NVML_SUCCESS {
-            return Some(nvml_try(code).map(|()| 0));
+            return Some(nvml_try(code).map(|()| (0, false)));
         }
         let listed = infos.get(..count as usize).unwrap_or(&infos);
         Some(Ok(listed
             .iter()
             .filter(|p| p.pid == self.pid && p.usedGpuMemory != NOT_AVAILABLE)
-            .map(|p| p.usedGpuMemory)
-            .sum()))
+            .fold((0, false), |(sum, _), p| {
+                (sum + p.usedGpuMemory, true)
+            })))
     }
 }
 
@@ -383,6 +430,9 @@ pub(crate) struct GpuMark {
     saved: i64,
     /// Counts every thread's allocations (`scope = "process"`).
     process: bool,
+    /// NVML: taken after the figures became the devices'; a region that
+    /// straddles the change has no figures.
+    widened: bool,
 }
 
 /// One closed GPU region's figures.
@@ -412,6 +462,7 @@ pub(crate) fn begin(process: bool) -> Option<GpuMark> {
             start,
             saved,
             process,
+            widened: false,
         });
     }
     let start = sample()?;
@@ -419,6 +470,7 @@ pub(crate) fn begin(process: bool) -> Option<GpuMark> {
         start,
         saved: watch_begin(start),
         process,
+        widened: WIDENED.load(Relaxed),
     })
 }
 
@@ -434,7 +486,7 @@ pub(crate) fn end(mark: GpuMark) -> Option<GpuFigures> {
     } else {
         let end = sample();
         let high = watch_end(mark.saved);
-        let end = end?;
+        let end = end.filter(|_| mark.widened == WIDENED.load(Relaxed))?;
         (end, high.max(end))
     };
     Some(GpuFigures {
@@ -464,6 +516,7 @@ pub(crate) fn step_counted_thread(
         start,
         saved,
         process: false,
+        widened: false,
     });
     (figures, next)
 }
@@ -476,9 +529,10 @@ pub(crate) fn step(mark: Option<GpuMark>, process: bool) -> (Option<GpuFigures>,
         return (mark.and_then(end), begin(process));
     }
     let now = sample();
+    let widened = WIDENED.load(Relaxed);
     let figures = mark.and_then(|mark| {
         let high = watch_end(mark.saved);
-        let end = now?;
+        let end = now.filter(|_| mark.widened == widened)?;
         Some(GpuFigures {
             increment: end - mark.start,
             usage: end,
@@ -489,6 +543,7 @@ pub(crate) fn step(mark: Option<GpuMark>, process: bool) -> (Option<GpuFigures>,
         start,
         saved: watch_begin(start),
         process,
+        widened,
     });
     (figures, next)
 }
