@@ -997,3 +997,75 @@ fn an_unlisted_process_gets_the_devices_figures_and_a_header_saying_so() {
     );
     assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
 }
+
+/// A CUDA program's first use: the driver takes memory for the context,
+/// which NVML sees and CUPTI does not, then the program allocates.
+#[profile]
+fn with_a_context(nvml: &FakeNvml, c: &FakeCupti) {
+    nvml.alloc(0, pid(), 500 * MIB);
+    let a = c.alloc(cbid::MEM_ALLOC_V2, 0, 256 * MIB);
+    nvml.alloc(0, pid(), 256 * MIB);
+    c.free(cbid::MEM_FREE_V2, 0, a);
+}
+
+#[test]
+fn child_driver_view() {
+    if is_child() {
+        let nvml = FakeNvml::new();
+        let c = FakeCupti::new();
+        with_a_context(&nvml, &c);
+        let (_, m) = memprof::measure(|| with_a_context(&nvml, &c));
+        println!(
+            "measure gpu {:?} {:?} {:?}",
+            m.gpu_increment, m.gpu_peak, m.gpu_driver_increment
+        );
+        memit!(with_a_context(&nvml, &c));
+        memprof::track!();
+        print_report();
+    }
+}
+
+/// While counting, NVML's view is read at call entry and exit only: on the
+/// `fn` row (under the table's header), in `measure`, `memit!` and
+/// `track!()`, and never per statement.
+#[test]
+fn counting_keeps_the_drivers_view_at_call_entry_and_exit() {
+    let child = run_counted("child_driver_view", &[("MEMPROF_GPU_MEMORY", "process")]);
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+    let report = child.report();
+    let f = function(&report, "with_a_context");
+    assert_eq!(
+        f["gpu_driver"],
+        "GPU driver view: this process's memory on device 0 (Fake GPU 0)"
+    );
+    let fn_row = row(&report, "with_a_context", "fn with_a_context");
+    // Three calls of +756 MiB each, as NVML sees them.
+    assert_eq!(fn_row["gpu_driver_increment"], 3 * 756 * MI);
+    assert_eq!(fn_row["gpu_driver_usage"], 3 * 756 * MIB);
+    // The counted columns see the program's block only.
+    assert_eq!(counted(fn_row), (0, 0, 256 * MIB));
+    assert!(row(&report, "with_a_context", "let a")["gpu_driver_usage"].is_null());
+    assert_eq!(
+        child.value("measure gpu"),
+        format!("Some(0) Some({}) Some({})", 256 * MIB, 756 * MIB)
+    );
+    let out = &child.stdout;
+    assert!(
+        out.contains(
+            "GPU driver view: this process's memory on device 0 (Fake GPU 0): \
+             756.0 MiB at call exit, +756.0 MiB over the call\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "; GPU peak: +256.0 MiB, GPU increment: 0.0 MiB, GPU driver view: +756.0 MiB\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("At tests/gpu.rs")
+            && l.ends_with(", GPU 0.0 MiB, GPU driver view 2268.0 MiB")),
+        "{out}"
+    );
+}

@@ -34,6 +34,10 @@ pub struct LineCell {
     gpu_usage: AtomicI64,
     /// Highest GPU rise within one execution.
     gpu_peak: AtomicU64,
+    /// `fn` rows while counting: the driver's view (NVML) at call exit minus
+    /// entry, summed, and at exit, highest; `NO_SAMPLE` when never read.
+    driver_increment: AtomicI64,
+    driver_usage: AtomicI64,
 }
 
 /// One reader's consistent copy of a [`LineCell`].
@@ -45,6 +49,8 @@ pub(crate) struct RowFigures {
     pub(crate) mem_usage: i64,
     /// (increment, usage, peak), if any execution was sampled.
     pub(crate) gpu: Option<(i64, i64, u64)>,
+    /// The driver's view, (increment, usage), if read (`fn` rows).
+    pub(crate) driver: Option<(i64, i64)>,
 }
 
 impl RowFigures {
@@ -58,6 +64,10 @@ impl RowFigures {
             (Some((i, u, p)), Some((j, v, q))) => Some((i + j, u.max(v), p.max(q))),
             (a, b) => a.or(b),
         };
+        self.driver = match (self.driver, other.driver) {
+            (Some((i, u)), Some((j, v))) => Some((i + j, u.max(v))),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -69,6 +79,7 @@ impl Default for RowFigures {
             peak: 0,
             mem_usage: i64::MIN,
             gpu: None,
+            driver: None,
         }
     }
 }
@@ -86,6 +97,8 @@ impl LineCell {
             gpu_increment: AtomicI64::new(0),
             gpu_usage: AtomicI64::new(NO_SAMPLE),
             gpu_peak: AtomicU64::new(0),
+            driver_increment: AtomicI64::new(0),
+            driver_usage: AtomicI64::new(NO_SAMPLE),
         }
     }
 
@@ -196,11 +209,27 @@ impl LineCell {
         self.end_write(seq);
     }
 
+    /// Adds one call's driver view (owner only, `fn` rows), under the
+    /// recursion rule; before [`LineCell::closed`].
+    pub(crate) fn closed_driver(&self, increment: i64, usage: i64) {
+        // SAFETY: only the owning thread touches `open`.
+        let nested = unsafe { *self.open_count() } > 1;
+        let seq = self.begin_write();
+        if !nested {
+            self.driver_increment
+                .store(load_i64(&self.driver_increment) + increment, Relaxed);
+        }
+        self.driver_usage
+            .store(owned::max(usage, load_i64(&self.driver_usage)), Relaxed);
+        self.end_write(seq);
+    }
+
     /// A consistent copy of the row, whatever its owner is doing.
     pub(crate) fn read(&self) -> RowFigures {
         loop {
             let before = self.seq.load(std::sync::atomic::Ordering::Acquire);
             let usage = self.gpu_usage.load(Relaxed);
+            let driver_usage = self.driver_usage.load(Relaxed);
             let figures = RowFigures {
                 occurrences: self.occurrences.load(Relaxed),
                 increment: self.increment.load(Relaxed),
@@ -213,6 +242,8 @@ impl LineCell {
                         self.gpu_peak.load(Relaxed),
                     )
                 }),
+                driver: (driver_usage != NO_SAMPLE)
+                    .then(|| (self.driver_increment.load(Relaxed), driver_usage)),
             };
             fence(std::sync::atomic::Ordering::Acquire);
             if before & 1 == 0 && self.seq.load(Relaxed) == before {
@@ -251,6 +282,9 @@ impl LineCell {
         self.gpu_increment.store(gpu_increment, Relaxed);
         self.gpu_usage.store(gpu_usage, Relaxed);
         self.gpu_peak.store(gpu_peak, Relaxed);
+        let (driver_increment, driver_usage) = f.driver.unwrap_or((0, NO_SAMPLE));
+        self.driver_increment.store(driver_increment, Relaxed);
+        self.driver_usage.store(driver_usage, Relaxed);
     }
 }
 

@@ -19,10 +19,16 @@ pub struct Measurement {
     /// Net change of GPU memory (see the README's GPU section for what is
     /// counted); `None` without a usable GPU.
     pub gpu_increment: Option<i64>,
-    /// Highest GPU memory sampled during the measurement (at its ends and at
-    /// the statement boundaries of profiled functions it ran on this thread)
-    /// above the start; `None` without a usable GPU.
+    /// Highest rise of GPU memory above the start during the measurement:
+    /// exact when device allocations are counted (CUPTI); in NVML's view,
+    /// the highest sample (at its ends and at the statement boundaries of
+    /// profiled functions it ran on this thread). `None` without a usable
+    /// GPU.
     pub gpu_peak: Option<u64>,
+    /// While device allocations are counted: the driver's view (NVML, what
+    /// `nvidia-smi` shows) at the end minus at the start, CUDA context and
+    /// pools included; `None` otherwise.
+    pub gpu_driver_increment: Option<i64>,
 }
 
 /// An open measurement of the calling context; see [`crate::measure`].
@@ -34,6 +40,8 @@ pub struct MeasureGuard {
     open: bool,
     /// Where the GPU figures started, when the GPU is watched.
     gpu: Option<crate::gpu::GpuMark>,
+    /// The driver's view at the start, while counting.
+    driver: Option<i64>,
 }
 
 impl MeasureGuard {
@@ -43,6 +51,7 @@ impl MeasureGuard {
         let gpu = crate::gpu::active()
             .then(|| crate::gpu::begin(false))
             .flatten();
+        let driver = gpu.and_then(|_| crate::gpu::driver());
         let region = Region::open(Scope::Thread);
         MeasureGuard {
             counts: context_counts(),
@@ -50,6 +59,7 @@ impl MeasureGuard {
             region,
             open: true,
             gpu,
+            driver,
         }
     }
 
@@ -60,6 +70,10 @@ impl MeasureGuard {
         let stats = self.region.close();
         let gpu = self.gpu.take().and_then(crate::gpu::end);
         let (gpu_increment, gpu_peak) = (gpu.map(|g| g.increment), gpu.map(|g| g.peak));
+        let gpu_driver_increment = self
+            .driver
+            .take()
+            .and_then(|start| Some(crate::gpu::driver()? - start));
         let m = Measurement {
             increment: stats.increment,
             peak: stats.peak,
@@ -67,6 +81,7 @@ impl MeasureGuard {
             deallocations: deallocs.wrapping_sub(self.counts.1),
             gpu_increment,
             gpu_peak,
+            gpu_driver_increment,
         };
         (m, self.heap_before)
     }

@@ -157,6 +157,24 @@ pub(crate) fn table(
         out.push_str(description);
         out.push('\n');
     }
+    // The driver's view, read at call entry and exit: the `fn` row's.
+    if let Some(description) = &function.gpu_driver
+        && let Some(row) = function.lines.iter().find(|l| l.gpu_driver_usage.is_some())
+    {
+        let usage = row.gpu_driver_usage.unwrap_or(0) as i64;
+        let increment = row.gpu_driver_increment.unwrap_or(0);
+        let sign = if increment >= 0 { "+" } else { "" };
+        out.push_str(&format!(
+            "{description}: {} at call exit, {sign}{} over the call{}\n",
+            bytes(usage, settings),
+            bytes(increment, settings),
+            if function.calls > 1 && aggregated {
+                "s"
+            } else {
+                ""
+            },
+        ));
+    }
     out.push('\n');
     let text = table.to_string();
     let mut lines = text.lines().map(str::trim_end);

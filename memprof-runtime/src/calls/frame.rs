@@ -134,6 +134,8 @@ pub(crate) struct Entry {
     region: Region,
     /// Where the call's GPU figures started, when it watches GPU memory.
     gpu_start: Option<crate::gpu::GpuMark>,
+    /// The driver's view at the call's entry, while counting.
+    driver_start: Option<i64>,
 }
 
 /// What [`Frame::exit`] hands back.
@@ -332,7 +334,14 @@ impl Frame {
         if meta.scope == Scope::Thread {
             set(&self.state().base, alloc::process_net() - region.start);
         }
-        self.state().entry.set(Some(Entry { region, gpu_start }));
+        // NOTE: after the regions open, so that NVML's own work is no
+        // part of the call's figures.
+        let driver_start = if gpu { crate::gpu::driver() } else { None };
+        self.state().entry.set(Some(Entry {
+            region,
+            gpu_start,
+            driver_start,
+        }));
     }
 
     /// Ends the call: records its `fn` row, and hands back its own table if
@@ -352,6 +361,11 @@ impl Frame {
         let fn_row = self.row(0);
         if let Some(gpu) = entry.gpu_start.and_then(crate::gpu::end) {
             fn_row.closed_gpu(gpu.increment, gpu.usage, gpu.peak);
+        }
+        if let Some(start) = entry.driver_start
+            && let Some(end) = crate::gpu::driver()
+        {
+            fn_row.closed_driver(end - start, end);
         }
         fn_row.closed(
             stats.increment,

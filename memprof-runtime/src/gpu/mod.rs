@@ -54,6 +54,8 @@ static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
 /// The figures became the devices' (see [`Gpu::read`]): set once, when the
 /// devices' memory first moved while the driver did not list this process.
 static WIDENED: AtomicBool = AtomicBool::new(false);
+/// The driver's view failed while counting: set once, after one note.
+static DRIVER_LOST: AtomicBool = AtomicBool::new(false);
 /// Device allocations are counted (CUPTI subscribed); set once, at open.
 static COUNTED: AtomicBool = AtomicBool::new(false);
 
@@ -79,6 +81,9 @@ struct Gpu {
     /// Process figures: the devices' used memory at open, to tell when it
     /// moves while this process is not listed.
     baseline: Option<u64>,
+    /// While counting: what the driver's view (NVML, read at call entry
+    /// and exit) shows, the header line NVML's columns would have.
+    driver_description: Option<String>,
 }
 
 /// Whether GPU sampling is on. After the first call, one relaxed load.
@@ -178,38 +183,6 @@ fn open() -> Option<Gpu> {
             }
         }
     }
-    if config.gpu_sample == GpuSample::Allocations {
-        match cupti::subscribe(config.cupti_lib.as_deref()) {
-            Ok(()) => {
-                // NOTE: NVML numbers devices by PCI bus, CUDA by speed
-                // unless CUDA_DEVICE_ORDER=PCI_BUS_ID: with one device, or
-                // all of them (the default), the two agree.
-                LEDGER.select(indices);
-                COUNTED.store(true, Relaxed);
-                let plural = if names.len() == 1 {
-                    "device"
-                } else {
-                    "devices"
-                };
-                return Some(Gpu {
-                    nvml,
-                    devices,
-                    source: Source::Process,
-                    pid: std::process::id(),
-                    description: format!(
-                        "GPU: device allocations counted (CUPTI) on {plural} {}",
-                        names.join(", ")
-                    ),
-                    widened_description: String::new(),
-                    baseline: None,
-                });
-            }
-            Err(why) => eprintln!(
-                "memprof: GPU columns sampled from NVML at each statement, \
-                 without a GPU peak: {why}"
-            ),
-        }
-    }
     let source = match config.gpu_memory {
         GpuMemory::Process => Source::Process,
         GpuMemory::Device => Source::Device,
@@ -246,9 +219,32 @@ fn open() -> Option<Gpu> {
         description,
         widened_description,
         baseline: None,
+        driver_description: None,
     };
     if source == Source::Process {
         gpu.baseline = gpu.device_used().ok();
+    }
+    if config.gpu_sample == GpuSample::Allocations {
+        match cupti::subscribe(config.cupti_lib.as_deref()) {
+            Ok(()) => {
+                // NOTE: NVML numbers devices by PCI bus, CUDA by speed
+                // unless CUDA_DEVICE_ORDER=PCI_BUS_ID: with one device, or
+                // all of them (the default), the two agree.
+                LEDGER.select(indices);
+                COUNTED.store(true, Relaxed);
+                // NVML stays for the driver's view, read at call entry and
+                // exit: its header line moves to that view.
+                let nvml_view = std::mem::replace(
+                    &mut gpu.description,
+                    format!("GPU: device allocations counted (CUPTI) on {plural} {names}"),
+                );
+                gpu.driver_description = Some(nvml_view.replacen("GPU:", "GPU driver view:", 1));
+            }
+            Err(why) => eprintln!(
+                "memprof: GPU columns sampled from NVML at each statement, \
+                 without a GPU peak: {why}"
+            ),
+        }
     }
     // A device that answers nothing now is no better than none.
     match gpu.read() {
@@ -420,6 +416,35 @@ pub(crate) fn watch_end(saved: i64) -> i64 {
         high
     })
     .unwrap_or(i64::MIN)
+}
+
+/// The driver's view (NVML) now, while counting, for call entries and exits
+/// and `measure`: `None` when not counting (NVML's figures are then the
+/// columns themselves) or when NVML fails, which stops only this view.
+pub(crate) fn driver() -> Option<i64> {
+    if !counted() || STATE.load(Relaxed) != READY || DRIVER_LOST.load(Relaxed) {
+        return None;
+    }
+    let gpu = GPU.get()?.as_ref()?;
+    match untracked(|| gpu.read()) {
+        Ok(bytes) => Some(bytes.min(i64::MAX as u64) as i64),
+        Err(err) => {
+            if !DRIVER_LOST.swap(true, Relaxed) {
+                untracked(|| {
+                    eprintln!("memprof: GPU driver view stopped, NVML failed: {err}");
+                });
+            }
+            None
+        }
+    }
+}
+
+/// What [`driver`] reads, as a header line; `None` when not counting.
+pub(crate) fn driver_description() -> Option<&'static str> {
+    if !counted() || DRIVER_LOST.load(Relaxed) {
+        return None;
+    }
+    GPU.get()?.as_ref()?.driver_description.as_deref()
 }
 
 /// Where an open GPU region started: see [`begin`].
