@@ -5,6 +5,7 @@
 //! here. The modules form layers, lowest first; each imports only from the
 //! layers below it, and data flows upwards:
 //! 1. leaves: [`units`], [`config`] (configuration as a value), `owned`;
+//!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
 //!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
 //!    a stand-in answering "no GPU" without the `gpu` feature);
@@ -28,6 +29,8 @@ mod gpu;
 #[cfg(not(feature = "gpu"))]
 #[path = "gpu/off.rs"]
 mod gpu;
+#[doc(hidden)]
+pub mod gpu_rule;
 mod measure;
 mod output;
 mod owned;

@@ -32,6 +32,7 @@ mod ledger;
 
 use crate::alloc::untracked;
 use crate::config::{GpuMemory, GpuSample, GpuSelection};
+use crate::gpu_rule::{self, Whose, WhyDevice};
 use ledger::LEDGER;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::{NvmlError, nvml_try};
@@ -183,11 +184,15 @@ fn open() -> Option<Gpu> {
             }
         }
     }
-    let source = match config.gpu_memory {
-        GpuMemory::Process => Source::Process,
-        GpuMemory::Device => Source::Device,
-        GpuMemory::Auto if pids_match_nvml() => Source::Process,
-        GpuMemory::Auto => Source::Device,
+    let asked = match config.gpu_memory {
+        GpuMemory::Auto => gpu_rule::Asked::Auto,
+        GpuMemory::Process => gpu_rule::Asked::Process,
+        GpuMemory::Device => gpu_rule::Asked::Device,
+    };
+    let whose = gpu_rule::at_start(asked, gpu_rule::pids_match_nvml());
+    let source = match whose {
+        Whose::Process => Source::Process,
+        Whose::Device(_) => Source::Device,
     };
     let plural = if names.len() == 1 {
         "device"
@@ -195,22 +200,17 @@ fn open() -> Option<Gpu> {
         "devices"
     };
     let names = names.join(", ");
-    let description = match (source, config.gpu_memory) {
-        (Source::Process, _) => format!("GPU: this process's memory on {plural} {names}"),
-        (Source::Device, GpuMemory::Device) => {
-            format!(
-                "GPU: memory used on {plural} {names}, all processes (MEMPROF_GPU_MEMORY=device)"
-            )
-        }
-        (Source::Device, _) => format!(
-            "GPU: memory used on {plural} {names}, all processes \
-             (NVML's PIDs are not this PID namespace's)"
-        ),
+    let devices_description = |why: WhyDevice| {
+        format!(
+            "GPU: memory used on {plural} {names}, all processes ({})",
+            why.words()
+        )
     };
-    let widened_description = format!(
-        "GPU: memory used on {plural} {names}, all processes \
-         (the driver does not list this process)"
-    );
+    let description = match whose {
+        Whose::Process => format!("GPU: this process's memory on {plural} {names}"),
+        Whose::Device(why) => devices_description(why),
+    };
+    let widened_description = devices_description(WhyDevice::Unlisted);
     let mut gpu = Gpu {
         nvml,
         devices,
@@ -256,18 +256,6 @@ fn open() -> Option<Gpu> {
     }
 }
 
-/// Whether NVML's PIDs (the host's) are ours: true in the initial PID
-/// namespace, false in a container's. Where this cannot be read, assume so.
-fn pids_match_nvml() -> bool {
-    /// The inode of the initial PID namespace, fixed by the kernel
-    /// (`PROC_PID_INIT_INO`).
-    const INITIAL_PID_NAMESPACE: &str = "pid:[4026531836]";
-    match std::fs::read_link("/proc/self/ns/pid") {
-        Ok(link) => link.as_os_str() == INITIAL_PID_NAMESPACE,
-        Err(_) => true,
-    }
-}
-
 impl Gpu {
     fn read(&self) -> Result<u64, NvmlError> {
         if self.source == Source::Device || WIDENED.load(Relaxed) {
@@ -294,7 +282,7 @@ impl Gpu {
         // gives no figure for this process.
         if !listed && let Some(baseline) = self.baseline {
             let used = self.device_used()?;
-            if used != baseline {
+            if gpu_rule::after_sample(Whose::Process, listed, used != baseline) != Whose::Process {
                 WIDENED.store(true, Relaxed);
                 return Ok(used);
             }
