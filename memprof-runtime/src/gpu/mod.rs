@@ -13,35 +13,28 @@
 //! asked for a device by `MEMPROF_GPU`. A device that fails later (a GPU lost
 //! mid-run) prints one warning and sampling stops; the program goes on.
 //!
-//! A sample is the GPU memory of this process, summed over the selected
-//! devices: the `used_gpu_memory` of our PID's entries in each device's
-//! running compute processes. NVML reports host PIDs, so in a container
-//! (another PID namespace) ours cannot be matched; the sample is then each
-//! device's used memory, all processes together, and the table header says
-//! so. The choice is made once, from the PID namespace, so one column never
-//! mixes the two.
-//!
-//! NVML calls are slow (microseconds each, under a driver-wide lock), so a
-//! sample is taken only at a statement boundary, where it serves as both the
-//! end of one statement and the start of the next: exact attribution at one
-//! sample per executed statement. Sampling runs untracked: NVML's and
-//! nvml-wrapper's own allocations never show in any heap figure.
+//! NVML calls are slow (microseconds each, under a driver-wide lock), so an
+//! NVML sample is taken only at a statement boundary, where it serves as
+//! both the end of one statement and the start of the next: exact
+//! attribution at one sample per executed statement. Sampling runs
+//! untracked: NVML's and nvml-wrapper's own allocations never show in any
+//! heap figure. Sections: state and opening; NVML samples and their
+//! watermark; the driver's view while counting; GPU regions (what the
+//! layers above call). Beside it: `nvml` (what a sample reads), `cupti`
+//! and `ledger` (counting).
 
 mod cupti;
 mod ledger;
+mod nvml;
 
 use crate::alloc::untracked;
 use crate::config::{GpuMemory, GpuSample, GpuSelection};
 use crate::gpu_rule::{self, Whose, WhyDevice};
 use ledger::LEDGER;
-use nvml_wrapper::enums::device::UsedGpuMemory;
-use nvml_wrapper::error::{NvmlError, nvml_try};
-use nvml_wrapper::{Device, Nvml};
-use nvml_wrapper_sys::bindings::{
-    nvmlProcessInfo_t, nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE, nvmlReturn_enum_NVML_SUCCESS,
-};
+use nvml::{Gpu, Source, WIDENED};
+use nvml_wrapper::Nvml;
+use nvml_wrapper::error::NvmlError;
 use std::cell::Cell;
-use std::ffi::c_uint;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 
@@ -52,40 +45,10 @@ const LOST: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(UNREAD);
 static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
-/// The figures became the devices' (see [`Gpu::read`]): set once, when the
-/// devices' memory first moved while the driver did not list this process.
-static WIDENED: AtomicBool = AtomicBool::new(false);
 /// The driver's view failed while counting: set once, after one note.
 static DRIVER_LOST: AtomicBool = AtomicBool::new(false);
 /// Device allocations are counted (CUPTI subscribed); set once, at open.
 static COUNTED: AtomicBool = AtomicBool::new(false);
-
-/// What the GPU figures count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    /// This process's entries in the devices' compute process lists.
-    Process,
-    /// The devices' used memory, every process's.
-    Device,
-}
-
-struct Gpu {
-    nvml: &'static Nvml,
-    devices: Vec<Device<'static>>,
-    source: Source,
-    pid: u32,
-    /// The table header line naming what the columns show.
-    description: String,
-    /// The header line once the figures are the devices' because the
-    /// driver did not list this process.
-    widened_description: String,
-    /// Process figures: the devices' used memory at open, to tell when it
-    /// moves while this process is not listed.
-    baseline: Option<u64>,
-    /// While counting: what the driver's view (NVML, read at call entry
-    /// and exit) shows, the header line NVML's columns would have.
-    driver_description: Option<String>,
-}
 
 /// Whether GPU sampling is on. After the first call, one relaxed load.
 #[inline]
@@ -253,89 +216,6 @@ fn open() -> Option<Gpu> {
             note(&format!("NVML cannot read GPU memory ({err})"));
             None
         }
-    }
-}
-
-impl Gpu {
-    fn read(&self) -> Result<u64, NvmlError> {
-        if self.source == Source::Device || WIDENED.load(Relaxed) {
-            return self.device_used();
-        }
-        let mut total = 0u64;
-        let mut listed = false;
-        for device in &self.devices {
-            let (bytes, seen) = match self.listed_bytes(device) {
-                Some(found) => found?,
-                None => device
-                    .running_compute_processes()?
-                    .iter()
-                    .filter(|p| p.pid == self.pid)
-                    .fold((0, false), |(sum, seen), p| match p.used_gpu_memory {
-                        UsedGpuMemory::Used(bytes) => (sum + bytes, true),
-                        UsedGpuMemory::Unavailable => (sum, seen),
-                    }),
-            };
-            total += bytes;
-            listed |= seen;
-        }
-        // Never a silent 0: the device's memory moved while the driver
-        // gives no figure for this process.
-        if !listed && let Some(baseline) = self.baseline {
-            let used = self.device_used()?;
-            if gpu_rule::after_sample(Whose::Process, listed, used != baseline) != Whose::Process {
-                WIDENED.store(true, Relaxed);
-                return Ok(used);
-            }
-        }
-        Ok(total)
-    }
-
-    /// The selected devices' used memory, every process's.
-    fn device_used(&self) -> Result<u64, NvmlError> {
-        let mut total = 0;
-        for device in &self.devices {
-            total += device.memory_info()?.used;
-        }
-        Ok(total)
-    }
-
-    /// This process's bytes on `device` in one NVML call into a buffer on
-    /// the stack, and whether the driver gave a figure for it; `None` if
-    /// more processes run there than it holds.
-    ///
-    /// PERF: nvml-wrapper's `running_compute_processes` makes two calls (a
-    /// count, then the list) and allocates; at some 12 µs a call on a real
-    /// driver, one call per sample halves the cost of GPU sampling.
-    fn listed_bytes(&self, device: &Device<'static>) -> Option<Result<(u64, bool), NvmlError>> {
-        /// `usedGpuMemory` when NVML cannot tell (NVML_VALUE_NOT_AVAILABLE).
-        const NOT_AVAILABLE: u64 = u64::MAX;
-        const ROOM: usize = 64;
-        let list = self
-            .nvml
-            .lib()
-            .nvmlDeviceGetComputeRunningProcesses_v3
-            .as_ref()
-            .ok()?;
-        // SAFETY: `nvmlProcessInfo_t` is plain integers, valid when zeroed.
-        let mut infos: [nvmlProcessInfo_t; ROOM] = unsafe { std::mem::zeroed() };
-        let mut count = ROOM as c_uint;
-        // SAFETY: `list` is NVML's own function for this signature; the
-        // device handle belongs to the open NVML, and `count` says how many
-        // entries `infos` holds.
-        let code = unsafe { list(device.handle(), &mut count, infos.as_mut_ptr()) };
-        if code == nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE {
-            return None;
-        }
-        if code != nvmlReturn_enum_NVML_SUCCESS {
-            return Some(nvml_try(code).map(|()| (0, false)));
-        }
-        let listed = infos.get(..count as usize).unwrap_or(&infos);
-        Some(Ok(listed
-            .iter()
-            .filter(|p| p.pid == self.pid && p.usedGpuMemory != NOT_AVAILABLE)
-            .fold((0, false), |(sum, _), p| {
-                (sum + p.usedGpuMemory, true)
-            })))
     }
 }
 
