@@ -63,6 +63,18 @@ fn main() {
     // This process holds device memory, as a CUDA program does, so each
     // sample takes both NVML calls of the process list (count, then list).
     fake.alloc(0, std::process::id(), 1 << 20);
+    // Device allocation calls as the driver plays them, before memprof
+    // subscribes (no profiled call yet) and after.
+    let cupti = (mode == "alloc").then(fake_cupti::FakeCupti::new);
+    let pairs = |cupti: &fake_cupti::FakeCupti| {
+        let start = Instant::now();
+        for _ in 0..ITERATIONS {
+            let block = cupti.alloc(fake_cupti::cbid::MEM_ALLOC_V2, 0, 1 << 20);
+            cupti.free(fake_cupti::cbid::MEM_FREE_V2, 0, block);
+        }
+        start.elapsed().as_secs_f64() * 1e9 / ITERATIONS as f64
+    };
+    let unsubscribed = cupti.as_ref().map(pairs);
 
     let mut per_statement = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
@@ -85,6 +97,15 @@ fn main() {
     per_statement.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (sampled, unsampled, queries) = per_statement[ROUNDS / 2];
     // A row of the summary table that `benches/overhead.rs` starts.
+    if let (Some(cupti), Some(unsubscribed)) = (&cupti, unsubscribed) {
+        let subscribed = pairs(cupti);
+        println!(
+            "| fake `cuMemAlloc_v2`/`cuMemFree_v2` pair with memprof's CUPTI callback, ns | \
+             {subscribed:.0} | {unsubscribed:.0} before subscribing: +{:.0} ns per pair \
+             ({ITERATIONS} pairs) | |",
+            subscribed - unsubscribed
+        );
+    }
     if mode == "alloc" {
         println!(
             "| `#[profile]` probe with CUPTI counting (fake CUPTI), ns per statement | \

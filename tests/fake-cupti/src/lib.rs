@@ -21,7 +21,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-use std::collections::BTreeSet;
 use std::ffi::{c_int, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -102,12 +101,17 @@ struct CreateParams {
 }
 
 const MEM_ALLOC_PITCH_V2: u32 = 244;
+/// Callback ids from 0 up to this one (excluded) can be enabled.
+const MAX_CBID: usize = 1024;
 const MEM_CREATE: u32 = 549;
 
 struct State {
     callback: Option<Callback>,
     userdata: usize,
-    enabled: BTreeSet<u32>,
+    /// Whether each callback id below [`MAX_CBID`] is enabled. NOTE: an
+    /// array, not a set: the fake is built unoptimized, and a set's lookup
+    /// there would dwarf the subscriber's own cost in the benchmark.
+    enabled: [bool; MAX_CBID],
     next_address: u64,
     subscriptions: u32,
 }
@@ -115,7 +119,7 @@ struct State {
 static STATE: Mutex<State> = Mutex::new(State {
     callback: None,
     userdata: 0,
-    enabled: BTreeSet::new(),
+    enabled: [false; MAX_CBID],
     next_address: 0x7f00_0000_0000,
     subscriptions: 0,
 });
@@ -169,7 +173,7 @@ pub extern "C" fn cuptiUnsubscribe(_subscriber: *mut c_void) -> CuptiResult {
     guarded(|| {
         let mut s = state();
         s.callback = None;
-        s.enabled.clear();
+        s.enabled = [false; MAX_CBID];
         s.subscriptions = s.subscriptions.saturating_sub(1);
         CUPTI_SUCCESS
     })
@@ -193,10 +197,9 @@ pub extern "C" fn cuptiEnableCallback(
             return CUPTI_ERROR_INVALID_PARAMETER;
         }
         let mut s = state();
-        if enable != 0 {
-            s.enabled.insert(cbid);
-        } else {
-            s.enabled.remove(&cbid);
+        match s.enabled.get_mut(cbid as usize) {
+            Some(slot) => *slot = enable != 0,
+            None => return CUPTI_ERROR_INVALID_PARAMETER,
         }
         CUPTI_SUCCESS
     })
@@ -223,7 +226,7 @@ fn call(cbid: u32, site: c_uint, device: u32, params: *const c_void, result: &mu
     let (callback, userdata) = {
         let s = state();
         match s.callback {
-            Some(callback) if s.enabled.contains(&cbid) => (callback, s.userdata),
+            Some(callback) if s.enabled.get(cbid as usize) == Some(&true) => (callback, s.userdata),
             _ => return,
         }
     };
@@ -361,7 +364,7 @@ pub extern "C" fn fake_cupti_free(cbid: u32, device: u32, address: u64, result: 
 /// Whether driver call `cbid` is enabled: 1 or 0.
 #[unsafe(no_mangle)]
 pub extern "C" fn fake_cupti_enabled(cbid: u32) -> u32 {
-    catch_unwind(|| u32::from(state().enabled.contains(&cbid))).unwrap_or(0)
+    catch_unwind(|| u32::from(state().enabled.get(cbid as usize) == Some(&true))).unwrap_or(0)
 }
 
 /// Live subscriptions.
