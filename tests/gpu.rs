@@ -1069,3 +1069,55 @@ fn counting_keeps_the_drivers_view_at_call_entry_and_exit() {
         "{out}"
     );
 }
+
+#[profile]
+fn inner_scratch(c: &FakeCupti) -> u64 {
+    let kept = c.alloc(cbid::MEM_ALLOC_V2, 0, 10 * MIB);
+    c.free(
+        cbid::MEM_FREE_V2,
+        0,
+        c.alloc(cbid::MEM_ALLOC_V2, 0, 100 * MIB),
+    );
+    kept
+}
+
+#[profile]
+fn outer_of_scratch(c: &FakeCupti) {
+    let kept = inner_scratch(c);
+    let more = c.alloc(cbid::MEM_ALLOC_V2, 0, MIB);
+    c.free(cbid::MEM_FREE_V2, 0, kept);
+    c.free(cbid::MEM_FREE_V2, 0, more);
+}
+
+#[test]
+fn child_nested_counted() {
+    if is_child() {
+        let _nvml = FakeNvml::new();
+        let c = FakeCupti::new();
+        outer_of_scratch(&c);
+        print_report();
+    }
+}
+
+/// A line that calls a profiled function gets that call's peak, however
+/// the callee's own lines reset theirs; the next line starts afresh.
+#[test]
+fn a_calling_line_sees_the_callees_peak_and_the_next_line_does_not() {
+    let child = run_counted("child_nested_counted", &[]);
+    let report = child.report();
+    let f = "outer_of_scratch";
+    assert_eq!(
+        counted(row(&report, f, "let kept")),
+        (10 * MI, 10 * MIB, 110 * MIB)
+    );
+    assert_eq!(counted(row(&report, f, "let more")), (MI, 11 * MIB, MIB));
+    assert_eq!(
+        counted(row(&report, f, "fn outer_of_scratch")),
+        (0, 0, 110 * MIB)
+    );
+    let f = "inner_scratch";
+    assert_eq!(
+        counted(row(&report, f, "c.free(")),
+        (0, 10 * MIB, 100 * MIB)
+    );
+}
