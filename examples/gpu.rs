@@ -1,9 +1,14 @@
 //! GPU memory per line: `cargo run --example gpu`.
 //!
-//! With an NVIDIA GPU and its driver, the table gains `GPU usage` and
-//! `GPU increment` columns: the CUDA context on the line that creates it,
-//! +256 MiB on each line that allocates a block, −256 MiB on the line that
-//! frees one. Without them it prints the heap table and a one-line note.
+//! With an NVIDIA GPU, its driver and CUPTI (the CUDA toolkit's
+//! `extras/CUPTI/lib64`, or `MEMPROF_CUPTI_LIB`), the table gains
+//! `GPU alloc`, `GPU increment` and `GPU peak` columns: +256 MiB on each line
+//! that allocates a block, −256 MiB on the line that frees one, and a
+//! 512 MiB `GPU peak` on the line that allocates and frees a block within
+//! itself; the CUDA context shows only in the driver's view under the
+//! header. Without CUPTI the columns are NVML's (`GPU usage`,
+//! `GPU increment`, the context on the line that creates it), after a
+//! one-line note; without a GPU it prints the heap table and a note.
 //!
 //! cudarc loads libcuda at run time, so this builds with no CUDA installed.
 
@@ -39,6 +44,7 @@ fn train_step(gpu: bool) -> Result<usize, DriverError> {
     let weights = device_alloc(&stream, BLOCK)?;
     let activations = device_alloc(&stream, BLOCK)?;
     device_free(&stream, activations)?;
+    device_free(&stream, device_alloc(&stream, 2 * BLOCK)?)?;
     let on_device = stream.clone_htod(&batch)?;
     stream.synchronize()?;
     Ok(weights.len() + on_device.len())

@@ -29,6 +29,10 @@
 //! - `global-allocator` (default; implies `enabled`): installs
 //!   [`Allocator::system()`] as the global allocator. To wrap an allocator of
 //!   your own instead, use `default-features = false, features = ["enabled"]`.
+//! - `gpu` (default): GPU columns, with NVML and CUPTI loaded at run time
+//!   (see the README's GPU section). A program that profiles CPU code only
+//!   turns it off for a leaner build without nvml-wrapper:
+//!   `default-features = false, features = ["global-allocator"]`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]

@@ -1,12 +1,19 @@
 //! GPU columns, checked against the fake NVML library (tests/fake-nvml)
-//! through the real nvml-wrapper code path. memprof opens NVML once per
-//! process, so each test re-runs this binary on one `child_*` test with the
-//! environment under test, and reads what the child printed: its tables and
-//! its report as JSON.
+//! through the real nvml-wrapper code path, and against the fake CUPTI
+//! library (tests/fake-cupti) for counted device allocations. memprof opens
+//! the GPU once per process, so each test re-runs this binary on one
+//! `child_*` test with the environment under test, and reads what the child
+//! printed: its tables and its report as JSON.
+//!
+//! The NVML tests ask for `MEMPROF_GPU_SAMPLE=statement`, NVML's per-statement
+//! columns; the counted ones for the default, with the fake CUPTI.
 
+#[path = "support/fake_cupti.rs"]
+mod fake_cupti;
 #[path = "support/fake_nvml.rs"]
 mod fake_nvml;
 
+use fake_cupti::{FakeCupti, cbid};
 use fake_nvml::FakeNvml;
 use memprof::{memit, profile};
 use serde_json::Value;
@@ -79,6 +86,10 @@ fn run_child_with(prefix: Option<&[&str]>, name: &str, env: &[(&str, &str)]) -> 
         .env_remove("MEMPROF")
         .env_remove("MEMPROF_GPU")
         .env_remove("MEMPROF_GPU_MEMORY")
+        .env("MEMPROF_GPU_SAMPLE", "statement")
+        .env_remove("MEMPROF_CUPTI_LIB")
+        .env_remove("FAKE_CUPTI_SUBSCRIBE_ERROR")
+        .env_remove("FAKE_CUPTI_REFUSE_CBID")
         .env_remove("FAKE_NVML_DEVICES")
         .env_remove("FAKE_NVML_FAIL_INIT");
     for (k, v) in env {
@@ -550,4 +561,563 @@ fn a_device_crowded_with_processes_still_shows_this_process() {
     assert_eq!(gpu(alloc), (256 * MIB as i64, 256 * MIB));
     let free = row(&report, "device_lines", "fake.free(");
     assert_eq!(gpu(free), (-64 * MIB as i64, 192 * MIB));
+}
+
+// Counted device allocations (CUPTI).
+
+/// Runs the child test `name` counting device allocations through the fake
+/// CUPTI.
+fn run_counted(name: &str, env: &[(&str, &str)]) -> Child {
+    let cupti = fake_cupti::library();
+    let cupti = cupti.to_str().unwrap();
+    let mut all = vec![
+        ("MEMPROF_GPU_SAMPLE", "alloc"),
+        ("MEMPROF_CUPTI_LIB", cupti),
+    ];
+    all.extend_from_slice(env);
+    run_child(name, &all)
+}
+
+/// (increment, alloc, peak) of a counted row.
+fn counted(row: &Value) -> (i64, u64, u64) {
+    let (increment, usage) = gpu(row);
+    (
+        increment,
+        usage,
+        row["gpu_peak"].as_u64().unwrap_or_else(|| panic!("{row}")),
+    )
+}
+
+const MI: i64 = MIB as i64;
+
+/// Lines of a GPU program: allocations by `cuMemAlloc_v2` and
+/// `cuMemAllocAsync`, a buffer made and freed within one line, the frees.
+// One statement per line, as the assertions read them.
+#[rustfmt::skip]
+#[profile]
+fn counted_lines(c: &FakeCupti) {
+    let a = c.alloc(cbid::MEM_ALLOC_V2, 0, 256 * MIB);
+    let b = c.alloc(cbid::MEM_ALLOC_ASYNC, 0, 256 * MIB);
+    c.free(cbid::MEM_FREE_V2, 0, c.alloc(cbid::MEM_ALLOC_V2, 0, GIB / 2));
+    c.free(cbid::MEM_FREE_V2, 0, a);
+    c.free(cbid::MEM_FREE_ASYNC, 0, b);
+}
+
+#[test]
+fn child_counted_lines() {
+    if is_child() {
+        let _nvml = FakeNvml::new();
+        let c = FakeCupti::new();
+        counted_lines(&c);
+        counted_lines(&c);
+        let (_, m) = memprof::measure(|| counted_lines(&c));
+        println!("measure gpu {:?} {:?}", m.gpu_increment, m.gpu_peak);
+        println!("subscriptions {}", c.subscriptions());
+        print_report();
+    }
+}
+
+#[test]
+fn counted_columns_show_each_lines_allocations_and_peak_exactly() {
+    let child = run_counted("child_counted_lines", &[]);
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+    let out = &child.stdout;
+    let headers = out
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains("Occurrences GPU alloc GPU increment GPU peak Line Contents")
+        })
+        .count();
+    // Two calls and a measured one.
+    assert_eq!(headers, 3, "{out}");
+    assert!(
+        out.contains("GPU: device allocations counted (CUPTI) on device 0 (Fake GPU 0)\n"),
+        "{out}"
+    );
+    let words = |needle: &str| {
+        let line = out.lines().find(|l| l.contains(needle)).unwrap();
+        line.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    assert!(
+        words("GIB / 2").ends_with(" 1 512.0 MiB 0.0 MiB 512.0 MiB c.free(cbid::MEM_FREE_V2, 0, c.alloc(cbid::MEM_ALLOC_V2, 0, GIB / 2));"),
+        "{out}"
+    );
+    assert_eq!(
+        child.value("measure gpu"),
+        format!("Some(0) Some({})", 1024 * MIB)
+    );
+    assert_eq!(child.value("subscriptions"), "1");
+
+    // Three calls, each 0 → 256 → 512 → (1024) 512 → 256 → 0.
+    let report = child.report();
+    let f = "counted_lines";
+    assert_eq!(
+        counted(row(&report, f, "let a")),
+        (3 * 256 * MI, 256 * MIB, 256 * MIB)
+    );
+    assert_eq!(
+        counted(row(&report, f, "let b")),
+        (3 * 256 * MI, 512 * MIB, 256 * MIB)
+    );
+    assert_eq!(
+        counted(row(&report, f, "GIB / 2")),
+        (0, 512 * MIB, 512 * MIB)
+    );
+    assert_eq!(
+        counted(row(&report, f, "0, a)")),
+        (-3 * 256 * MI, 256 * MIB, 0)
+    );
+    assert_eq!(counted(row(&report, f, "0, b)")), (-3 * 256 * MI, 0, 0));
+    assert_eq!(
+        counted(row(&report, f, "fn counted_lines")),
+        (0, 0, 1024 * MIB)
+    );
+    // The callback's bookkeeping never shows in the heap columns.
+    for needle in ["let a", "let b", "GIB / 2", "0, a)", "0, b)"] {
+        assert_eq!(row(&report, f, needle)["increment"], 0, "{needle}");
+        assert_eq!(row(&report, f, needle)["peak"], 0, "{needle}");
+    }
+}
+
+/// Every allocating and freeing driver call the subscriber enables, one per
+/// line, and calls that must count nothing.
+#[profile]
+fn every_call(c: &FakeCupti) {
+    let a = c.alloc(cbid::MEM_ALLOC_V2, 0, MIB);
+    let b = c.alloc(cbid::MEM_ALLOC_MANAGED, 0, 2 * MIB);
+    let d = c.alloc(cbid::MEM_ALLOC_ASYNC, 0, 4 * MIB);
+    let e = c.alloc(cbid::MEM_ALLOC_ASYNC_PTSZ, 0, 8 * MIB);
+    let g = c.alloc(cbid::MEM_ALLOC_FROM_POOL_ASYNC, 0, 16 * MIB);
+    let h = c.alloc(cbid::MEM_ALLOC_FROM_POOL_ASYNC_PTSZ, 0, 32 * MIB);
+    let v = c.alloc(cbid::MEM_CREATE, 0, 64 * MIB);
+    let p = c.alloc_pitch(0, 1000, 1024);
+    c.alloc_failing(
+        cbid::MEM_ALLOC_V2,
+        0,
+        1 << 40,
+        fake_cupti::CUDA_ERROR_OUT_OF_MEMORY,
+    );
+    c.free(cbid::MEM_FREE_V2, 0, 0xdead_0000);
+    c.free(cbid::MEM_RELEASE, 0, a);
+    c.free(cbid::MEM_FREE_V2, 0, a);
+    c.free(cbid::MEM_FREE_V2, 0, a);
+    c.free(cbid::MEM_FREE_V2, 0, b);
+    c.free(cbid::MEM_FREE_ASYNC, 0, d);
+    c.free(cbid::MEM_FREE_ASYNC_PTSZ, 0, e);
+    c.free(cbid::MEM_FREE_ASYNC, 0, g);
+    c.free(cbid::MEM_FREE_ASYNC_PTSZ, 0, h);
+    c.free(cbid::MEM_RELEASE, 0, v);
+    c.free(cbid::MEM_FREE_V2, 0, p);
+}
+
+#[test]
+fn child_every_call() {
+    if is_child() {
+        let _nvml = FakeNvml::new();
+        let c = FakeCupti::new();
+        every_call(&c);
+        let enabled: Vec<u32> = (0..1000).filter(|&id| c.enabled(id)).collect();
+        println!("enabled {enabled:?}");
+        print_report();
+    }
+}
+
+#[test]
+fn every_allocation_call_counts_and_failed_or_unknown_ones_do_not() {
+    let child = run_counted("child_every_call", &[]);
+    assert_eq!(
+        child.value("enabled"),
+        "[243, 244, 245, 371, 549, 550, 598, 599, 600, 601, 611, 612]"
+    );
+    let report = child.report();
+    let f = "every_call";
+    let rise = |needle: &str| counted(row(&report, f, needle)).0;
+    for (needle, bytes) in [
+        ("MEM_ALLOC_V2, 0, MIB", MI),
+        ("MEM_ALLOC_MANAGED", 2 * MI),
+        ("MEM_ALLOC_ASYNC, 0", 4 * MI),
+        ("MEM_ALLOC_ASYNC_PTSZ", 8 * MI),
+        ("MEM_ALLOC_FROM_POOL_ASYNC, 0", 16 * MI),
+        ("MEM_ALLOC_FROM_POOL_ASYNC_PTSZ", 32 * MI),
+        ("MEM_CREATE", 64 * MI),
+        // 1024 rows of 1000 bytes, each padded to 1024.
+        ("alloc_pitch", MI),
+        ("alloc_failing", 0),
+        ("0xdead_0000", 0),
+        // A handle is not an address, though of the same value.
+        ("MEM_RELEASE, 0, a", 0),
+        ("MEM_FREE_V2, 0, b", -2 * MI),
+        ("MEM_FREE_ASYNC, 0, d", -4 * MI),
+        ("MEM_FREE_ASYNC_PTSZ, 0, e", -8 * MI),
+        ("MEM_FREE_ASYNC, 0, g", -16 * MI),
+        ("MEM_FREE_ASYNC_PTSZ, 0, h", -32 * MI),
+        ("MEM_RELEASE, 0, v", -64 * MI),
+        ("MEM_FREE_V2, 0, p", -MI),
+    ] {
+        assert_eq!(rise(needle), bytes, "{needle}");
+    }
+    // `a` freed twice on two lines of the same text: one row, counted once.
+    assert_eq!(rise("MEM_FREE_V2, 0, a"), -MI);
+    assert_eq!(counted(row(&report, f, "fn every_call")), (0, 0, 128 * MIB));
+}
+
+#[profile]
+fn on_two_counted_devices(c: &FakeCupti) {
+    let a = c.alloc(cbid::MEM_ALLOC_V2, 0, 100 * MIB);
+    let b = c.alloc(cbid::MEM_ALLOC_V2, 1, 50 * MIB);
+    c.free(cbid::MEM_FREE_V2, 0, a);
+    c.free(cbid::MEM_FREE_V2, 1, b);
+}
+
+#[test]
+fn child_two_counted_devices() {
+    if is_child() {
+        let _nvml = FakeNvml::new();
+        let c = FakeCupti::new();
+        on_two_counted_devices(&c);
+        print_report();
+    }
+}
+
+#[test]
+fn counted_devices_are_chosen_by_memprof_gpu() {
+    let two = ("FAKE_NVML_DEVICES", "2");
+    for (setting, description, first, second) in [
+        ("auto", "devices 0 (Fake GPU 0), 1 (Fake GPU 1)", 100, 50),
+        ("1", "device 1 (Fake GPU 1)", 0, 50),
+    ] {
+        let child = run_counted(
+            "child_two_counted_devices",
+            &[two, ("MEMPROF_GPU", setting)],
+        );
+        let report = child.report();
+        let f = "on_two_counted_devices";
+        assert_eq!(
+            function(&report, f)["gpu"],
+            format!("GPU: device allocations counted (CUPTI) on {description}")
+        );
+        assert_eq!(counted(row(&report, f, "let a")).0, first * MI);
+        assert_eq!(counted(row(&report, f, "let b")).0, second * MI);
+        assert_eq!(counted(row(&report, f, "0, a)")).0, -first * MI);
+        assert_eq!(
+            counted(row(&report, f, "fn on_two")),
+            (0, 0, (first + second) as u64 * MIB)
+        );
+    }
+}
+
+/// Device memory allocated by another thread: not this thread's.
+#[profile]
+fn beside_another_thread(c: &FakeCupti) -> u64 {
+    let mine = c.alloc(cbid::MEM_ALLOC_V2, 0, 10 * MIB);
+    let theirs = std::thread::scope(|s| {
+        s.spawn(|| c.alloc(cbid::MEM_ALLOC_V2, 0, 30 * MIB))
+            .join()
+            .unwrap()
+    });
+    c.free(cbid::MEM_FREE_V2, 0, mine);
+    theirs
+}
+
+#[profile(scope = "process")]
+fn whole_process(c: &FakeCupti) -> u64 {
+    let mine = c.alloc(cbid::MEM_ALLOC_V2, 0, 10 * MIB);
+    let theirs = std::thread::scope(|s| {
+        s.spawn(|| c.alloc(cbid::MEM_ALLOC_V2, 0, 30 * MIB))
+            .join()
+            .unwrap()
+    });
+    c.free(cbid::MEM_FREE_V2, 0, mine);
+    theirs
+}
+
+#[test]
+fn child_counted_threads() {
+    if is_child() {
+        let _nvml = FakeNvml::new();
+        let c = FakeCupti::new();
+        let theirs = beside_another_thread(&c);
+        c.free(cbid::MEM_FREE_V2, 0, theirs);
+        let theirs = whole_process(&c);
+        c.free(cbid::MEM_FREE_V2, 0, theirs);
+        print_report();
+    }
+}
+
+#[test]
+fn device_bytes_go_to_the_thread_that_allocated_them_unless_scope_is_process() {
+    let child = run_counted("child_counted_threads", &[]);
+    let report = child.report();
+    let f = "beside_another_thread";
+    assert_eq!(
+        counted(row(&report, f, "let mine")),
+        (10 * MI, 10 * MIB, 10 * MIB)
+    );
+    assert_eq!(counted(row(&report, f, "let theirs")), (0, 10 * MIB, 0));
+    assert_eq!(counted(row(&report, f, "fn beside")), (0, 0, 10 * MIB));
+    let f = "whole_process";
+    assert_eq!(
+        counted(row(&report, f, "let mine")),
+        (10 * MI, 10 * MIB, 10 * MIB)
+    );
+    assert_eq!(
+        counted(row(&report, f, "let theirs")),
+        (30 * MI, 40 * MIB, 30 * MIB)
+    );
+    assert_eq!(
+        counted(row(&report, f, "0, mine)")),
+        (-10 * MI, 30 * MIB, 0)
+    );
+    assert_eq!(
+        counted(row(&report, f, "fn whole_process")),
+        (30 * MI, 30 * MIB, 40 * MIB)
+    );
+}
+
+#[test]
+fn child_fallback() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        device_lines(&fake);
+        print_report();
+    }
+}
+
+/// Without CUPTI the columns are NVML's, as with
+/// `MEMPROF_GPU_SAMPLE=statement`, and one note says why.
+#[test]
+fn without_cupti_the_columns_fall_back_to_nvml_with_one_note() {
+    let missing = std::env::temp_dir().join("memprof-no-such-dir/libcupti.so");
+    let busy = ("FAKE_CUPTI_SUBSCRIBE_ERROR", "39");
+    let refused = ("FAKE_CUPTI_REFUSE_CBID", "600");
+    for (child, why) in [
+        (
+            run_child(
+                "child_fallback",
+                &[
+                    ("MEMPROF_GPU_SAMPLE", "alloc"),
+                    ("MEMPROF_CUPTI_LIB", missing.to_str().unwrap()),
+                    ("MEMPROF_GPU_MEMORY", "process"),
+                ],
+            ),
+            "cannot load CUPTI (",
+        ),
+        (
+            run_counted("child_fallback", &[busy, ("MEMPROF_GPU_MEMORY", "process")]),
+            "another profiler holds CUPTI's only subscription \
+             (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)",
+        ),
+        (
+            run_counted(
+                "child_fallback",
+                &[refused, ("MEMPROF_GPU_MEMORY", "process")],
+            ),
+            "cuptiEnableCallback failed for driver callback 600 (CUPTI error 1)",
+        ),
+    ] {
+        let note = "memprof: GPU columns sampled from NVML at each statement, without a GPU peak: ";
+        assert_eq!(
+            child.stderr.matches("memprof:").count(),
+            1,
+            "{}",
+            child.stderr
+        );
+        assert!(
+            child.stderr.contains(&format!("{note}{why}")),
+            "{}",
+            child.stderr
+        );
+        let report = child.report();
+        let alloc = row(&report, "device_lines", "fake.alloc(");
+        assert_eq!(gpu(alloc), (256 * MI, 256 * MIB));
+        assert!(alloc["gpu_peak"].is_null());
+        assert!(
+            child.stdout.contains("GPU usage   GPU increment"),
+            "{}",
+            child.stdout
+        );
+    }
+}
+
+/// Device memory that the driver gives to another PID, as where it does not
+/// list this process at all.
+#[profile]
+fn unlisted_lines(fake: &FakeNvml) {
+    fake.alloc(0, OTHER_PID, 256 * MIB);
+    fake.free(0, OTHER_PID, 64 * MIB);
+}
+
+#[test]
+fn child_unlisted() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        fake.set_baseline(0, GIB);
+        unlisted_lines(&fake);
+        unlisted_lines(&fake);
+        print_report();
+    }
+}
+
+/// Never a silent 0: when the device's memory moves while the driver does
+/// not list this process, the columns become the device's and the header
+/// says so. The statement (and call) during which that happened has no
+/// figures, rather than a jump from one measure to the other.
+#[test]
+fn an_unlisted_process_gets_the_devices_figures_and_a_header_saying_so() {
+    let child = run_child("child_unlisted", &[("MEMPROF_GPU_MEMORY", "process")]);
+    let report = child.report();
+    let f = "unlisted_lines";
+    assert_eq!(
+        function(&report, f)["gpu"],
+        "GPU: memory used on device 0 (Fake GPU 0), all processes \
+         (the driver does not list this process)"
+    );
+    // 1 GiB → (switch) 1.25 GiB → 1.1875 GiB, then → 1.4375 → 1.375 GiB.
+    assert_eq!(
+        gpu(row(&report, f, "fake.alloc(")),
+        (256 * MI, GIB + 448 * MIB)
+    );
+    assert_eq!(
+        gpu(row(&report, f, "fake.free(")),
+        (-128 * MI, GIB + 384 * MIB)
+    );
+    assert_eq!(
+        gpu(row(&report, f, "fn unlisted_lines")),
+        (192 * MI, GIB + 384 * MIB)
+    );
+    assert!(
+        child
+            .stdout
+            .contains("(the driver does not list this process)\n"),
+        "{}",
+        child.stdout
+    );
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+}
+
+/// A CUDA program's first use: the driver takes memory for the context,
+/// which NVML sees and CUPTI does not, then the program allocates.
+#[profile]
+fn with_a_context(nvml: &FakeNvml, c: &FakeCupti) {
+    nvml.alloc(0, pid(), 500 * MIB);
+    let a = c.alloc(cbid::MEM_ALLOC_V2, 0, 256 * MIB);
+    nvml.alloc(0, pid(), 256 * MIB);
+    c.free(cbid::MEM_FREE_V2, 0, a);
+}
+
+#[test]
+fn child_driver_view() {
+    if is_child() {
+        let nvml = FakeNvml::new();
+        let c = FakeCupti::new();
+        with_a_context(&nvml, &c);
+        let (_, m) = memprof::measure(|| with_a_context(&nvml, &c));
+        println!(
+            "measure gpu {:?} {:?} {:?}",
+            m.gpu_increment, m.gpu_peak, m.gpu_driver_increment
+        );
+        memit!(with_a_context(&nvml, &c));
+        memprof::track!();
+        print_report();
+    }
+}
+
+/// While counting, NVML's view is read at call entry and exit only: on the
+/// `fn` row (under the table's header), in `measure`, `memit!` and
+/// `track!()`, and never per statement.
+#[test]
+fn counting_keeps_the_drivers_view_at_call_entry_and_exit() {
+    let child = run_counted("child_driver_view", &[("MEMPROF_GPU_MEMORY", "process")]);
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+    let report = child.report();
+    let f = function(&report, "with_a_context");
+    assert_eq!(
+        f["gpu_driver"],
+        "GPU driver view: this process's memory on device 0 (Fake GPU 0)"
+    );
+    let fn_row = row(&report, "with_a_context", "fn with_a_context");
+    // Three calls of +756 MiB each, as NVML sees them.
+    assert_eq!(fn_row["gpu_driver_increment"], 3 * 756 * MI);
+    assert_eq!(fn_row["gpu_driver_usage"], 3 * 756 * MIB);
+    // The counted columns see the program's block only.
+    assert_eq!(counted(fn_row), (0, 0, 256 * MIB));
+    assert!(row(&report, "with_a_context", "let a")["gpu_driver_usage"].is_null());
+    assert_eq!(
+        child.value("measure gpu"),
+        format!("Some(0) Some({}) Some({})", 256 * MIB, 756 * MIB)
+    );
+    let out = &child.stdout;
+    assert!(
+        out.contains(
+            "GPU driver view: this process's memory on device 0 (Fake GPU 0): \
+             756.0 MiB at call exit, +756.0 MiB over the call\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "; GPU peak: +256.0 MiB, GPU increment: 0.0 MiB, GPU driver view: +756.0 MiB\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("At tests/gpu.rs")
+            && l.ends_with(", GPU 0.0 MiB, GPU driver view 2268.0 MiB")),
+        "{out}"
+    );
+}
+
+#[profile]
+fn inner_scratch(c: &FakeCupti) -> u64 {
+    let kept = c.alloc(cbid::MEM_ALLOC_V2, 0, 10 * MIB);
+    c.free(
+        cbid::MEM_FREE_V2,
+        0,
+        c.alloc(cbid::MEM_ALLOC_V2, 0, 100 * MIB),
+    );
+    kept
+}
+
+#[profile]
+fn outer_of_scratch(c: &FakeCupti) {
+    let kept = inner_scratch(c);
+    let more = c.alloc(cbid::MEM_ALLOC_V2, 0, MIB);
+    c.free(cbid::MEM_FREE_V2, 0, kept);
+    c.free(cbid::MEM_FREE_V2, 0, more);
+}
+
+#[test]
+fn child_nested_counted() {
+    if is_child() {
+        let _nvml = FakeNvml::new();
+        let c = FakeCupti::new();
+        outer_of_scratch(&c);
+        print_report();
+    }
+}
+
+/// A line that calls a profiled function gets that call's peak, however
+/// the callee's own lines reset theirs; the next line starts afresh.
+#[test]
+fn a_calling_line_sees_the_callees_peak_and_the_next_line_does_not() {
+    let child = run_counted("child_nested_counted", &[]);
+    let report = child.report();
+    let f = "outer_of_scratch";
+    assert_eq!(
+        counted(row(&report, f, "let kept")),
+        (10 * MI, 10 * MIB, 110 * MIB)
+    );
+    assert_eq!(counted(row(&report, f, "let more")), (MI, 11 * MIB, MIB));
+    assert_eq!(
+        counted(row(&report, f, "fn outer_of_scratch")),
+        (0, 0, 110 * MIB)
+    );
+    let f = "inner_scratch";
+    assert_eq!(
+        counted(row(&report, f, "c.free(")),
+        (0, 10 * MIB, 100 * MIB)
+    );
 }

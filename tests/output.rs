@@ -522,6 +522,9 @@ fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memp
         occurrences,
         gpu_usage: None,
         gpu_increment: None,
+        gpu_peak: None,
+        gpu_driver_usage: None,
+        gpu_driver_increment: None,
         contents: contents.to_owned(),
     }
 }
@@ -532,6 +535,7 @@ fn function(name: &str, lines: Vec<memprof::LineReport>) -> memprof::FunctionRep
         file: "src/lib.rs".to_owned(),
         calls: 1,
         gpu: None,
+        gpu_driver: None,
         lines,
     }
 }

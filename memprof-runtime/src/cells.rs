@@ -32,6 +32,12 @@ pub struct LineCell {
     /// GPU bytes after the row, highest over sampled executions;
     /// `NO_SAMPLE` when never sampled.
     gpu_usage: AtomicI64,
+    /// Highest GPU rise within one execution.
+    gpu_peak: AtomicU64,
+    /// `fn` rows while counting: the driver's view (NVML) at call exit minus
+    /// entry, summed, and at exit, highest; `NO_SAMPLE` when never read.
+    driver_increment: AtomicI64,
+    driver_usage: AtomicI64,
 }
 
 /// One reader's consistent copy of a [`LineCell`].
@@ -41,8 +47,10 @@ pub(crate) struct RowFigures {
     pub(crate) increment: i64,
     pub(crate) peak: u64,
     pub(crate) mem_usage: i64,
-    /// (increment, usage), if any execution was sampled.
-    pub(crate) gpu: Option<(i64, i64)>,
+    /// (increment, usage, peak), if any execution was sampled.
+    pub(crate) gpu: Option<(i64, i64, u64)>,
+    /// The driver's view, (increment, usage), if read (`fn` rows).
+    pub(crate) driver: Option<(i64, i64)>,
 }
 
 impl RowFigures {
@@ -53,6 +61,10 @@ impl RowFigures {
         self.peak = self.peak.max(other.peak);
         self.mem_usage = self.mem_usage.max(other.mem_usage);
         self.gpu = match (self.gpu, other.gpu) {
+            (Some((i, u, p)), Some((j, v, q))) => Some((i + j, u.max(v), p.max(q))),
+            (a, b) => a.or(b),
+        };
+        self.driver = match (self.driver, other.driver) {
             (Some((i, u)), Some((j, v))) => Some((i + j, u.max(v))),
             (a, b) => a.or(b),
         };
@@ -67,6 +79,7 @@ impl Default for RowFigures {
             peak: 0,
             mem_usage: i64::MIN,
             gpu: None,
+            driver: None,
         }
     }
 }
@@ -83,6 +96,9 @@ impl LineCell {
             mem_usage: AtomicI64::new(i64::MIN),
             gpu_increment: AtomicI64::new(0),
             gpu_usage: AtomicI64::new(NO_SAMPLE),
+            gpu_peak: AtomicU64::new(0),
+            driver_increment: AtomicI64::new(0),
+            driver_usage: AtomicI64::new(NO_SAMPLE),
         }
     }
 
@@ -126,6 +142,19 @@ impl LineCell {
     /// occurrence and the two sequence numbers.
     #[inline(always)]
     pub(crate) fn closed(&self, increment: i64, peak: u64, mem_usage: i64) {
+        self.closed_with(increment, peak, mem_usage, None);
+    }
+
+    /// [`LineCell::closed`] with the execution's GPU figures, (increment,
+    /// usage, peak), if any: one write for both.
+    #[inline(always)]
+    pub(crate) fn closed_with(
+        &self,
+        increment: i64,
+        peak: u64,
+        mem_usage: i64,
+        gpu: Option<(i64, i64, u64)>,
+    ) {
         // SAFETY: only the owning thread touches `open`.
         let open = unsafe { &mut *self.open_count() };
         let nested = *open > 1;
@@ -145,21 +174,53 @@ impl LineCell {
         if mem_usage > load_i64(&self.mem_usage) {
             self.mem_usage.store(mem_usage, Relaxed);
         }
+        if let Some((increment, usage, peak)) = gpu {
+            if !nested {
+                if increment != 0 {
+                    self.gpu_increment
+                        .store(load_i64(&self.gpu_increment) + increment, Relaxed);
+                }
+                if peak > load_u64(&self.gpu_peak) {
+                    self.gpu_peak.store(peak, Relaxed);
+                }
+            }
+            if usage > load_i64(&self.gpu_usage) {
+                self.gpu_usage.store(usage, Relaxed);
+            }
+        }
         self.end_write(seq);
     }
 
     /// Adds one execution's GPU figures (owner only), under the recursion
     /// rule; before [`LineCell::closed`], which ends the execution.
-    pub(crate) fn closed_gpu(&self, increment: i64, usage: i64) {
+    pub(crate) fn closed_gpu(&self, increment: i64, usage: i64, peak: u64) {
         // SAFETY: only the owning thread touches `open`.
         let nested = unsafe { *self.open_count() } > 1;
         let seq = self.begin_write();
         if !nested {
             self.gpu_increment
                 .store(load_i64(&self.gpu_increment) + increment, Relaxed);
+            if peak > load_u64(&self.gpu_peak) {
+                self.gpu_peak.store(peak, Relaxed);
+            }
         }
         self.gpu_usage
             .store(owned::max(usage, load_i64(&self.gpu_usage)), Relaxed);
+        self.end_write(seq);
+    }
+
+    /// Adds one call's driver view (owner only, `fn` rows), under the
+    /// recursion rule; before [`LineCell::closed`].
+    pub(crate) fn closed_driver(&self, increment: i64, usage: i64) {
+        // SAFETY: only the owning thread touches `open`.
+        let nested = unsafe { *self.open_count() } > 1;
+        let seq = self.begin_write();
+        if !nested {
+            self.driver_increment
+                .store(load_i64(&self.driver_increment) + increment, Relaxed);
+        }
+        self.driver_usage
+            .store(owned::max(usage, load_i64(&self.driver_usage)), Relaxed);
         self.end_write(seq);
     }
 
@@ -168,12 +229,21 @@ impl LineCell {
         loop {
             let before = self.seq.load(std::sync::atomic::Ordering::Acquire);
             let usage = self.gpu_usage.load(Relaxed);
+            let driver_usage = self.driver_usage.load(Relaxed);
             let figures = RowFigures {
                 occurrences: self.occurrences.load(Relaxed),
                 increment: self.increment.load(Relaxed),
                 peak: self.peak.load(Relaxed),
                 mem_usage: self.mem_usage.load(Relaxed),
-                gpu: (usage != NO_SAMPLE).then(|| (self.gpu_increment.load(Relaxed), usage)),
+                gpu: (usage != NO_SAMPLE).then(|| {
+                    (
+                        self.gpu_increment.load(Relaxed),
+                        usage,
+                        self.gpu_peak.load(Relaxed),
+                    )
+                }),
+                driver: (driver_usage != NO_SAMPLE)
+                    .then(|| (self.driver_increment.load(Relaxed), driver_usage)),
             };
             fence(std::sync::atomic::Ordering::Acquire);
             if before & 1 == 0 && self.seq.load(Relaxed) == before {
@@ -208,9 +278,13 @@ impl LineCell {
         self.increment.store(f.increment, Relaxed);
         self.peak.store(f.peak, Relaxed);
         self.mem_usage.store(f.mem_usage, Relaxed);
-        let (gpu_increment, gpu_usage) = f.gpu.unwrap_or((0, NO_SAMPLE));
+        let (gpu_increment, gpu_usage, gpu_peak) = f.gpu.unwrap_or((0, NO_SAMPLE, 0));
         self.gpu_increment.store(gpu_increment, Relaxed);
         self.gpu_usage.store(gpu_usage, Relaxed);
+        self.gpu_peak.store(gpu_peak, Relaxed);
+        let (driver_increment, driver_usage) = f.driver.unwrap_or((0, NO_SAMPLE));
+        self.driver_increment.store(driver_increment, Relaxed);
+        self.driver_usage.store(driver_usage, Relaxed);
     }
 }
 

@@ -101,6 +101,17 @@ pub(crate) enum GpuSelection {
     All,
 }
 
+/// How the per-line GPU columns are taken (`MEMPROF_GPU_SAMPLE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GpuSample {
+    /// Device allocations counted as they happen (CUPTI), NVML's view read
+    /// at call entry and exit; NVML at each statement where CUPTI is
+    /// missing.
+    Allocations,
+    /// NVML read at each statement boundary: the driver's view per line.
+    Statement,
+}
+
 /// What the GPU columns count (`MEMPROF_GPU_MEMORY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GpuMemory {
@@ -125,6 +136,10 @@ pub(crate) struct Config {
     pub(crate) json: Option<PathBuf>,
     pub(crate) gpu: GpuSelection,
     pub(crate) gpu_memory: GpuMemory,
+    pub(crate) gpu_sample: GpuSample,
+    /// Where to load CUPTI from instead of the usual sonames
+    /// (`MEMPROF_CUPTI_LIB`).
+    pub(crate) cupti_lib: Option<PathBuf>,
     /// Where to load NVML from instead of `libnvidia-ml.so.1`
     /// (`MEMPROF_NVML_LIB`).
     pub(crate) nvml_lib: Option<PathBuf>,
@@ -271,7 +286,19 @@ fn load(vars: &mut Vars<'_>) -> Config {
             _ => None,
         })
         .unwrap_or(GpuMemory::Auto);
+    let gpu_sample = vars
+        .parse("MEMPROF_GPU_SAMPLE", "alloc or statement", |v| {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "alloc" | "allocations" => Some(GpuSample::Allocations),
+                "statement" => Some(GpuSample::Statement),
+                _ => None,
+            }
+        })
+        .unwrap_or(GpuSample::Allocations);
     let nvml_lib = vars.parse("MEMPROF_NVML_LIB", "a file path", |v| {
+        (!v.is_empty()).then(|| PathBuf::from(v))
+    });
+    let cupti_lib = vars.parse("MEMPROF_CUPTI_LIB", "a file path", |v| {
         (!v.is_empty()).then(|| PathBuf::from(v))
     });
     Config {
@@ -286,6 +313,8 @@ fn load(vars: &mut Vars<'_>) -> Config {
         json,
         gpu,
         gpu_memory,
+        gpu_sample,
+        cupti_lib,
         nvml_lib,
         test_binary: false,
     }
@@ -319,6 +348,7 @@ mod tests {
         assert_eq!(config.json, None);
         assert_eq!(config.gpu, GpuSelection::Auto);
         assert_eq!(config.gpu_memory, GpuMemory::Auto);
+        assert_eq!(config.gpu_sample, GpuSample::Allocations);
         assert_eq!(config, Config::default());
     }
 
@@ -335,6 +365,8 @@ mod tests {
             ("MEMPROF_GPU", "1"),
             ("MEMPROF_GPU_MEMORY", "device"),
             ("MEMPROF_NVML_LIB", "/opt/nvml.so"),
+            ("MEMPROF_GPU_SAMPLE", "statement"),
+            ("MEMPROF_CUPTI_LIB", "/opt/libcupti.so"),
         ]);
         assert_eq!(warnings, Vec::<String>::new());
         assert!(!config.enabled);
@@ -352,6 +384,8 @@ mod tests {
         assert_eq!(config.gpu, GpuSelection::Index(1));
         assert_eq!(config.gpu_memory, GpuMemory::Device);
         assert_eq!(config.nvml_lib, Some(PathBuf::from("/opt/nvml.so")));
+        assert_eq!(config.gpu_sample, GpuSample::Statement);
+        assert_eq!(config.cupti_lib, Some(PathBuf::from("/opt/libcupti.so")));
         let (config, _) = from(&[("MEMPROF_OUTPUT", "memprof.txt")]);
         assert_eq!(config.output, Output::File(PathBuf::from("memprof.txt")));
     }

@@ -5,8 +5,10 @@
 //! here. The modules form layers, lowest first; each imports only from the
 //! layers below it, and data flows upwards:
 //! 1. leaves: [`units`], [`config`] (configuration as a value), `owned`;
+//!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
-//!    configuration, `settings`; device memory, `gpu`;
+//!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
+//!    a stand-in answering "no GPU" without the `gpu` feature);
 //! 3. per-statement recording: `region`, `cells`;
 //! 4. calls and their per-thread aggregates: `calls`; `measure`;
 //! 5. aggregation and reports: `report`; `mprof run`'s timeline, `timeline`;
@@ -22,7 +24,13 @@ mod budget;
 mod calls;
 mod cells;
 pub mod config;
+#[cfg(feature = "gpu")]
 mod gpu;
+#[cfg(not(feature = "gpu"))]
+#[path = "gpu/off.rs"]
+mod gpu;
+#[doc(hidden)]
+pub mod gpu_rule;
 mod measure;
 mod output;
 mod owned;

@@ -19,10 +19,16 @@ pub struct Measurement {
     /// Net change of GPU memory (see the README's GPU section for what is
     /// counted); `None` without a usable GPU.
     pub gpu_increment: Option<i64>,
-    /// Highest GPU memory sampled during the measurement (at its ends and at
-    /// the statement boundaries of profiled functions it ran on this thread)
-    /// above the start; `None` without a usable GPU.
+    /// Highest rise of GPU memory above the start during the measurement:
+    /// exact when device allocations are counted (CUPTI); in NVML's view,
+    /// the highest sample (at its ends and at the statement boundaries of
+    /// profiled functions it ran on this thread). `None` without a usable
+    /// GPU.
     pub gpu_peak: Option<u64>,
+    /// While device allocations are counted: the driver's view (NVML, what
+    /// `nvidia-smi` shows) at the end minus at the start, CUDA context and
+    /// pools included; `None` otherwise.
+    pub gpu_driver_increment: Option<i64>,
 }
 
 /// An open measurement of the calling context; see [`crate::measure`].
@@ -32,8 +38,10 @@ pub struct MeasureGuard {
     counts: (u64, u64),
     heap_before: i64,
     open: bool,
-    /// GPU bytes at the start and the enclosing watch's high, when sampling.
-    gpu: Option<(i64, i64)>,
+    /// Where the GPU figures started, when the GPU is watched.
+    gpu: Option<crate::gpu::GpuMark>,
+    /// The driver's view at the start, while counting.
+    driver: Option<i64>,
 }
 
 impl MeasureGuard {
@@ -41,9 +49,9 @@ impl MeasureGuard {
     #[inline]
     pub fn start() -> Self {
         let gpu = crate::gpu::active()
-            .then(crate::gpu::sample)
-            .flatten()
-            .map(|start| (start, crate::gpu::watch_begin(start)));
+            .then(|| crate::gpu::begin(false))
+            .flatten();
+        let driver = gpu.and_then(|_| crate::gpu::driver());
         let region = Region::open(Scope::Thread);
         MeasureGuard {
             counts: context_counts(),
@@ -51,6 +59,7 @@ impl MeasureGuard {
             region,
             open: true,
             gpu,
+            driver,
         }
     }
 
@@ -59,20 +68,12 @@ impl MeasureGuard {
         let (allocs, deallocs) = context_counts();
         self.open = false;
         let stats = self.region.close();
-        let (gpu_increment, gpu_peak) = match self.gpu.take() {
-            Some((start, saved)) => {
-                let end = crate::gpu::sample();
-                let high = crate::gpu::watch_end(saved);
-                match end {
-                    Some(end) => (
-                        Some(end - start),
-                        Some((high.max(end) - start).max(0) as u64),
-                    ),
-                    None => (None, None),
-                }
-            }
-            None => (None, None),
-        };
+        let gpu = self.gpu.take().and_then(crate::gpu::end);
+        let (gpu_increment, gpu_peak) = (gpu.map(|g| g.increment), gpu.map(|g| g.peak));
+        let gpu_driver_increment = self
+            .driver
+            .take()
+            .and_then(|start| Some(crate::gpu::driver()? - start));
         let m = Measurement {
             increment: stats.increment,
             peak: stats.peak,
@@ -80,6 +81,7 @@ impl MeasureGuard {
             deallocations: deallocs.wrapping_sub(self.counts.1),
             gpu_increment,
             gpu_peak,
+            gpu_driver_increment,
         };
         (m, self.heap_before)
     }
@@ -95,8 +97,8 @@ impl Drop for MeasureGuard {
         if self.open {
             self.region.close();
         }
-        if let Some((_, saved)) = self.gpu.take() {
-            crate::gpu::watch_end(saved);
+        if let Some(mark) = self.gpu.take() {
+            crate::gpu::end(mark);
         }
     }
 }

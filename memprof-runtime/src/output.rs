@@ -231,6 +231,13 @@ fn print_memit(heap_before: i64, stats: &Measurement) {
                 crate::render::bytes(peak as i64, &settings),
                 crate::render::bytes(increment, &settings),
             ));
+            if let Some(driver) = stats.gpu_driver_increment {
+                let sign = if driver >= 0 { "+" } else { "" };
+                line.push_str(&format!(
+                    ", GPU driver view: {sign}{}",
+                    crate::render::bytes(driver, &settings)
+                ));
+            }
         }
         // A blank line after, as after a table, so that a table printed next
         // does not run into it.

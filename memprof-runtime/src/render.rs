@@ -58,6 +58,8 @@ pub(crate) fn table(
     settings: &RenderSettings,
 ) -> String {
     let gpu = function.gpu.is_some();
+    // Counted device allocations have a peak; NVML's samples do not.
+    let counted = function.lines.iter().any(|l| l.gpu_peak.is_some());
     // Each column before the contents, with the width its figures take at
     // least (0 for counts, which their header covers).
     let (unsigned, signed) = (figure_width(settings, false), figure_width(settings, true));
@@ -68,7 +70,13 @@ pub(crate) fn table(
         ("Peak", unsigned),
         ("Occurrences", 0),
     ];
-    if gpu {
+    if counted {
+        columns.extend([
+            ("GPU alloc", unsigned),
+            ("GPU increment", signed),
+            ("GPU peak", unsigned),
+        ]);
+    } else if gpu {
         columns.extend([("GPU usage", unsigned), ("GPU increment", signed)]);
     }
     let figures = columns.len();
@@ -97,6 +105,9 @@ pub(crate) fn table(
         if gpu {
             record.push(figure(line.gpu_usage.map(|v| v as i64)));
             record.push(figure(line.gpu_increment));
+            if counted {
+                record.push(figure(line.gpu_peak.map(|v| v as i64)));
+            }
         }
         // NOTE: tabs would throw the columns off.
         record.push(truncate(
@@ -145,6 +156,24 @@ pub(crate) fn table(
     if let Some(description) = &function.gpu {
         out.push_str(description);
         out.push('\n');
+    }
+    // The driver's view, read at call entry and exit: the `fn` row's.
+    if let Some(description) = &function.gpu_driver
+        && let Some(row) = function.lines.iter().find(|l| l.gpu_driver_usage.is_some())
+    {
+        let usage = row.gpu_driver_usage.unwrap_or(0) as i64;
+        let increment = row.gpu_driver_increment.unwrap_or(0);
+        let sign = if increment >= 0 { "+" } else { "" };
+        out.push_str(&format!(
+            "{description}: {} at call exit, {sign}{} over the call{}\n",
+            bytes(usage, settings),
+            bytes(increment, settings),
+            if function.calls > 1 && aggregated {
+                "s"
+            } else {
+                ""
+            },
+        ));
     }
     out.push('\n');
     let text = table.to_string();

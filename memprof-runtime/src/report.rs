@@ -29,6 +29,10 @@ pub struct FunctionReport {
     /// What the GPU columns show, e.g. `GPU: this process's memory on device
     /// 0 (NVIDIA H100)`; `None` when the table has no GPU columns.
     pub gpu: Option<String>,
+    /// While device allocations are counted: what the `fn` row's driver
+    /// view shows (NVML, read at call entry and exit), e.g. `GPU driver
+    /// view: this process's memory on device 0 (NVIDIA H100)`.
+    pub gpu_driver: Option<String>,
     /// One row per source line, from the attribute to the closing brace.
     pub lines: Vec<LineReport>,
 }
@@ -57,6 +61,15 @@ pub struct LineReport {
     pub gpu_usage: Option<u64>,
     /// Sum over executions of GPU memory after the line minus before.
     pub gpu_increment: Option<i64>,
+    /// Highest rise of counted device allocations within one execution of
+    /// the line; `None` unless device allocations are counted (CUPTI).
+    pub gpu_peak: Option<u64>,
+    /// `fn` row, while counting: the driver's view (NVML) at call exit,
+    /// highest over calls.
+    pub gpu_driver_usage: Option<u64>,
+    /// `fn` row, while counting: the driver's view at call exit minus entry,
+    /// summed over calls.
+    pub gpu_driver_increment: Option<i64>,
     /// The source text of the line.
     pub contents: String,
 }
@@ -107,11 +120,16 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
             occurrences: 0,
             gpu_usage: None,
             gpu_increment: None,
+            gpu_peak: None,
+            gpu_driver_usage: None,
+            gpu_driver_increment: None,
             contents: (*text).to_owned(),
         })
         .collect();
     // Columns go with sampling: a device lost mid-run drops them.
     let gpu = crate::gpu::description();
+    let counted = crate::gpu::counted();
+    let driver_description = crate::gpu::driver_description();
     for (cell, &row) in cells.iter().zip(meta.cell_rows) {
         let RowFigures {
             occurrences: n,
@@ -119,6 +137,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
             peak,
             mem_usage: mem,
             gpu: gpu_figures,
+            driver,
         } = *cell;
         let Some(line) = lines.get_mut(row as usize) else {
             continue;
@@ -131,18 +150,30 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
         line.peak = Some(line.peak.unwrap_or(0).max(peak));
         line.mem_usage = Some(line.mem_usage.map_or(mem, |m| m.max(mem)));
         if gpu.is_some()
-            && let Some((increment, usage)) = gpu_figures
+            && let Some((increment, usage, peak)) = gpu_figures
         {
+            if counted {
+                line.gpu_peak = Some(line.gpu_peak.unwrap_or(0).max(peak));
+            }
             line.gpu_increment = Some(line.gpu_increment.unwrap_or(0) + increment);
             line.gpu_usage = Some(line.gpu_usage.unwrap_or(0).max(usage.max(0) as u64));
         }
+        if driver_description.is_some()
+            && let Some((increment, usage)) = driver
+        {
+            line.gpu_driver_increment = Some(line.gpu_driver_increment.unwrap_or(0) + increment);
+            line.gpu_driver_usage =
+                Some(line.gpu_driver_usage.unwrap_or(0).max(usage.max(0) as u64));
+        }
     }
     let sampled = lines.iter().any(|l| l.gpu_usage.is_some());
+    let driven = lines.iter().any(|l| l.gpu_driver_usage.is_some());
     FunctionReport {
         name: meta.name().to_owned(),
         file: meta.file.to_owned(),
         calls,
         gpu: gpu.filter(|_| sampled).map(str::to_owned),
+        gpu_driver: driver_description.filter(|_| driven).map(str::to_owned),
         lines,
     }
 }

@@ -113,6 +113,7 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
             bytes(alloc::process_heap() as i64)
         );
         let gpu = crate::gpu::active().then(crate::gpu::sample).flatten();
+        let driver = crate::gpu::driver();
         let since = |delta: i64| {
             let sign = if delta >= 0 { "+" } else { "" };
             format!("{sign}{}", bytes(delta))
@@ -129,6 +130,9 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
                 if let Some(last) = previous.gpu.replace(Some(gpu)) {
                     text.push_str(&format!(" ({})", since(gpu - last)));
                 }
+            }
+            if let Some(driver) = driver {
+                text.push_str(&format!(", GPU driver view {}", bytes(driver)));
             }
             text.push('\n');
             if last_net.is_some() {

@@ -3,7 +3,13 @@
 //! The library is loaded at run time: `MEMPROF_NVML_LIB` names it, or
 //! `libnvidia-ml.so.1` is searched as the dynamic loader does. Without it,
 //! `--gpu` prints one note and records no `GPU` line.
+//!
+//! Whose memory is recorded, the program's or the whole GPU's, follows
+//! memprof's own rule (`memprof_runtime::gpu_rule`, stated in the README), so that
+//! a `GPU` line and memprof's GPU columns mean the same thing; each switch
+//! to the whole GPU gets one note.
 
+use memprof_runtime::gpu_rule::{self, Asked, Whose, WhyDevice};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
@@ -13,8 +19,10 @@ const LIB_VAR: &str = "MEMPROF_NVML_LIB";
 
 pub struct GpuSampler {
     nvml: Nvml,
-    /// Set once per-process figures proved unavailable, after one note.
-    whole_device: bool,
+    whose: Whose,
+    /// The devices' used memory at the start, to tell when it moves while
+    /// the driver does not list the program.
+    baseline: u64,
 }
 
 impl GpuSampler {
@@ -47,53 +55,75 @@ impl GpuSampler {
             eprintln!("mprof: note: --gpu: NVML sees no GPU; recording no GPU memory");
             return None;
         }
-        Some(GpuSampler {
+        let asked = std::env::var("MEMPROF_GPU_MEMORY")
+            .ok()
+            .and_then(|v| Asked::parse(&v))
+            .unwrap_or(Asked::Auto);
+        let whose = gpu_rule::at_start(asked, gpu_rule::pids_match_nvml());
+        if whose == Whose::Device(WhyDevice::OtherPidNamespace) {
+            note_whole_gpu(WhyDevice::OtherPidNamespace);
+        }
+        let mut sampler = GpuSampler {
             nvml,
-            whole_device: false,
-        })
+            whose,
+            baseline: 0,
+        };
+        sampler.baseline = sampler.devices_used();
+        Some(sampler)
+    }
+
+    /// The memory used on every device, all processes.
+    fn devices_used(&self) -> u64 {
+        let count = self.nvml.device_count().unwrap_or(0);
+        (0..count)
+            .filter_map(|index| self.nvml.device_by_index(index).ok())
+            .map(|device| device.memory_info().map(|m| m.used).unwrap_or(0))
+            .sum()
     }
 
     /// GPU memory used by the processes `pids`, in bytes, summed over the
-    /// devices. Where the driver cannot tell per-process figures, it is the
-    /// memory used on the whole devices, after one note.
+    /// devices; or the memory used on the whole devices, by memprof's rule
+    /// (see the module documentation).
     pub fn sample(&mut self, pids: &[u32]) -> Option<u64> {
+        if matches!(self.whose, Whose::Device(_)) {
+            return Some(self.devices_used());
+        }
         let count = self.nvml.device_count().ok()?;
         let mut total = 0u64;
+        let mut listed = false;
         for index in 0..count {
             let Ok(device) = self.nvml.device_by_index(index) else {
                 continue;
             };
-            let per_process = if self.whole_device {
-                None
-            } else {
-                device.running_compute_processes().ok().and_then(|procs| {
-                    procs
-                        .iter()
-                        .filter(|p| pids.contains(&p.pid))
-                        .map(|p| match p.used_gpu_memory {
-                            UsedGpuMemory::Used(bytes) => Some(bytes),
-                            UsedGpuMemory::Unavailable => None,
-                        })
-                        .sum::<Option<u64>>()
-                })
-            };
-            let used = match per_process {
-                Some(bytes) => bytes,
-                None => {
-                    if !self.whole_device {
-                        self.whole_device = true;
-                        eprintln!(
-                            "mprof: note: --gpu: the driver gives no per-process figures; \
-                             recording the memory used on the whole GPU"
-                        );
-                    }
-                    device.memory_info().map(|m| m.used).unwrap_or(0)
+            // A list NVML cannot give counts as no entry: the rule then
+            // looks at the device's memory.
+            for p in device.running_compute_processes().unwrap_or_default() {
+                if let (true, UsedGpuMemory::Used(bytes)) =
+                    (pids.contains(&p.pid), p.used_gpu_memory)
+                {
+                    total += bytes;
+                    listed = true;
                 }
-            };
-            total += used;
+            }
+        }
+        if !listed {
+            let used = self.devices_used();
+            self.whose = gpu_rule::after_sample(self.whose, false, used != self.baseline);
+            if let Whose::Device(why) = self.whose {
+                note_whole_gpu(why);
+                return Some(used);
+            }
         }
         Some(total)
     }
+}
+
+/// The one note for recording the whole GPU's memory.
+fn note_whole_gpu(why: WhyDevice) {
+    eprintln!(
+        "mprof: note: --gpu: recording the memory used on the whole GPU, all processes ({})",
+        why.words()
+    );
 }
 
 fn lowercase_first(text: &str) -> String {

@@ -12,9 +12,9 @@
 
 use super::frame::Frame;
 use crate::alloc;
-use crate::cells::NO_SAMPLE;
+use crate::gpu::GpuMark;
 use crate::owned::{get, set};
-use crate::region::{Region, close_in, open_in};
+use crate::region::{Region, Scope, close_in, open_in};
 use std::cell::Cell;
 use std::mem::MaybeUninit;
 
@@ -36,8 +36,8 @@ struct CursorState {
     cell: Cell<u32>,
     start: Cell<i64>,
     saved: Cell<i64>,
-    /// GPU bytes when the current region opened, or `NO_SAMPLE`.
-    gpu_start: Cell<i64>,
+    /// Where the current region's GPU figures started, if watched.
+    gpu: Cell<Option<GpuMark>>,
     /// Process scope: the open watch.
     watch: Cell<(u32, i64)>,
 }
@@ -49,7 +49,7 @@ impl CursorState {
         cell: Cell::new(NO_CELL),
         start: Cell::new(0),
         saved: Cell::new(0),
-        gpu_start: Cell::new(NO_SAMPLE),
+        gpu: Cell::new(None),
         watch: Cell::new((u32::MAX, 0)),
     };
 }
@@ -119,6 +119,9 @@ impl<'a> Cursor<'a> {
         let Some(t) = frame.counters() else {
             return;
         };
+        if get(&frame.state().gpu) {
+            return self.step_counted(frame, t, next);
+        }
         let cell = get(&self.state().cell);
         if cell != NO_CELL {
             let stats = close_in(t, get(&self.state().start), get(&self.state().saved));
@@ -137,35 +140,59 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// [`Cursor::step`] with GPU sampling or a process-wide region: one GPU
+    /// [`Cursor::step`] of a thread-scope call that counts device
+    /// allocations: the same steps, and this thread's GPU counters beside.
+    #[inline(never)]
+    fn step_counted(&self, frame: &Frame, t: &alloc::ThreadCounters, next: u32) {
+        let (gpu, next_gpu) =
+            crate::gpu::step_counted_thread(get(&self.state().gpu), next != NO_CELL);
+        let cell = get(&self.state().cell);
+        if cell != NO_CELL {
+            let stats = close_in(t, get(&self.state().start), get(&self.state().saved));
+            frame.row(cell).closed_with(
+                stats.increment,
+                stats.peak,
+                get(&frame.state().base) + stats.end,
+                gpu.map(|g| (g.increment, g.usage, g.peak)),
+            );
+        }
+        set(&self.state().cell, next);
+        set(&self.state().gpu, next_gpu);
+        if next != NO_CELL {
+            frame.row(next).opened();
+            let (start, saved) = open_in(t);
+            set(&self.state().start, start);
+            set(&self.state().saved, saved);
+        }
+    }
+
+    /// [`Cursor::step`] with NVML sampling or a process-wide region: one GPU
     /// sample ends the current region and starts the next.
     #[cold]
     #[inline(never)]
     fn step_slowly(&self, frame: &Frame, next: u32) {
-        let gpu = if get(&frame.state().gpu) {
-            crate::gpu::sample().unwrap_or(NO_SAMPLE)
+        let (gpu, next_gpu) = if !get(&frame.state().gpu) {
+            (None, None)
+        } else if next == NO_CELL {
+            (get(&self.state().gpu).and_then(crate::gpu::end), None)
         } else {
-            NO_SAMPLE
+            crate::gpu::step(get(&self.state().gpu), frame.meta.scope == Scope::Process)
         };
         let cell = get(&self.state().cell);
         if cell != NO_CELL {
             let mut region = self.region();
             let stats = region.close();
-            let row = frame.row(cell);
-            let start = get(&self.state().gpu_start);
-            if gpu != NO_SAMPLE && start != NO_SAMPLE {
-                row.closed_gpu(gpu - start, gpu);
-            }
-            row.closed(
+            frame.row(cell).closed_with(
                 stats.increment,
                 stats.peak,
                 get(&frame.state().base) + stats.end,
+                gpu.map(|g| (g.increment, g.usage, g.peak)),
             );
         }
         set(&self.state().cell, next);
+        set(&self.state().gpu, next_gpu);
         if next != NO_CELL {
             frame.row(next).opened();
-            set(&self.state().gpu_start, gpu);
             let region = Region::open(frame.meta.scope);
             set(&self.state().start, region.start);
             set(&self.state().saved, region.saved);

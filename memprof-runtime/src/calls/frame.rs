@@ -56,7 +56,7 @@ pub(crate) struct FrameState {
     /// so `base + context count` is the heap the call sees.
     pub(crate) base: Cell<i64>,
     pub(crate) gpu: Cell<bool>,
-    /// Statements take the slow step: GPU sampling or process scope.
+    /// Statements take the slow step: NVML sampling or process scope.
     pub(crate) slow: Cell<bool>,
     /// A synchronous call that no open call of the function encloses.
     outermost: Cell<bool>,
@@ -133,8 +133,10 @@ unsafe impl Send for Frame {}
 #[derive(Debug)]
 pub(crate) struct Entry {
     region: Region,
-    /// GPU bytes at the call's entry, when it samples GPU memory.
-    gpu_start: Option<i64>,
+    /// Where the call's GPU figures started, when it watches GPU memory.
+    gpu_start: Option<crate::gpu::GpuMark>,
+    /// The driver's view at the call's entry, while counting.
+    driver_start: Option<i64>,
 }
 
 /// What [`Frame::exit`] hands back.
@@ -309,8 +311,15 @@ impl Frame {
         let meta = self.meta;
         let gpu = meta.gpu && crate::gpu::active();
         set(&self.state().gpu, gpu);
-        set(&self.state().slow, gpu || meta.scope == Scope::Process);
-        let gpu_start = if gpu { crate::gpu::sample() } else { None };
+        // PERF: counted device bytes of a thread-scope call stay on the
+        // fast step, which reads them from this thread's counters.
+        let sampled = gpu && !crate::gpu::counted();
+        set(&self.state().slow, sampled || meta.scope == Scope::Process);
+        let gpu_start = if gpu {
+            crate::gpu::begin(meta.scope == Scope::Process)
+        } else {
+            None
+        };
         self.row(0).opened();
         let region = match (meta.scope, self.counters()) {
             (Scope::Thread, Some(t)) => {
@@ -326,7 +335,14 @@ impl Frame {
         if meta.scope == Scope::Thread {
             set(&self.state().base, alloc::process_net() - region.start);
         }
-        self.state().entry.set(Some(Entry { region, gpu_start }));
+        // NOTE: after the regions open, so that NVML's own work is no
+        // part of the call's figures.
+        let driver_start = if gpu { crate::gpu::driver() } else { None };
+        self.state().entry.set(Some(Entry {
+            region,
+            gpu_start,
+            driver_start,
+        }));
     }
 
     /// Ends the call: records its `fn` row, and hands back its own table if
@@ -344,10 +360,13 @@ impl Frame {
             _ => entry.region.close(),
         };
         let fn_row = self.row(0);
-        if let Some(start) = entry.gpu_start
-            && let Some(end) = crate::gpu::sample()
+        if let Some(gpu) = entry.gpu_start.and_then(crate::gpu::end) {
+            fn_row.closed_gpu(gpu.increment, gpu.usage, gpu.peak);
+        }
+        if let Some(start) = entry.driver_start
+            && let Some(end) = crate::gpu::driver()
         {
-            fn_row.closed_gpu(end - start, end);
+            fn_row.closed_driver(end - start, end);
         }
         fn_row.closed(
             stats.increment,

@@ -1,0 +1,378 @@
+//! Device allocations counted as they happen, through CUPTI's callback API.
+//!
+//! libcupti is loaded at run time (`MEMPROF_CUPTI_LIB`, then the sonames the
+//! CUDA toolkit and the `nvidia-cuda-cupti-cu12` wheel install), never
+//! linked: a program built with memprof runs where CUDA is absent. One
+//! subscriber is registered on the driver API domain for the calls that
+//! allocate or free device memory; each call's exit (allocations) or entry
+//! (frees) goes to the [`Ledger`].
+//!
+//! The FFI below is our own, small, and checked by a layout test: cudarc's
+//! `cupti` bindings panic when the library is absent.
+//!
+//! NOTE: the callback runs inside the driver, on the thread that called it.
+//! It never unwinds into C (its body runs under `catch_unwind`) and its
+//! bookkeeping allocates only through the untracked heap.
+
+use super::ledger::{BlockKey, LEDGER};
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+/// `CUptiResult`.
+pub(crate) type CuptiResult = c_uint;
+pub(crate) const CUPTI_SUCCESS: CuptiResult = 0;
+/// Another subscriber holds CUPTI (Nsight Systems or Compute, before
+/// CUPTI 13.3).
+pub(crate) const CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: CuptiResult = 39;
+
+/// `CUpti_CallbackDomain`: the driver API.
+pub(crate) const CUPTI_CB_DOMAIN_DRIVER_API: c_uint = 1;
+/// `CUpti_ApiCallbackSite`.
+pub(crate) const CUPTI_API_ENTER: c_uint = 0;
+pub(crate) const CUPTI_API_EXIT: c_uint = 1;
+
+/// Driver callback ids (`CUpti_driver_api_trace_cbid`), stable across CUDA 12.
+pub(crate) mod cbid {
+    pub(crate) const MEM_ALLOC_V2: u32 = 243;
+    pub(crate) const MEM_ALLOC_PITCH_V2: u32 = 244;
+    pub(crate) const MEM_FREE_V2: u32 = 245;
+    pub(crate) const MEM_ALLOC_MANAGED: u32 = 371;
+    pub(crate) const MEM_CREATE: u32 = 549;
+    pub(crate) const MEM_RELEASE: u32 = 550;
+    pub(crate) const MEM_ALLOC_ASYNC: u32 = 598;
+    pub(crate) const MEM_ALLOC_ASYNC_PTSZ: u32 = 599;
+    pub(crate) const MEM_FREE_ASYNC: u32 = 600;
+    pub(crate) const MEM_FREE_ASYNC_PTSZ: u32 = 601;
+    pub(crate) const MEM_ALLOC_FROM_POOL_ASYNC: u32 = 611;
+    pub(crate) const MEM_ALLOC_FROM_POOL_ASYNC_PTSZ: u32 = 612;
+
+    /// Every call the subscriber enables.
+    pub(crate) const ALL: [u32; 12] = [
+        MEM_ALLOC_V2,
+        MEM_ALLOC_PITCH_V2,
+        MEM_FREE_V2,
+        MEM_ALLOC_MANAGED,
+        MEM_CREATE,
+        MEM_RELEASE,
+        MEM_ALLOC_ASYNC,
+        MEM_ALLOC_ASYNC_PTSZ,
+        MEM_FREE_ASYNC,
+        MEM_FREE_ASYNC_PTSZ,
+        MEM_ALLOC_FROM_POOL_ASYNC,
+        MEM_ALLOC_FROM_POOL_ASYNC_PTSZ,
+    ];
+}
+
+/// `CUdeviceptr`.
+type DevicePtr = u64;
+
+/// `CUpti_CallbackData`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct CallbackData {
+    pub(crate) callback_site: c_uint,
+    pub(crate) function_name: *const c_char,
+    pub(crate) function_params: *const c_void,
+    /// A `CUresult` for the driver domain; set at exit.
+    pub(crate) function_return_value: *mut c_void,
+    pub(crate) symbol_name: *const c_char,
+    pub(crate) context: *mut c_void,
+    pub(crate) context_uid: u32,
+    pub(crate) correlation_data: *mut u64,
+    pub(crate) correlation_id: u32,
+}
+
+/// `cuMemAlloc_v2_params`, `cuMemAllocAsync(_ptsz)_params` (a stream
+/// follows) and `cuMemAllocManaged_params` (flags follow): the fields read.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct AllocParams {
+    pub(crate) dptr: *mut DevicePtr,
+    pub(crate) bytesize: usize,
+}
+
+/// `cuMemAllocPitch_v2_params`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct AllocPitchParams {
+    pub(crate) dptr: *mut DevicePtr,
+    pub(crate) p_pitch: *mut usize,
+    pub(crate) width_in_bytes: usize,
+    pub(crate) height: usize,
+    pub(crate) element_size_bytes: c_uint,
+}
+
+/// `cuMemFree_v2_params` and `cuMemFreeAsync(_ptsz)_params` (a stream
+/// follows).
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct FreeParams {
+    pub(crate) dptr: DevicePtr,
+}
+
+/// `cuMemCreate_params`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct CreateParams {
+    pub(crate) handle: *mut u64,
+    pub(crate) size: usize,
+    pub(crate) prop: *const AllocationProp,
+    pub(crate) flags: u64,
+}
+
+/// `CUmemAllocationProp`, up to its location: the fields read.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct AllocationProp {
+    pub(crate) kind: c_uint,
+    pub(crate) requested_handle_types: c_uint,
+    /// `CUmemLocation::type`.
+    pub(crate) location_type: c_uint,
+    /// `CUmemLocation::id`: the device ordinal for a device location.
+    pub(crate) location_id: c_int,
+}
+
+/// `cuMemRelease_params`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct ReleaseParams {
+    pub(crate) handle: u64,
+}
+
+/// `cuMemAllocFromPoolAsync(_ptsz)_params`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct AllocFromPoolParams {
+    pub(crate) dptr: *mut DevicePtr,
+    pub(crate) bytesize: usize,
+    pub(crate) pool: *mut c_void,
+    pub(crate) stream: *mut c_void,
+}
+
+type Callback = unsafe extern "C" fn(*mut c_void, c_uint, u32, *const c_void);
+type Subscribe = unsafe extern "C" fn(*mut *mut c_void, Callback, *mut c_void) -> CuptiResult;
+type EnableCallback = unsafe extern "C" fn(u32, *mut c_void, c_uint, u32) -> CuptiResult;
+type Unsubscribe = unsafe extern "C" fn(*mut c_void) -> CuptiResult;
+type GetDeviceId = unsafe extern "C" fn(*mut c_void, *mut u32) -> CuptiResult;
+
+/// `cuptiGetDeviceId`, for the callback; set before the subscription.
+static GET_DEVICE_ID: std::sync::OnceLock<GetDeviceId> = std::sync::OnceLock::new();
+
+/// The sonames tried, in order, when `MEMPROF_CUPTI_LIB` is unset.
+const SONAMES: [&str; 4] = [
+    "libcupti.so",
+    "libcupti.so.13",
+    "libcupti.so.12",
+    "libcupti.so.11.8",
+];
+
+/// Loads CUPTI and subscribes to device allocations. `Err` says, in a few
+/// words, why counting cannot be had; nothing is left subscribed then.
+pub(crate) fn subscribe(path: Option<&Path>) -> Result<(), String> {
+    let library = match path {
+        // SAFETY: loading CUPTI runs its initializers, which only set up
+        // its own state.
+        Some(path) => unsafe { libloading::Library::new(path) }
+            .map_err(|e| format!("cannot load CUPTI ({e})"))?,
+        None => SONAMES
+            .iter()
+            // SAFETY: as above.
+            .find_map(|name| unsafe { libloading::Library::new(name) }.ok())
+            .ok_or_else(|| {
+                format!(
+                    "cannot load CUPTI (none of {} found; set MEMPROF_CUPTI_LIB)",
+                    SONAMES.join(", ")
+                )
+            })?,
+    };
+    /// Copies a function pointer out of `library`.
+    ///
+    /// # Safety
+    /// `T` is the C signature of `name`.
+    unsafe fn function<T: Copy>(library: &libloading::Library, name: &str) -> Result<T, String> {
+        // SAFETY: the caller vouches for `T`.
+        unsafe { library.get::<T>(name.as_bytes()) }
+            .map(|symbol| *symbol)
+            .map_err(|e| format!("CUPTI lacks {name} ({e})"))
+    }
+    // SAFETY: each type is the signature cupti_callbacks.h gives that name.
+    let (subscribe, enable, unsubscribe, device_id) = unsafe {
+        (
+            function::<Subscribe>(&library, "cuptiSubscribe")?,
+            function::<EnableCallback>(&library, "cuptiEnableCallback")?,
+            function::<Unsubscribe>(&library, "cuptiUnsubscribe")?,
+            function::<GetDeviceId>(&library, "cuptiGetDeviceId")?,
+        )
+    };
+    let _ = GET_DEVICE_ID.set(device_id);
+    let mut subscriber: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `callback` has CUPTI's callback signature and never unwinds;
+    // the library stays loaded for the life of the process (below).
+    let code = unsafe { subscribe(&mut subscriber, callback, std::ptr::null_mut()) };
+    match code {
+        CUPTI_SUCCESS => {}
+        CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
+            return Err("another profiler holds CUPTI's only subscription \
+                 (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)"
+                .to_owned());
+        }
+        code => return Err(format!("cuptiSubscribe failed (CUPTI error {code})")),
+    }
+    for id in cbid::ALL {
+        // SAFETY: `subscriber` was just returned by `cuptiSubscribe`.
+        let code = unsafe { enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id) };
+        if code != CUPTI_SUCCESS {
+            // SAFETY: as above; nothing is counted past this point.
+            unsafe { unsubscribe(subscriber) };
+            return Err(format!(
+                "cuptiEnableCallback failed for driver callback {id} (CUPTI error {code})"
+            ));
+        }
+    }
+    // NOTE: the subscription lasts as long as the process, and so does the
+    // code it calls into.
+    std::mem::forget(library);
+    Ok(())
+}
+
+/// The subscriber's callback: see the module documentation.
+unsafe extern "C" fn callback(_: *mut c_void, domain: c_uint, id: u32, data: *const c_void) {
+    if domain != CUPTI_CB_DOMAIN_DRIVER_API || data.is_null() {
+        return;
+    }
+    // SAFETY: for the driver domain CUPTI passes a `CUpti_CallbackData`,
+    // valid for the duration of the callback.
+    let data = unsafe { &*data.cast::<CallbackData>() };
+    // A panic here would be a bug of ours; the driver call goes on regardless.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the params are those of callback `id`, as CUPTI passes.
+        unsafe { record(id, data) }
+    }));
+}
+
+/// Records one driver call in the ledger.
+///
+/// # Safety
+/// `data` is what CUPTI passes for driver callback `id`.
+unsafe fn record(id: u32, data: &CallbackData) {
+    let params = data.function_params;
+    if params.is_null() {
+        return;
+    }
+    if data.callback_site == CUPTI_API_ENTER {
+        // NOTE: a free is taken off at entry, before the driver may hand the
+        // address to another thread's allocation.
+        // SAFETY (both arms): the params struct of that call.
+        let key = match id {
+            cbid::MEM_FREE_V2 | cbid::MEM_FREE_ASYNC | cbid::MEM_FREE_ASYNC_PTSZ => {
+                BlockKey::Address(unsafe { (*params.cast::<FreeParams>()).dptr })
+            }
+            cbid::MEM_RELEASE => {
+                BlockKey::Handle(unsafe { (*params.cast::<ReleaseParams>()).handle })
+            }
+            _ => return,
+        };
+        LEDGER.freed(key);
+        return;
+    }
+    if data.callback_site != CUPTI_API_EXIT || data.function_return_value.is_null() {
+        return;
+    }
+    // SAFETY: at exit the driver domain's return value is a `CUresult`.
+    if unsafe { *data.function_return_value.cast::<c_int>() } != 0 {
+        return;
+    }
+    // SAFETY (each arm): the params struct of that call, whose output
+    // pointers the driver has written, since it succeeded.
+    let (key, bytes, device) = unsafe {
+        match id {
+            cbid::MEM_ALLOC_V2
+            | cbid::MEM_ALLOC_MANAGED
+            | cbid::MEM_ALLOC_ASYNC
+            | cbid::MEM_ALLOC_ASYNC_PTSZ => {
+                let p = &*params.cast::<AllocParams>();
+                (address(p.dptr), p.bytesize as u64, context_device(data))
+            }
+            cbid::MEM_ALLOC_FROM_POOL_ASYNC | cbid::MEM_ALLOC_FROM_POOL_ASYNC_PTSZ => {
+                let p = &*params.cast::<AllocFromPoolParams>();
+                (address(p.dptr), p.bytesize as u64, context_device(data))
+            }
+            cbid::MEM_ALLOC_PITCH_V2 => {
+                let p = &*params.cast::<AllocPitchParams>();
+                let pitch = if p.p_pitch.is_null() { 0 } else { *p.p_pitch };
+                let bytes = (pitch as u64).saturating_mul(p.height as u64);
+                (address(p.dptr), bytes, context_device(data))
+            }
+            cbid::MEM_CREATE => {
+                let p = &*params.cast::<CreateParams>();
+                let handle = (!p.handle.is_null()).then(|| BlockKey::Handle(*p.handle));
+                let device = match p.prop.as_ref() {
+                    Some(prop) => u32::try_from(prop.location_id).ok(),
+                    None => None,
+                };
+                (handle, p.size as u64, device)
+            }
+            _ => return,
+        }
+    };
+    if let (Some(key), Some(device)) = (key, device) {
+        LEDGER.allocated(key, bytes, device);
+    }
+}
+
+/// The address a successful allocation wrote.
+///
+/// # Safety
+/// `dptr` is null or points to the written `CUdeviceptr`.
+unsafe fn address(dptr: *mut DevicePtr) -> Option<BlockKey> {
+    // SAFETY: the caller vouches for `dptr`.
+    (!dptr.is_null()).then(|| BlockKey::Address(unsafe { *dptr }))
+}
+
+/// The device of the call's context.
+fn context_device(data: &CallbackData) -> Option<u32> {
+    let device_id = GET_DEVICE_ID.get()?;
+    let mut device = 0u32;
+    // SAFETY: CUPTI's own function, on the context CUPTI handed us.
+    let code = unsafe { device_id(data.context, &mut device) };
+    (code == CUPTI_SUCCESS).then_some(device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// The offsets of cupti_callbacks.h and generated_cuda_meta.h on a 64-bit
+    /// target, where CUDA runs.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn layouts_match_the_cuda_headers() {
+        assert_eq!(offset_of!(CallbackData, function_name), 8);
+        assert_eq!(offset_of!(CallbackData, function_params), 16);
+        assert_eq!(offset_of!(CallbackData, function_return_value), 24);
+        assert_eq!(offset_of!(CallbackData, context), 40);
+        assert_eq!(offset_of!(CallbackData, context_uid), 48);
+        assert_eq!(offset_of!(CallbackData, correlation_data), 56);
+        assert_eq!(offset_of!(CallbackData, correlation_id), 64);
+        assert_eq!(size_of::<CallbackData>(), 72);
+        assert_eq!(offset_of!(AllocParams, bytesize), 8);
+        assert_eq!(offset_of!(AllocPitchParams, p_pitch), 8);
+        assert_eq!(offset_of!(AllocPitchParams, height), 24);
+        assert_eq!(size_of::<AllocPitchParams>(), 40);
+        assert_eq!(size_of::<FreeParams>(), 8);
+        assert_eq!(offset_of!(CreateParams, size), 8);
+        assert_eq!(offset_of!(CreateParams, prop), 16);
+        assert_eq!(offset_of!(AllocationProp, location_id), 12);
+        assert_eq!(offset_of!(AllocFromPoolParams, bytesize), 8);
+        assert_eq!(size_of::<ReleaseParams>(), 8);
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_not_a_panic() {
+        let missing = Path::new("/nonexistent/memprof/libcupti.so");
+        let err = subscribe(Some(missing)).unwrap_err();
+        assert!(err.starts_with("cannot load CUPTI ("), "{err}");
+    }
+}
