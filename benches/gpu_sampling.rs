@@ -16,6 +16,8 @@
 
 #[path = "../tests/support/fake_cupti.rs"]
 mod fake_cupti;
+#[path = "../tests/support/fake_library.rs"]
+mod fake_library;
 #[path = "../tests/support/fake_nvml.rs"]
 mod fake_nvml;
 

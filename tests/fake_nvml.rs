@@ -1,6 +1,8 @@
 //! The fake NVML library, driven through the real `nvml-wrapper` API, so that
 //! the GPU tests built on it stand on what NVML itself would answer.
 
+#[path = "support/fake_library.rs"]
+mod fake_library;
 #[path = "support/fake_nvml.rs"]
 mod fake_nvml;
 

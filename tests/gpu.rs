@@ -10,6 +10,8 @@
 
 #[path = "support/fake_cupti.rs"]
 mod fake_cupti;
+#[path = "support/fake_library.rs"]
+mod fake_library;
 #[path = "support/fake_nvml.rs"]
 mod fake_nvml;
 

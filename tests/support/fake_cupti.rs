@@ -1,5 +1,5 @@
 //! Builds the fake CUPTI library (`tests/fake-cupti`) and drives it, for tests
-//! of counted GPU columns on machines without a GPU. Include it with
+//! of counted GPU columns on machines without a GPU. Include it, and `support/fake_library.rs` as `fake_library`, with
 //! `#[path = "support/fake_cupti.rs"] mod fake_cupti;`.
 //!
 //! Hand [`library`] to memprof through `MEMPROF_CUPTI_LIB`; [`FakeCupti`]
@@ -11,7 +11,6 @@
 
 use std::ffi::c_int;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// Driver callback ids, as CUPTI numbers them.
@@ -44,36 +43,7 @@ pub fn library() -> PathBuf {
 }
 
 fn build() -> PathBuf {
-    let workspace = env!("CARGO_MANIFEST_DIR");
-    // NOTE: a target dir of its own, because the `cargo test` that runs us
-    // holds the lock on the main one until the tests finish.
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(workspace).join("target"))
-        .join("fake-cupti");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(&cargo)
-        .arg("build")
-        .arg("--manifest-path")
-        .arg(PathBuf::from(workspace).join("Cargo.toml"))
-        .args(["-p", "memprof-fake-cupti", "--target-dir"])
-        .arg(&target_dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cargo:?} to build the fake cupti library: {e}"));
-    assert!(
-        output.status.success(),
-        "building the fake cupti library failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr),
-    );
-    let name = format!(
-        "{}memprof_fake_cupti{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let path = target_dir.join("debug").join(name);
-    assert!(path.is_file(), "{} is missing", path.display());
-    path
+    crate::fake_library::build("memprof-fake-cupti", "memprof_fake_cupti")
 }
 
 /// The fake library's driver calls, loaded from [`library`].

@@ -1,6 +1,7 @@
 //! Builds the fake NVML library (`tests/fake-nvml`) and drives it, for tests of
 //! the GPU columns on machines without a GPU. Include it with
-//! `#[path = "support/fake_nvml.rs"] mod fake_nvml;`.
+//! `#[path = "support/fake_nvml.rs"] mod fake_nvml;`, beside
+//! `support/fake_library.rs` as `mod fake_library`.
 //!
 //! Hand [`library`] to `Nvml::builder().lib_path(..)` (or to memprof through
 //! `MEMPROF_NVML_LIB`), and steer what that NVML reports through
@@ -12,7 +13,6 @@
 
 use std::ffi::c_uint;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// Bytes of memory on every fake device (80 GiB).
@@ -33,40 +33,7 @@ pub fn library() -> PathBuf {
 }
 
 fn build() -> PathBuf {
-    let workspace = env!("CARGO_MANIFEST_DIR");
-    // NOTE: a target dir of its own, because the `cargo test` that runs us
-    // holds the lock on the main one until the tests finish.
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(workspace).join("target"))
-        .join("fake-nvml");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(&cargo)
-        .arg("build")
-        .arg("--manifest-path")
-        .arg(PathBuf::from(workspace).join("Cargo.toml"))
-        .args(["-p", "memprof-fake-nvml", "--target-dir"])
-        .arg(&target_dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cargo:?} to build the fake nvml library: {e}"));
-    assert!(
-        output.status.success(),
-        "building the fake nvml library failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr),
-    );
-    let name = format!(
-        "{}memprof_fake_nvml{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let path = target_dir.join("debug").join(name);
-    assert!(
-        path.is_file(),
-        "cargo built the fake nvml library but {} is missing",
-        path.display()
-    );
-    path
+    crate::fake_library::build("memprof-fake-nvml", "memprof_fake_nvml")
 }
 
 /// The fake library's control functions, loaded from [`library`].

@@ -131,13 +131,7 @@ impl<'a> Cursor<'a> {
                 get(&frame.state().base) + stats.end,
             );
         }
-        set(&self.state().cell, next);
-        if next != NO_CELL {
-            frame.row(next).opened();
-            let (start, saved) = open_in(t);
-            set(&self.state().start, start);
-            set(&self.state().saved, saved);
-        }
+        self.open_next(frame, t, next);
     }
 
     /// [`Cursor::step`] of a thread-scope call that counts device
@@ -156,8 +150,15 @@ impl<'a> Cursor<'a> {
                 gpu.map(|g| (g.increment, g.usage, g.peak)),
             );
         }
-        set(&self.state().cell, next);
         set(&self.state().gpu, next_gpu);
+        self.open_next(frame, t, next);
+    }
+
+    /// Makes cell `next` the current one and, unless it is `NO_CELL`, opens
+    /// its thread-scope region on `t`.
+    #[inline(always)]
+    fn open_next(&self, frame: &Frame, t: &alloc::ThreadCounters, next: u32) {
+        set(&self.state().cell, next);
         if next != NO_CELL {
             frame.row(next).opened();
             let (start, saved) = open_in(t);
