@@ -1,6 +1,7 @@
 //! Builds the fake CUPTI library (`tests/fake-cupti`) and drives it, for tests
-//! of counted GPU columns on machines without a GPU. Include it, and `support/fake_library.rs` as `fake_library`, with
-//! `#[path = "support/fake_cupti.rs"] mod fake_cupti;`.
+//! of counted GPU columns on machines without a GPU. Include it with
+//! `#[path = "support/fake_cupti.rs"] mod fake_cupti;`, beside
+//! `support/fake_library.rs` as `mod fake_library`.
 //!
 //! Hand [`library`] to memprof through `MEMPROF_CUPTI_LIB`; [`FakeCupti`]
 //! loads the same path, so both share one copy of the library's state, and
