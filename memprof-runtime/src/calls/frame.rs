@@ -205,7 +205,7 @@ impl Frame {
     }
 
     /// Starts a synchronous call: it can be recursive, and prints once.
-    /// `None` under `MEMPROF=off`.
+    /// Under `MEMPROF=off` the call records nothing (see `is_recording`).
     #[inline]
     pub(crate) fn enter(&self) {
         // PERF: under `MEMPROF=off` a call costs this inlined test.
