@@ -7,44 +7,36 @@
 
 use std::hint::black_box;
 
-/// The 3-statement function.
-#[inline(never)]
-fn plain(x: u64) -> u64 {
+/// Defines `$name` with `$body`, and `$profiled` with the same body under
+/// `#[memprof::profile]`: the same code, compared.
+macro_rules! with_and_without_profile {
+    ($name:ident, $profiled:ident, fn($arg:ident: u64) -> u64 $body:block) => {
+        #[inline(never)]
+        fn $name($arg: u64) -> u64 $body
+
+        #[inline(never)]
+        #[memprof::profile]
+        fn $profiled($arg: u64) -> u64 $body
+    };
+}
+
+// The 3-statement function.
+with_and_without_profile!(plain, profiled, fn(x: u64) -> u64 {
     let a = x * 3;
     let b = a ^ (a >> 7);
     b + 1
-}
+});
 
-#[inline(never)]
-#[memprof::profile]
-fn profiled(x: u64) -> u64 {
-    let a = x * 3;
-    let b = a ^ (a >> 7);
-    b + 1
-}
-
-/// A loop whose body binds a local, so that its block has a scope-end row:
-/// three probes per iteration.
-#[inline(never)]
-fn plain_loop(n: u64) -> u64 {
+// A loop whose body binds a local, so that its block has a scope-end row:
+// three probes per iteration.
+with_and_without_profile!(plain_loop, profiled_loop, fn(n: u64) -> u64 {
     let mut sum = 0u64;
     for i in 0..n {
         let x = black_box(i ^ sum);
         sum = sum.wrapping_add(x);
     }
     sum
-}
-
-#[inline(never)]
-#[memprof::profile]
-fn profiled_loop(n: u64) -> u64 {
-    let mut sum = 0u64;
-    for i in 0..n {
-        let x = black_box(i ^ sum);
-        sum = sum.wrapping_add(x);
-    }
-    sum
-}
+});
 
 /// Iterations per call of the loops.
 const LOOP: u64 = 1000;
