@@ -116,6 +116,17 @@ fn print_report() {
     println!("REPORT {}", memprof::report().to_json());
 }
 
+/// In a child run: `f` with the fake NVML and the fake CUPTI set up, then
+/// the report printed for the parent test to read.
+fn in_counted_child(f: impl FnOnce(&FakeNvml, &FakeCupti)) {
+    if is_child() {
+        let nvml = FakeNvml::new();
+        let c = FakeCupti::new();
+        f(&nvml, &c);
+        print_report();
+    }
+}
+
 /// The report of the function whose path ends with `::name`.
 fn function<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["functions"]
@@ -607,16 +618,13 @@ fn counted_lines(c: &FakeCupti) {
 
 #[test]
 fn child_counted_lines() {
-    if is_child() {
-        let _nvml = FakeNvml::new();
-        let c = FakeCupti::new();
-        counted_lines(&c);
-        counted_lines(&c);
-        let (_, m) = memprof::measure(|| counted_lines(&c));
+    in_counted_child(|_nvml, c| {
+        counted_lines(c);
+        counted_lines(c);
+        let (_, m) = memprof::measure(|| counted_lines(c));
         println!("measure gpu {:?} {:?}", m.gpu_increment, m.gpu_peak);
         println!("subscriptions {}", c.subscriptions());
-        print_report();
-    }
+    });
 }
 
 #[test]
@@ -717,14 +725,11 @@ fn every_call(c: &FakeCupti) {
 
 #[test]
 fn child_every_call() {
-    if is_child() {
-        let _nvml = FakeNvml::new();
-        let c = FakeCupti::new();
-        every_call(&c);
+    in_counted_child(|_nvml, c| {
+        every_call(c);
         let enabled: Vec<u32> = (0..1000).filter(|&id| c.enabled(id)).collect();
         println!("enabled {enabled:?}");
-        print_report();
-    }
+    });
 }
 
 #[test]
@@ -776,12 +781,9 @@ fn on_two_counted_devices(c: &FakeCupti) {
 
 #[test]
 fn child_two_counted_devices() {
-    if is_child() {
-        let _nvml = FakeNvml::new();
-        let c = FakeCupti::new();
-        on_two_counted_devices(&c);
-        print_report();
-    }
+    in_counted_child(|_nvml, c| {
+        on_two_counted_devices(c);
+    });
 }
 
 #[test]
@@ -838,15 +840,12 @@ fn whole_process(c: &FakeCupti) -> u64 {
 
 #[test]
 fn child_counted_threads() {
-    if is_child() {
-        let _nvml = FakeNvml::new();
-        let c = FakeCupti::new();
-        let theirs = beside_another_thread(&c);
+    in_counted_child(|_nvml, c| {
+        let theirs = beside_another_thread(c);
         c.free(cbid::MEM_FREE_V2, 0, theirs);
-        let theirs = whole_process(&c);
+        let theirs = whole_process(c);
         c.free(cbid::MEM_FREE_V2, 0, theirs);
-        print_report();
-    }
+    });
 }
 
 #[test]
@@ -1012,19 +1011,16 @@ fn with_a_context(nvml: &FakeNvml, c: &FakeCupti) {
 
 #[test]
 fn child_driver_view() {
-    if is_child() {
-        let nvml = FakeNvml::new();
-        let c = FakeCupti::new();
-        with_a_context(&nvml, &c);
-        let (_, m) = memprof::measure(|| with_a_context(&nvml, &c));
+    in_counted_child(|nvml, c| {
+        with_a_context(nvml, c);
+        let (_, m) = memprof::measure(|| with_a_context(nvml, c));
         println!(
             "measure gpu {:?} {:?} {:?}",
             m.gpu_increment, m.gpu_peak, m.gpu_driver_increment
         );
-        memit!(with_a_context(&nvml, &c));
+        memit!(with_a_context(nvml, c));
         memprof::track!();
-        print_report();
-    }
+    });
 }
 
 /// While counting, NVML's view is read at call entry and exit only: on the
@@ -1093,12 +1089,9 @@ fn outer_of_scratch(c: &FakeCupti) {
 
 #[test]
 fn child_nested_counted() {
-    if is_child() {
-        let _nvml = FakeNvml::new();
-        let c = FakeCupti::new();
-        outer_of_scratch(&c);
-        print_report();
-    }
+    in_counted_child(|_nvml, c| {
+        outer_of_scratch(c);
+    });
 }
 
 /// A line that calls a profiled function gets that call's peak, however
