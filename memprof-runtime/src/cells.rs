@@ -5,40 +5,10 @@
 //! `report()`. Each write is bracketed by a per-cell sequence number, so a
 //! reader never sees a row with half an execution in it.
 
-use crate::owned::{self, load_i64, load_u32, load_u64};
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed, fence};
-
-/// No GPU sample.
-pub(crate) const NO_SAMPLE: i64 = i64::MIN;
-
-/// Accumulated figures of one table row.
-#[derive(Debug)]
-pub struct LineCell {
-    /// Odd while the owner writes: readers retry.
-    seq: AtomicU32,
-    /// Executions of this row open on the owning thread. An execution that
-    /// closes while another is open is nested in it (recursion): it counts
-    /// in Occurrences and Mem usage, not in Increment or Peak, which the
-    /// outer execution already holds. Only the owner reads or writes it.
-    open: UnsafeCell<u32>,
-    occurrences: AtomicU64,
-    increment: AtomicI64,
-    peak: AtomicU64,
-    /// Highest heap after the row; `i64::MIN` before any execution.
-    mem_usage: AtomicI64,
-    /// Sum of GPU bytes after minus before, over sampled executions.
-    gpu_increment: AtomicI64,
-    /// GPU bytes after the row, highest over sampled executions;
-    /// `NO_SAMPLE` when never sampled.
-    gpu_usage: AtomicI64,
-    /// Highest GPU rise within one execution.
-    gpu_peak: AtomicU64,
-    /// `fn` rows while counting: the driver's view (NVML) at call exit minus
-    /// entry, summed, and at exit, highest; `NO_SAMPLE` when never read.
-    driver_increment: AtomicI64,
-    driver_usage: AtomicI64,
-}
+pub use crate::kernel::layout::LineCell;
+pub(crate) use crate::kernel::layout::NO_SAMPLE;
+use crate::owned::{self, load_i64, load_u64};
+use std::sync::atomic::{Ordering::Relaxed, fence};
 
 /// One reader's consistent copy of a [`LineCell`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,117 +55,16 @@ impl Default for RowFigures {
 }
 
 impl LineCell {
-    /// An empty row.
-    pub const fn new() -> Self {
-        LineCell {
-            seq: AtomicU32::new(0),
-            open: UnsafeCell::new(0),
-            occurrences: AtomicU64::new(0),
-            increment: AtomicI64::new(0),
-            peak: AtomicU64::new(0),
-            mem_usage: AtomicI64::new(i64::MIN),
-            gpu_increment: AtomicI64::new(0),
-            gpu_usage: AtomicI64::new(NO_SAMPLE),
-            gpu_peak: AtomicU64::new(0),
-            driver_increment: AtomicI64::new(0),
-            driver_usage: AtomicI64::new(NO_SAMPLE),
-        }
-    }
-
     /// `n` empty rows, for a call's own table.
     pub(crate) fn row_set(n: usize) -> Box<[LineCell]> {
         (0..n).map(|_| LineCell::new()).collect()
-    }
-
-    /// Executions of the row open on this (the owning) thread.
-    #[inline(always)]
-    fn open_count(&self) -> *mut u32 {
-        self.open.get()
-    }
-
-    /// An execution of the row starts (owner only).
-    #[inline(always)]
-    pub(crate) fn opened(&self) {
-        // SAFETY: only the owning thread touches `open`.
-        unsafe { *self.open_count() += 1 }
-    }
-
-    #[inline(always)]
-    fn begin_write(&self) -> u32 {
-        let seq = load_u32(&self.seq);
-        self.seq.store(seq.wrapping_add(1), Relaxed);
-        fence(std::sync::atomic::Ordering::Release);
-        seq
-    }
-
-    #[inline(always)]
-    fn end_write(&self, seq: u32) {
-        self.seq
-            .store(seq.wrapping_add(2), std::sync::atomic::Ordering::Release);
-    }
-
-    /// An execution of the row ends (owner only): adds its figures under the
-    /// recursion rule (see `open`).
-    ///
-    /// PERF: the owner reads its own figures with plain loads and stores
-    /// only what changed: a statement that allocated nothing stores its
-    /// occurrence and the two sequence numbers.
-    #[inline(always)]
-    pub(crate) fn closed(&self, increment: i64, peak: u64, mem_usage: i64) {
-        self.closed_with(increment, peak, mem_usage, None);
-    }
-
-    /// [`LineCell::closed`] with the execution's GPU figures, (increment,
-    /// usage, peak), if any: one write for both.
-    #[inline(always)]
-    pub(crate) fn closed_with(
-        &self,
-        increment: i64,
-        peak: u64,
-        mem_usage: i64,
-        gpu: Option<(i64, i64, u64)>,
-    ) {
-        // SAFETY: only the owning thread touches `open`.
-        let open = unsafe { &mut *self.open_count() };
-        let nested = *open > 1;
-        *open = open.saturating_sub(1);
-        let seq = self.begin_write();
-        self.occurrences
-            .store(load_u64(&self.occurrences) + 1, Relaxed);
-        if !nested {
-            if increment != 0 {
-                self.increment
-                    .store(load_i64(&self.increment) + increment, Relaxed);
-            }
-            if peak > load_u64(&self.peak) {
-                self.peak.store(peak, Relaxed);
-            }
-        }
-        if mem_usage > load_i64(&self.mem_usage) {
-            self.mem_usage.store(mem_usage, Relaxed);
-        }
-        if let Some((increment, usage, peak)) = gpu {
-            if !nested {
-                if increment != 0 {
-                    self.gpu_increment
-                        .store(load_i64(&self.gpu_increment) + increment, Relaxed);
-                }
-                if peak > load_u64(&self.gpu_peak) {
-                    self.gpu_peak.store(peak, Relaxed);
-                }
-            }
-            if usage > load_i64(&self.gpu_usage) {
-                self.gpu_usage.store(usage, Relaxed);
-            }
-        }
-        self.end_write(seq);
     }
 
     /// Adds one execution's GPU figures (owner only), under the recursion
     /// rule; before [`LineCell::closed`], which ends the execution.
     pub(crate) fn closed_gpu(&self, increment: i64, usage: i64, peak: u64) {
         // SAFETY: only the owning thread touches `open`.
-        let nested = unsafe { *self.open_count() } > 1;
+        let nested = unsafe { *self.open.get() } > 1;
         let seq = self.begin_write();
         if !nested {
             self.gpu_increment
@@ -213,7 +82,7 @@ impl LineCell {
     /// recursion rule; before [`LineCell::closed`].
     pub(crate) fn closed_driver(&self, increment: i64, usage: i64) {
         // SAFETY: only the owning thread touches `open`.
-        let nested = unsafe { *self.open_count() } > 1;
+        let nested = unsafe { *self.open.get() } > 1;
         let seq = self.begin_write();
         if !nested {
             self.driver_increment
@@ -285,15 +154,5 @@ impl LineCell {
         let (driver_increment, driver_usage) = f.driver.unwrap_or((0, NO_SAMPLE));
         self.driver_increment.store(driver_increment, Relaxed);
         self.driver_usage.store(driver_usage, Relaxed);
-    }
-}
-
-// SAFETY: other threads only read the atomics; `open` is touched by the
-// owning thread alone.
-unsafe impl Sync for LineCell {}
-
-impl Default for LineCell {
-    fn default() -> Self {
-        Self::new()
     }
 }

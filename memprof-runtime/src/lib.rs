@@ -4,7 +4,8 @@
 //! Users depend on the `memprof` facade crate, which re-exports what is public
 //! here. The modules form layers, lowest first; each imports only from the
 //! layers below it, and data flows upwards:
-//! 1. leaves: [`units`], [`config`] (configuration as a value), `owned`;
+//! 1. leaves: `kernel` (the optimized statement step and the `repr(C)` state
+//!    it shares, with `owned`), [`units`], [`config`] (configuration as a value);
 //!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
 //!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
@@ -31,9 +32,10 @@ mod gpu;
 mod gpu;
 #[doc(hidden)]
 pub mod gpu_rule;
+mod kernel;
 mod measure;
+use kernel::owned;
 mod output;
-mod owned;
 mod probe;
 mod region;
 mod render;
@@ -68,6 +70,7 @@ pub mod __private {
     pub use crate::budget::{Comparison, Condition, Quantity, check_memory};
     pub use crate::calls::{Cursor, FnMeta, Instrumented, Registration, TailGuard};
     pub use crate::cells::LineCell;
+    pub use crate::kernel::optimized as kernel_optimized;
     pub use crate::measure::MeasureGuard;
     pub use crate::probe::{CallFrame, CallGuard};
     pub use crate::region::Scope;

@@ -14,7 +14,6 @@
 //! count across `.await`.
 
 use crate::alloc::{self, THREAD, ThreadCounters};
-use crate::owned::{get, max, set};
 
 /// Whose allocations a region counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,17 +24,7 @@ pub enum Scope {
     Process,
 }
 
-/// Figures for one closed region.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct RegionStats {
-    /// Net bytes allocated while open.
-    pub(crate) increment: i64,
-    /// Highest rise above the start.
-    pub(crate) peak: u64,
-    /// The count when the region closed (context terms for thread scope, the
-    /// process total for process scope).
-    pub(crate) end: i64,
-}
+pub(crate) use crate::kernel::region::{RegionStats, close_in, open_in};
 
 pub(crate) fn with_thread<R: Default>(f: impl FnOnce(&ThreadCounters) -> R) -> R {
     THREAD.try_with(f).unwrap_or_default()
@@ -107,36 +96,6 @@ fn stats(start: i64, end: i64, rise: i64) -> RegionStats {
     RegionStats {
         increment,
         peak: rise.max(increment).max(0) as u64,
-        end,
-    }
-}
-
-/// Opens a thread-scope region on `t`: its start, and the enclosing
-/// region's watermark to restore at its close.
-#[inline(always)]
-pub(crate) fn open_in(t: &ThreadCounters) -> (i64, i64) {
-    let adjust = get(&t.adjust_net);
-    let peak = get(&t.peak);
-    let net = t.net();
-    let saved = max(peak + adjust, get(&t.carry));
-    set(&t.hi, max(get(&t.hi), peak));
-    set(&t.peak, net);
-    set(&t.carry, i64::MIN);
-    (net + adjust, saved)
-}
-
-/// Closes the thread-scope region that [`open_in`] opened on `t`.
-#[inline(always)]
-pub(crate) fn close_in(t: &ThreadCounters, start: i64, saved: i64) -> RegionStats {
-    let adjust = get(&t.adjust_net);
-    let watermark = max(get(&t.peak) + adjust, get(&t.carry));
-    set(&t.carry, max(saved, watermark));
-    let end = t.net() + adjust;
-    let increment = end - start;
-    let rise = max(watermark - start, increment);
-    RegionStats {
-        increment,
-        peak: if rise > 0 { rise as u64 } else { 0 },
         end,
     }
 }

@@ -22,7 +22,7 @@
 //! Beside it: `slots` (the process-wide sum), `watch` (process-scope
 //! watermarks) and `classes` (size-class tallies for `track!`).
 
-use crate::owned;
+use crate::kernel::layout::Counters;
 
 mod allocator;
 mod classes;
@@ -59,43 +59,18 @@ const TRACKING: u8 = 4;
 
 /// The calling thread's counters. Only this thread reads or writes them.
 ///
-/// The net count (in the thread's slot), `peak`, `allocs` and `deallocs` are
-/// real: moved by the allocator alone. The rest is owned by the probes: `adjust_*` shift real values into
-/// the current context's terms (an async task's own count while it is polled;
-/// zero otherwise), `carry` holds the part of the innermost open region's
-/// watermark that `peak` no longer shows, and `hi` the highest `peak` seen
-/// since the current poll began.
-///
-/// PERF: `repr(C)` keeps what the fast path touches, `hook` to `deallocs`,
-/// in the first 32 bytes: one cache line, as the type is 128-byte aligned.
+/// Starts with the [`Counters`] that the allocator's fast path and the
+/// statement probes share with the kernel (see there); the rest is the
+/// allocator's slow path's own.
 #[repr(C)]
 pub(crate) struct ThreadCounters {
-    /// The slot the allocator's fast path counts into: `slot` while
-    /// `COUNTING`, null otherwise. Set only through [`set_mode`].
-    ///
-    /// PERF: the fast path loads this pointer anyway; testing it for null is
-    /// the one test for every special case of this thread's own.
-    hook: Cell<*const Slot>,
-    pub(crate) allocs: Cell<u64>,
-    /// PERF: between the two counts, so that `realloc` increments them with
-    /// two 8-byte stores: merged into one 16-byte access (as the compiler
-    /// does for adjacent fields), the load could not take its data from the
-    /// separate stores `alloc` and `dealloc` left in the store buffer.
-    pub(crate) peak: Cell<i64>,
-    pub(crate) deallocs: Cell<u64>,
+    /// What the fast paths touch. `hook` is set only through [`set_mode`].
+    pub(crate) head: Counters,
     /// One of `COUNTING`, `UNCLAIMED`, `OVERFLOW_SLOT`, `PAUSED`, `TRACKING`;
     /// read on the slow path only.
     mode: Cell<u8>,
     /// Set by the thread's first `track!`: count by size class from now on.
     wants_tracking: Cell<bool>,
-    /// The claimed slot in `SLOTS`, or `private` once they are all taken;
-    /// `EMPTY` until the thread first allocates.
-    slot: Cell<*const Slot>,
-    pub(crate) adjust_net: Cell<i64>,
-    pub(crate) adjust_allocs: Cell<u64>,
-    pub(crate) adjust_deallocs: Cell<u64>,
-    pub(crate) carry: Cell<i64>,
-    pub(crate) hi: Cell<i64>,
     /// This thread's net count when it has no slot of its own: summed into
     /// the process total through `OVERFLOW` instead.
     private: Slot,
@@ -104,42 +79,38 @@ pub(crate) struct ThreadCounters {
     classes: [Cell<ClassTally>; SIZE_CLASSES],
 }
 
+impl std::ops::Deref for ThreadCounters {
+    type Target = Counters;
+
+    #[inline(always)]
+    fn deref(&self) -> &Counters {
+        &self.head
+    }
+}
+
 thread_local! {
     // NOTE: no field needs drop, so this registers no TLS destructor: the
     // allocator may touch it at any point of a thread's life, teardown included.
     pub(crate) static THREAD: ThreadCounters = const {
         ThreadCounters {
-            hook: Cell::new(std::ptr::null()),
-            allocs: Cell::new(0),
-            peak: Cell::new(0),
-            deallocs: Cell::new(0),
+            head: Counters {
+                hook: Cell::new(std::ptr::null()),
+                allocs: Cell::new(0),
+                peak: Cell::new(0),
+                deallocs: Cell::new(0),
+                slot: Cell::new(&EMPTY),
+                adjust_net: Cell::new(0),
+                adjust_allocs: Cell::new(0),
+                adjust_deallocs: Cell::new(0),
+                carry: Cell::new(i64::MIN),
+                hi: Cell::new(i64::MIN),
+            },
             mode: Cell::new(UNCLAIMED),
             wants_tracking: Cell::new(false),
-            slot: Cell::new(&EMPTY),
-            adjust_net: Cell::new(0),
-            adjust_allocs: Cell::new(0),
-            adjust_deallocs: Cell::new(0),
-            carry: Cell::new(i64::MIN),
-            hi: Cell::new(i64::MIN),
             private: Slot::new(),
             classes: [const { Cell::new(ClassTally::ZERO) }; SIZE_CLASSES],
         }
     };
-}
-
-impl ThreadCounters {
-    /// This thread's net count: bytes allocated minus bytes freed.
-    ///
-    /// PERF: always inlined to two loads, as the statement probes read it
-    /// at every statement, in unoptimized builds too.
-    #[inline(always)]
-    pub(crate) fn net(&self) -> i64 {
-        // SAFETY: `slot` points at `EMPTY`, into `SLOTS` or at `private`, all
-        // of which outlive every use through this thread's counters.
-        let slot = unsafe { &*owned::get(&self.slot) };
-        // Only this thread stores to its slot.
-        owned::load_i64(&slot.net)
-    }
 }
 
 /// The calling thread's counters; null past its thread-locals' end.
@@ -286,7 +257,7 @@ pub fn is_installed() -> bool {
 
 /// This thread's own net count (not shifted into an async task's terms).
 pub(crate) fn thread_net() -> i64 {
-    THREAD.try_with(ThreadCounters::net).unwrap_or(0)
+    THREAD.try_with(|t| t.net()).unwrap_or(0)
 }
 
 /// Starts counting this thread's allocations by size class, for `track!`.
@@ -333,11 +304,12 @@ mod tests {
     fn the_fast_path_fields_share_a_cache_line() {
         use std::mem::{align_of, offset_of};
         assert!(align_of::<ThreadCounters>() >= 64);
-        assert_eq!(offset_of!(ThreadCounters, hook), 0);
-        assert!(offset_of!(ThreadCounters, deallocs) + 8 <= 64);
+        assert_eq!(offset_of!(ThreadCounters, head), 0);
+        assert_eq!(offset_of!(Counters, hook), 0);
+        assert!(offset_of!(Counters, deallocs) + 8 <= 64);
         // Not adjacent: see `peak`.
         assert_eq!(
-            offset_of!(ThreadCounters, deallocs) - offset_of!(ThreadCounters, allocs),
+            offset_of!(Counters, deallocs) - offset_of!(Counters, allocs),
             16
         );
     }

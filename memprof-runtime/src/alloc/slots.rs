@@ -10,20 +10,13 @@ use std::sync::atomic::{
 /// Number of per-thread slots; later threads share the overflow slot.
 pub(crate) const SLOT_COUNT: usize = 1024;
 
-/// One thread's share of the process-wide heap count, and the only copy of
-/// that thread's net count. 128-byte aligned so that neighbouring threads'
-/// slots never share a cache line, or a prefetched pair.
-#[repr(align(128))]
-pub(crate) struct Slot {
-    claimed: AtomicBool,
-    pub(super) net: AtomicI64,
-}
+pub(crate) use crate::kernel::layout::Slot;
 
 impl Slot {
     pub(super) const fn new() -> Self {
         Slot {
-            claimed: AtomicBool::new(false),
             net: AtomicI64::new(0),
+            claimed: AtomicBool::new(false),
         }
     }
 }

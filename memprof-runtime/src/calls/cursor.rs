@@ -13,42 +13,41 @@
 use super::frame::Frame;
 use crate::alloc;
 use crate::gpu::GpuMark;
+pub(crate) use crate::kernel::layout::NO_CELL;
+use crate::kernel::layout::{CallHead, CursorHead};
 use crate::owned::{get, set};
 use crate::region::{Region, Scope, close_in, open_in};
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
-/// No region open, or no scope-end row.
-pub(crate) const NO_CELL: u32 = u32::MAX;
-
 /// Walks one block's statements; see the module documentation.
+///
+/// Starts with the [`CursorHead`] that the kernel's step works on.
+#[repr(C)]
 pub struct Cursor<'a> {
-    /// `None` when the call records nothing (`MEMPROF=off`).
-    frame: Option<&'a Frame>,
-    /// PERF: written only when `frame` is `Some`, so that under
-    /// `MEMPROF=off` a cursor costs one store.
-    state: MaybeUninit<CursorState>,
+    /// `call` is the frame, or null when the call records nothing
+    /// (`MEMPROF=off`).
+    head: CursorHead,
+    /// PERF: written only when recording, so that under `MEMPROF=off` a
+    /// cursor costs four stores.
+    rest: MaybeUninit<CursorRest>,
+    _frame: PhantomData<&'a Frame>,
 }
 
-/// Where a [`Cursor`] is: the open region, if any.
+/// What the slow step keeps beside the head.
 #[derive(Debug)]
-struct CursorState {
-    cell: Cell<u32>,
-    start: Cell<i64>,
-    saved: Cell<i64>,
+struct CursorRest {
     /// Where the current region's GPU figures started, if watched.
     gpu: Cell<Option<GpuMark>>,
     /// Process scope: the open watch.
     watch: Cell<(u32, i64)>,
 }
 
-impl CursorState {
+impl CursorRest {
     /// No region open. PERF: a constant, as `FrameState::UNSET` is.
     #[allow(clippy::declare_interior_mutable_const)]
-    const UNSET: CursorState = CursorState {
-        cell: Cell::new(NO_CELL),
-        start: Cell::new(0),
-        saved: Cell::new(0),
+    const UNSET: CursorRest = CursorRest {
         gpu: Cell::new(None),
         watch: Cell::new((u32::MAX, 0)),
     };
@@ -57,7 +56,7 @@ impl CursorState {
 impl std::fmt::Debug for Cursor<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cursor")
-            .field("recording", &self.frame.is_some())
+            .field("recording", &!self.head.call.is_null())
             .finish_non_exhaustive()
     }
 }
@@ -66,35 +65,53 @@ impl std::fmt::Debug for Cursor<'_> {
 // that declared it, which runs on one thread at a time; holding `&Cursor`
 // across `.await` only needs it to be `Send`.
 unsafe impl Sync for Cursor<'_> {}
+// SAFETY: as for `Sync`: the frame it points at moves with it (an `async
+// fn`'s future), and only the thread polling it touches either.
+unsafe impl Send for Cursor<'_> {}
 
 impl<'a> Cursor<'a> {
     #[inline]
     pub(crate) fn new(frame: Option<&'a Frame>) -> Self {
         Cursor {
-            frame,
-            state: match frame {
-                Some(_) => MaybeUninit::new(CursorState::UNSET),
+            head: CursorHead {
+                call: frame.map_or(std::ptr::null(), |f| std::ptr::from_ref(f).cast::<CallHead>()),
+                cell: Cell::new(NO_CELL),
+                start: Cell::new(0),
+                saved: Cell::new(0),
+            },
+            rest: match frame {
+                Some(_) => MaybeUninit::new(CursorRest::UNSET),
                 None => MaybeUninit::uninit(),
             },
+            _frame: PhantomData,
         }
     }
 
+    /// The call, if it records.
+    #[inline(always)]
+    fn frame(&self) -> Option<&'a Frame> {
+        // SAFETY: `call` is null or the `Frame` that made this cursor (its
+        // head is its first field), which outlives it.
+        unsafe { self.head.call.cast::<Frame>().as_ref() }
+    }
+
     /// Ends the current statement's region, if any, and starts cell `cell`'s.
-    #[inline]
+    ///
+    /// PERF: always inlined, in unoptimized builds too: a statement costs
+    /// one call, into the kernel, which under `MEMPROF=off` returns at once.
+    #[inline(always)]
     pub fn enter(&self, cell: u32) {
-        // PERF: under `MEMPROF=off` a statement costs this test.
-        if let Some(frame) = self.frame {
-            self.step(frame, cell);
+        // SAFETY: this thread's live cursor, whose call is open.
+        if unsafe { crate::kernel::step(&self.head, cell) } != 0 {
+            self.step_slowly(cell);
         }
     }
 
     /// Ends the current statement's region; then starts the closing brace's
     /// region, cell `end`, unless it is `u32::MAX` (no such row).
-    #[inline]
+    #[inline(always)]
     pub fn leave(&self, end: u32) {
-        if let Some(frame) = self.frame {
-            self.step(frame, end);
-        }
+        self.enter(end);
     }
 
     /// Starts a block's tail expression (cell `cell`); when the returned
@@ -105,16 +122,20 @@ impl<'a> Cursor<'a> {
         TailGuard { cursor: self, end }
     }
 
-    /// Closes the current region and opens cell `next`'s, if it is one.
-    ///
-    /// PERF: the thread-scope step, the common case, is this one function
-    /// with everything in it inlined and no closure or region object, so
-    /// that it stays a few dozen instructions in unoptimized (`cargo test`)
-    /// builds too.
+    /// Closes the current region and opens cell `next`'s, if it is one: the
+    /// step of the calls that the kernel leaves to the runtime (NVML
+    /// sampling, process scope, counted device memory, `async fn` calls).
+    #[cold]
     #[inline(never)]
+    fn step_slowly(&self, next: u32) {
+        if let Some(frame) = self.frame() {
+            self.step(frame, next);
+        }
+    }
+
     fn step(&self, frame: &Frame, next: u32) {
         if get(&frame.state().slow) {
-            return self.step_slowly(frame, next);
+            return self.step_sampled(frame, next);
         }
         let Some(t) = frame.counters() else {
             return;
@@ -122,13 +143,13 @@ impl<'a> Cursor<'a> {
         if get(&frame.state().gpu) {
             return self.step_counted(frame, t, next);
         }
-        let cell = get(&self.state().cell);
+        let cell = get(&self.head.cell);
         if cell != NO_CELL {
-            let stats = close_in(t, get(&self.state().start), get(&self.state().saved));
+            let stats = close_in(t, get(&self.head.start), get(&self.head.saved));
             frame.row(cell).closed(
                 stats.increment,
                 stats.peak,
-                get(&frame.state().base) + stats.end,
+                get(&frame.head.base) + stats.end,
             );
         }
         self.open_next(frame, t, next);
@@ -139,18 +160,18 @@ impl<'a> Cursor<'a> {
     #[inline(never)]
     fn step_counted(&self, frame: &Frame, t: &alloc::ThreadCounters, next: u32) {
         let (gpu, next_gpu) =
-            crate::gpu::step_counted_thread(get(&self.state().gpu), next != NO_CELL);
-        let cell = get(&self.state().cell);
+            crate::gpu::step_counted_thread(get(&self.rest().gpu), next != NO_CELL);
+        let cell = get(&self.head.cell);
         if cell != NO_CELL {
-            let stats = close_in(t, get(&self.state().start), get(&self.state().saved));
+            let stats = close_in(t, get(&self.head.start), get(&self.head.saved));
             frame.row(cell).closed_with(
                 stats.increment,
                 stats.peak,
-                get(&frame.state().base) + stats.end,
+                get(&frame.head.base) + stats.end,
                 gpu.map(|g| (g.increment, g.usage, g.peak)),
             );
         }
-        set(&self.state().gpu, next_gpu);
+        set(&self.rest().gpu, next_gpu);
         self.open_next(frame, t, next);
     }
 
@@ -158,12 +179,12 @@ impl<'a> Cursor<'a> {
     /// its thread-scope region on `t`.
     #[inline(always)]
     fn open_next(&self, frame: &Frame, t: &alloc::ThreadCounters, next: u32) {
-        set(&self.state().cell, next);
+        set(&self.head.cell, next);
         if next != NO_CELL {
             frame.row(next).opened();
             let (start, saved) = open_in(t);
-            set(&self.state().start, start);
-            set(&self.state().saved, saved);
+            set(&self.head.start, start);
+            set(&self.head.saved, saved);
         }
     }
 
@@ -171,66 +192,64 @@ impl<'a> Cursor<'a> {
     /// sample ends the current region and starts the next.
     #[cold]
     #[inline(never)]
-    fn step_slowly(&self, frame: &Frame, next: u32) {
+    fn step_sampled(&self, frame: &Frame, next: u32) {
         let (gpu, next_gpu) = if !get(&frame.state().gpu) {
             (None, None)
         } else if next == NO_CELL {
-            (get(&self.state().gpu).and_then(crate::gpu::end), None)
+            (get(&self.rest().gpu).and_then(crate::gpu::end), None)
         } else {
-            crate::gpu::step(get(&self.state().gpu), frame.meta.scope == Scope::Process)
+            crate::gpu::step(get(&self.rest().gpu), frame.meta.scope == Scope::Process)
         };
-        let cell = get(&self.state().cell);
+        let cell = get(&self.head.cell);
         if cell != NO_CELL {
             let mut region = self.region();
             let stats = region.close();
             frame.row(cell).closed_with(
                 stats.increment,
                 stats.peak,
-                get(&frame.state().base) + stats.end,
+                get(&frame.head.base) + stats.end,
                 gpu.map(|g| (g.increment, g.usage, g.peak)),
             );
         }
-        set(&self.state().cell, next);
-        set(&self.state().gpu, next_gpu);
+        set(&self.head.cell, next);
+        set(&self.rest().gpu, next_gpu);
         if next != NO_CELL {
             frame.row(next).opened();
             let region = Region::open(frame.meta.scope);
-            set(&self.state().start, region.start);
-            set(&self.state().saved, region.saved);
+            set(&self.head.start, region.start);
+            set(&self.head.saved, region.saved);
             if let Some(watch) = region.watch {
-                set(&self.state().watch, watch.into_parts());
+                set(&self.rest().watch, watch.into_parts());
             }
         }
     }
 
     /// The open region, rebuilt from the cursor's fields.
     fn region(&self) -> Region {
-        let (index, start) = get(&self.state().watch);
+        let (index, start) = get(&self.rest().watch);
         Region {
-            start: get(&self.state().start),
-            saved: get(&self.state().saved),
+            start: get(&self.head.start),
+            saved: get(&self.head.saved),
             watch: (index != u32::MAX).then(|| alloc::Watch::from_parts(index, start)),
         }
     }
 }
 
 impl Cursor<'_> {
-    /// Where the cursor is. Only while `frame` is `Some`.
+    /// The slow step's state. Only while recording.
     #[inline(always)]
-    fn state(&self) -> &CursorState {
-        // SAFETY: written by `new` whenever `frame` is `Some`, and every
-        // caller comes after a `frame` test.
-        unsafe { &*(&self.state as *const MaybeUninit<CursorState>).cast::<CursorState>() }
+    fn rest(&self) -> &CursorRest {
+        // SAFETY: written by `new` whenever the call records, and every
+        // caller comes after a test of that.
+        unsafe { &*(&self.rest as *const MaybeUninit<CursorRest>).cast::<CursorRest>() }
     }
 }
 
 impl Drop for Cursor<'_> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
-        if let Some(frame) = self.frame
-            && get(&self.state().cell) != NO_CELL
-        {
-            self.step(frame, NO_CELL);
+        if get(&self.head.cell) != NO_CELL {
+            self.enter(NO_CELL);
         }
     }
 }

@@ -17,6 +17,7 @@ use super::meta::{FnMeta, switch_on_entry, table_every_call};
 use super::thread::{ThreadFn, thread_fn};
 use crate::alloc::{self, ThreadCounters};
 use crate::cells::LineCell;
+use crate::kernel::layout::{CALL_SLOW, CallHead, Counters};
 use crate::config::ReportMode;
 use crate::owned::{get, set};
 use crate::region::{Region, RegionStats, Scope, close_in, open_in};
@@ -29,7 +30,11 @@ use std::sync::atomic::Ordering::Relaxed;
 pub const AUTO_CALL_TABLES: u64 = 3;
 
 /// One call's state, on the caller's stack (or in the future, for `async fn`).
+///
+/// Starts with the [`CallHead`] that the kernel's statement step reads.
+#[repr(C)]
 pub(crate) struct Frame {
+    pub(crate) head: CallHead,
     pub(crate) meta: &'static FnMeta,
     /// Whether the call was entered with `MEMPROF` on; `state` is written
     /// then.
@@ -41,20 +46,12 @@ pub(crate) struct Frame {
 
 /// What a [`Frame`] keeps; only the thread running the call touches it.
 pub(crate) struct FrameState {
-    /// The thread's counters, for a synchronous call (which never changes
-    /// threads); null for an `async fn` call, which looks them up each time.
-    counters: Cell<*const ThreadCounters>,
     /// The calling thread's aggregate (synchronous calls); null if none.
     thread_fn: Cell<*const ThreadFn>,
-    /// Where the rows are recorded.
-    cells: Cell<*const LineCell>,
     /// The rows this call owns, when it wants a table of its own.
     own: Cell<Option<Box<[LineCell]>>>,
     /// Which per-call table this is (1 for the first); 0 for none.
     nth: Cell<u64>,
-    /// Thread scope: process heap at entry minus the context count at entry,
-    /// so `base + context count` is the heap the call sees.
-    pub(crate) base: Cell<i64>,
     pub(crate) gpu: Cell<bool>,
     /// Statements take the slow step: NVML sampling or process scope.
     pub(crate) slow: Cell<bool>,
@@ -74,12 +71,9 @@ impl FrameState {
     /// is a fresh value: no state is shared.
     #[allow(clippy::declare_interior_mutable_const)]
     const UNSET: FrameState = FrameState {
-        counters: Cell::new(std::ptr::null()),
         thread_fn: Cell::new(std::ptr::null()),
-        cells: Cell::new(std::ptr::null()),
         own: Cell::new(None),
         nth: Cell::new(0),
-        base: Cell::new(0),
         gpu: Cell::new(false),
         slow: Cell::new(false),
         outermost: Cell::new(false),
@@ -198,6 +192,12 @@ impl Frame {
     #[inline]
     pub(crate) fn new(meta: &'static FnMeta) -> Self {
         Frame {
+            head: CallHead {
+                counters: Cell::new(std::ptr::null()),
+                cells: Cell::new(std::ptr::null()),
+                base: Cell::new(0),
+                flags: Cell::new(CALL_SLOW),
+            },
             meta,
             recording: Cell::new(false),
             state: UnsafeCell::new(MaybeUninit::uninit()),
@@ -218,7 +218,7 @@ impl Frame {
     fn enter_recording(&self) {
         self.start_state();
         let meta = self.meta;
-        set(&self.state().counters, alloc::thread_counters());
+        set(&self.head.counters, alloc::thread_counters().cast::<Counters>());
         let thread_fn = thread_fn(meta);
         set(&self.state().thread_fn, thread_fn);
         // SAFETY: a non-null aggregate lives as long as this thread.
@@ -231,12 +231,12 @@ impl Frame {
                     t.renew();
                     set(&self.state().outermost, true);
                     match self.wanted_table() {
-                        0 => set(&self.state().cells, t.cells().as_ptr()),
+                        0 => set(&self.head.cells, t.cells().as_ptr()),
                         nth => self.own_table(nth),
                     }
-                    t.target.set(get(&self.state().cells));
+                    t.target.set(get(&self.head.cells));
                 } else {
-                    set(&self.state().cells, t.target.get());
+                    set(&self.head.cells, t.target.get());
                 }
             }
             None => {
@@ -302,7 +302,7 @@ impl Frame {
     #[cold]
     fn own_table(&self, nth: u64) {
         let cells = alloc::untracked(|| LineCell::row_set(self.meta.cell_count()));
-        set(&self.state().cells, cells.as_ptr());
+        set(&self.head.cells, cells.as_ptr());
         self.state().own.set(Some(cells));
         set(&self.state().nth, nth);
     }
@@ -314,7 +314,12 @@ impl Frame {
         // PERF: counted device bytes of a thread-scope call stay on the
         // fast step, which reads them from this thread's counters.
         let sampled = gpu && !crate::gpu::counted();
-        set(&self.state().slow, sampled || meta.scope == Scope::Process);
+        let slow = sampled || meta.scope == Scope::Process;
+        set(&self.state().slow, slow);
+        // The kernel's step takes the thread-scope calls of a known thread
+        // that count no device memory; the runtime's, the rest.
+        let fast = !slow && !gpu && !get(&self.head.counters).is_null();
+        set(&self.head.flags, if fast { 0 } else { CALL_SLOW });
         let gpu_start = if gpu {
             crate::gpu::begin(meta.scope == Scope::Process)
         } else {
@@ -333,7 +338,7 @@ impl Frame {
             _ => Region::open(meta.scope),
         };
         if meta.scope == Scope::Thread {
-            set(&self.state().base, alloc::process_net() - region.start);
+            set(&self.head.base, alloc::process_net() - region.start);
         }
         // NOTE: after the regions open, so that NVML's own work is no
         // part of the call's figures.
@@ -371,7 +376,7 @@ impl Frame {
         fn_row.closed(
             stats.increment,
             stats.peak,
-            get(&self.state().base) + stats.end,
+            get(&self.head.base) + stats.end,
         );
         // SAFETY: a non-null aggregate lives as long as this thread.
         let thread_fn = unsafe { get(&self.state().thread_fn).as_ref() };
@@ -426,26 +431,20 @@ impl Frame {
         // SAFETY: `cells` points at `cell_count` rows of the thread's
         // aggregate, of this call's own table or of the outermost call's,
         // each of which outlives this call.
-        unsafe { std::slice::from_raw_parts(get(&self.state().cells), self.meta.cell_count()) }
+        unsafe { std::slice::from_raw_parts(get(&self.head.cells), self.meta.cell_count()) }
     }
 
     /// Row `cell`. The macro numbers cells below `cell_count`.
     #[inline(always)]
     pub(crate) fn row(&self, cell: u32) -> &LineCell {
-        // SAFETY: as in `cells`; generated code passes only cell numbers
-        // below `cell_count`.
-        // PERF: address arithmetic rather than `add`, which unoptimized
-        // builds check in a call.
-        let address =
-            get(&self.state().cells) as usize + cell as usize * std::mem::size_of::<LineCell>();
-        unsafe { &*(address as *const LineCell) }
+        self.head.row(cell)
     }
 
     /// The counters of the thread running the call.
     /// `None` only on a thread past its thread-locals' end.
     #[inline(always)]
     pub(crate) fn counters(&self) -> Option<&ThreadCounters> {
-        let mut counters = get(&self.state().counters);
+        let mut counters = get(&self.head.counters).cast::<ThreadCounters>();
         if counters as usize == 0 {
             counters = alloc::thread_counters();
             if counters as usize == 0 {

@@ -6,8 +6,8 @@
 //! atomic load several). These helpers are always inlined, in every build,
 //! to a single move.
 
-use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64};
+use core::cell::{Cell, UnsafeCell};
+use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64};
 
 /// `c.get()`.
 #[inline(always)]

@@ -1,0 +1,160 @@
+//! The state that the kernel's hot paths and the rest of the runtime share:
+//! `repr(C)` types, defined once here, so that the optimized library and the
+//! runtime that calls it agree on every field by construction (both compile
+//! this file).
+//!
+//! Each type is owned by a module of the runtime, which keeps its
+//! invariants; the kernel only runs the fast path over it.
+
+use core::cell::{Cell, UnsafeCell};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64};
+
+/// No region open, or no scope-end row.
+pub const NO_CELL: u32 = u32::MAX;
+
+/// One thread's share of the process-wide heap count, and the only copy of
+/// that thread's net count. Owned by `alloc::slots`. 128-byte aligned so
+/// that neighbouring threads' slots never share a cache line, or a
+/// prefetched pair.
+#[repr(C, align(128))]
+pub struct Slot {
+    pub net: AtomicI64,
+    pub claimed: AtomicBool,
+}
+
+/// The part of a thread's counters that the allocator's fast path and the
+/// statement probes touch. Owned by `alloc` (see `ThreadCounters` there,
+/// which starts with it). Only the thread itself reads or writes it.
+///
+/// The net count (in the thread's slot), `peak`, `allocs` and `deallocs` are
+/// real: moved by the allocator alone. The rest is owned by the probes:
+/// `adjust_*` shift real values into the current context's terms (an async
+/// task's own count while it is polled; zero otherwise), `carry` holds the
+/// part of the innermost open region's watermark that `peak` no longer
+/// shows, and `hi` the highest `peak` seen since the current poll began.
+///
+/// PERF: what the allocator's fast path touches, `hook` to `deallocs`, is in
+/// the first 32 bytes: one cache line, as `ThreadCounters` is 128-byte
+/// aligned.
+#[repr(C)]
+pub struct Counters {
+    /// The slot the allocator's fast path counts into, or null to send it
+    /// to its slow path (see `alloc`).
+    pub hook: Cell<*const Slot>,
+    pub allocs: Cell<u64>,
+    /// PERF: between the two counts, so that `realloc` increments them with
+    /// two 8-byte stores: merged into one 16-byte access (as the compiler
+    /// does for adjacent fields), the load could not take its data from the
+    /// separate stores `alloc` and `dealloc` left in the store buffer.
+    pub peak: Cell<i64>,
+    pub deallocs: Cell<u64>,
+    /// The thread's slot (see `alloc`): where its net count is.
+    pub slot: Cell<*const Slot>,
+    pub adjust_net: Cell<i64>,
+    pub adjust_allocs: Cell<u64>,
+    pub adjust_deallocs: Cell<u64>,
+    pub carry: Cell<i64>,
+    pub hi: Cell<i64>,
+}
+
+/// Accumulated figures of one table row. Owned by `cells`.
+///
+/// A cell is written by one thread at a time: the thread whose aggregate it
+/// belongs to, or the call that owns it. Other threads only read it, for
+/// `report()`. Each write is bracketed by `seq`, so a reader never sees a
+/// row with half an execution in it.
+#[derive(Debug)]
+#[repr(C)]
+pub struct LineCell {
+    /// Odd while the owner writes: readers retry.
+    pub(crate) seq: AtomicU32,
+    /// Executions of this row open on the owning thread. An execution that
+    /// closes while another is open is nested in it (recursion): it counts
+    /// in Occurrences and Mem usage, not in Increment or Peak, which the
+    /// outer execution already holds. Only the owner reads or writes it.
+    pub(crate) open: UnsafeCell<u32>,
+    pub(crate) occurrences: AtomicU64,
+    pub(crate) increment: AtomicI64,
+    pub(crate) peak: AtomicU64,
+    /// Highest heap after the row; `i64::MIN` before any execution.
+    pub(crate) mem_usage: AtomicI64,
+    /// Sum of GPU bytes after minus before, over sampled executions.
+    pub(crate) gpu_increment: AtomicI64,
+    /// GPU bytes after the row, highest over sampled executions;
+    /// `NO_SAMPLE` when never sampled.
+    pub(crate) gpu_usage: AtomicI64,
+    /// Highest GPU rise within one execution.
+    pub(crate) gpu_peak: AtomicU64,
+    /// `fn` rows while counting: the driver's view (NVML) at call exit minus
+    /// entry, summed, and at exit, highest; `NO_SAMPLE` when never read.
+    pub(crate) driver_increment: AtomicI64,
+    pub(crate) driver_usage: AtomicI64,
+}
+
+/// No GPU sample.
+pub const NO_SAMPLE: i64 = i64::MIN;
+
+impl LineCell {
+    /// An empty row.
+    pub const fn new() -> Self {
+        LineCell {
+            seq: AtomicU32::new(0),
+            open: UnsafeCell::new(0),
+            occurrences: AtomicU64::new(0),
+            increment: AtomicI64::new(0),
+            peak: AtomicU64::new(0),
+            mem_usage: AtomicI64::new(i64::MIN),
+            gpu_increment: AtomicI64::new(0),
+            gpu_usage: AtomicI64::new(NO_SAMPLE),
+            gpu_peak: AtomicU64::new(0),
+            driver_increment: AtomicI64::new(0),
+            driver_usage: AtomicI64::new(NO_SAMPLE),
+        }
+    }
+}
+
+impl Default for LineCell {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: other threads only read the atomics; `open` is touched by the
+// owning thread alone.
+unsafe impl Sync for LineCell {}
+
+/// `CallHead::flags`: the call takes the runtime's slow statement step
+/// (NVML sampling, process scope, counted device memory, or an `async fn`
+/// call, whose thread changes).
+pub const CALL_SLOW: u8 = 1;
+
+/// The part of one call's state that statements read: the head of the
+/// runtime's `Frame`. Written at the call's entry, by the thread running it.
+#[derive(Debug)]
+#[repr(C)]
+pub struct CallHead {
+    /// The thread's counters, for a synchronous call (which never changes
+    /// threads); null for a call whose statements take the slow step.
+    pub counters: Cell<*const Counters>,
+    /// Where the rows are recorded.
+    pub cells: Cell<*const LineCell>,
+    /// Thread scope: process heap at entry minus the context count at entry,
+    /// so `base + context count` is the heap the call sees.
+    pub base: Cell<i64>,
+    /// `CALL_SLOW` or 0.
+    pub flags: Cell<u8>,
+}
+
+/// Where one block's statement cursor is: the head of the runtime's
+/// `Cursor`.
+#[derive(Debug)]
+#[repr(C)]
+pub struct CursorHead {
+    /// The call, or null when it records nothing (`MEMPROF=off`).
+    pub call: *const CallHead,
+    /// The open row, or `NO_CELL`.
+    pub cell: Cell<u32>,
+    /// The open region's start and the enclosing region's watermark.
+    pub start: Cell<i64>,
+    pub saved: Cell<i64>,
+}

@@ -1,0 +1,30 @@
+//! The kernel as a static library: built by `build.rs` with optimization
+//! whatever profile the user builds with, and linked into the runtime. See
+//! `mod.rs` for why. Not a module of the runtime.
+
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![allow(dead_code)]
+
+mod layout;
+mod owned;
+mod region;
+
+use layout::CursorHead;
+
+/// [`region::step`].
+///
+/// # Safety
+/// As [`region::step`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memprof_kernel_0_1_0_step(cursor: *const CursorHead, next: u32) -> u32 {
+    // SAFETY: as the caller promises.
+    unsafe { region::step(cursor, next) }
+}
+
+/// Nothing in the kernel panics (no indexing, no arithmetic checks: it is
+/// built without them); this only satisfies `no_std`.
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}

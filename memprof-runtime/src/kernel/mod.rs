@@ -1,0 +1,71 @@
+//! The kernel: the statement step that generated code calls on every
+//! statement, with the state it works on, compiled with optimization in
+//! every build.
+//!
+//! PERF: `cargo test` builds the runtime without optimization, where each
+//! field access of the step is a dozen instructions. So the build script
+//! compiles these files a second time, on their own, as a `no_std` static
+//! library at `-Copt-level=3` (`lib.rs` is its root), and the runtime calls
+//! its `extern "C"` functions: the step costs the same few nanoseconds in a
+//! dev build as in release. Where that build cannot run (Miri, a target
+//! without a prebuilt `core`, `MEMPROF_KERNEL=rust`), the build script says
+//! so in one warning and the runtime calls the same functions compiled into
+//! itself: the same code, slower in dev builds only.
+//!
+//! Layers: the lowest of the runtime; it imports nothing from it. Both
+//! builds compile `layout` (the `repr(C)` state shared with the runtime),
+//! `owned` and `region`, so the two sides agree on every field by
+//! construction.
+
+pub(crate) mod layout;
+pub(crate) mod owned;
+pub(crate) mod region;
+
+/// The library's symbols carry the crate version, so that two versions of
+/// memprof in one program never resolve each other's kernel.
+const VERSION: &str = "0.1.0";
+const _: () = assert!(
+    same(VERSION, env!("CARGO_PKG_VERSION")),
+    "rename the kernel's symbols (kernel/lib.rs, kernel/mod.rs) for the new version"
+);
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+#[cfg(memprof_kernel)]
+mod entry {
+    use super::layout::CursorHead;
+
+    // SAFETY: these are the library's functions built from `lib.rs` with
+    // the same signatures.
+    unsafe extern "C" {
+        /// [`super::region::step`], optimized.
+        #[link_name = "memprof_kernel_0_1_0_step"]
+        pub(crate) fn step(cursor: *const CursorHead, next: u32) -> u32;
+    }
+}
+
+#[cfg(not(memprof_kernel))]
+mod entry {
+    pub(crate) use super::region::step;
+}
+
+/// Whether the kernel is the optimized library (`true`) or the pure-Rust
+/// fallback compiled into the runtime.
+pub fn optimized() -> bool {
+    cfg!(memprof_kernel)
+}
+
+pub(crate) use entry::step;
