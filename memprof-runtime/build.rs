@@ -41,7 +41,12 @@ fn build() -> Result<PathBuf, String> {
     let archive = out.join(format!("lib{LIB}.a"));
     let output = Command::new(&rustc)
         .arg(manifest.join("src/kernel/lib.rs"))
-        .args(["--crate-type=staticlib", "--crate-name", LIB, "--edition=2024"])
+        .args([
+            "--crate-type=staticlib",
+            "--crate-name",
+            LIB,
+            "--edition=2024",
+        ])
         .args(["--target", &target])
         .args([
             "-Copt-level=3",
@@ -59,7 +64,9 @@ fn build() -> Result<PathBuf, String> {
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        return Err(format!("the optimized kernel did not build for {target} ({first})"));
+        return Err(format!(
+            "the optimized kernel did not build for {target} ({first})"
+        ));
     }
     Ok(out)
 }

@@ -59,9 +59,9 @@ pub struct CallGuard<'a> {
 }
 
 impl<'a> CallGuard<'a> {
-    #[inline]
+    #[inline(always)]
     fn new(frame: &'a Frame, nests: bool) -> Self {
-        let mark = if frame.is_recording() {
+        let mark = if frame.is_runtime_entered() {
             crate::output::at_first_call();
             crate::timeline::call_start(nests)
         } else {
@@ -72,9 +72,9 @@ impl<'a> CallGuard<'a> {
 }
 
 impl Drop for CallGuard<'_> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
-        if self.frame.is_recording() {
+        if !self.frame.exit_in_kernel() && self.frame.is_recording() {
             finish(self.frame, &self.mark);
         }
     }

@@ -31,7 +31,7 @@ use std::sync::atomic::{
 
 /// What the fast path reads: [`LEARNED`] where the shortcut is usable and not
 /// suspended; 0 otherwise.
-static OFFSET: AtomicIsize = AtomicIsize::new(0);
+pub(crate) static OFFSET: AtomicIsize = AtomicIsize::new(0);
 /// The counters' distance from the thread pointer, once found to be the same
 /// in every thread.
 static LEARNED: AtomicIsize = AtomicIsize::new(0);
@@ -97,49 +97,7 @@ pub fn give_up() {
     publish();
 }
 
-/// The calling thread's thread pointer.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-#[inline(always)]
-pub(crate) fn thread_pointer() -> usize {
-    let tp: usize;
-    // SAFETY: on x86-64 Linux (glibc and musl alike) the first word of the
-    // thread control block, at %fs:0, holds the thread pointer itself.
-    unsafe {
-        std::arch::asm!(
-            "mov {}, qword ptr fs:[0]",
-            out(reg) tp,
-            options(nostack, readonly, preserves_flags, pure)
-        );
-    }
-    tp
-}
-
-/// The calling thread's thread pointer.
-#[cfg(all(target_os = "linux", target_arch = "aarch64"))]
-#[inline(always)]
-pub(crate) fn thread_pointer() -> usize {
-    let tp: usize;
-    // SAFETY: TPIDR_EL0 holds the thread pointer on AArch64 Linux.
-    unsafe {
-        std::arch::asm!(
-            "mrs {}, tpidr_el0",
-            out(reg) tp,
-            options(nomem, nostack, preserves_flags, pure)
-        );
-    }
-    tp
-}
-
-/// No thread pointer to read on this target; never called, as `SUPPORTED`
-/// is false.
-#[cfg(not(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64")
-)))]
-#[inline(always)]
-pub(crate) fn thread_pointer() -> usize {
-    0
-}
+pub(crate) use crate::kernel::thread::pointer as thread_pointer;
 
 /// Called by each thread once, from the allocator's slow path, with the
 /// address of its counters (`size` bytes): publishes their distance from the

@@ -35,8 +35,8 @@ use classes::{ClassTally, count_classes};
 pub(crate) use classes::{SIZE_CLASSES, take_size_classes};
 pub use slots::in_use as slots_in_use;
 pub use slots::process_heap;
-use slots::{EMPTY, OVERFLOW, Slot, claim_slot};
-pub(crate) use slots::{process_net, release as release_slot};
+use slots::{EMPTY, Slot, claim_slot};
+pub(crate) use slots::{OVERFLOW, SLOTS, SLOTS_USED, process_net, release as release_slot};
 use watch::{WATCH_MASK, watch_record};
 pub(crate) use watch::{Watch, watch_begin, watch_end};
 
@@ -104,6 +104,8 @@ thread_local! {
                 adjust_deallocs: Cell::new(0),
                 carry: Cell::new(i64::MIN),
                 hi: Cell::new(i64::MIN),
+                fns: Cell::new(std::ptr::null()),
+                fns_len: Cell::new(0),
             },
             mode: Cell::new(UNCLAIMED),
             wants_tracking: Cell::new(false),

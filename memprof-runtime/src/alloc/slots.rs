@@ -21,10 +21,10 @@ impl Slot {
     }
 }
 
-pub(super) static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
+pub(crate) static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
 /// How many slots have ever been claimed: readers sum only these.
-static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
-pub(super) static OVERFLOW: Slot = Slot::new();
+pub(crate) static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static OVERFLOW: Slot = Slot::new();
 /// Where a thread's `slot` points until it first allocates: always zero,
 /// never written.
 pub(super) static EMPTY: Slot = Slot::new();

@@ -74,7 +74,9 @@ impl<'a> Cursor<'a> {
     pub(crate) fn new(frame: Option<&'a Frame>) -> Self {
         Cursor {
             head: CursorHead {
-                call: frame.map_or(std::ptr::null(), |f| std::ptr::from_ref(f).cast::<CallHead>()),
+                call: frame.map_or(std::ptr::null(), |f| {
+                    std::ptr::from_ref(f).cast::<CallHead>()
+                }),
                 cell: Cell::new(NO_CELL),
                 start: Cell::new(0),
                 saved: Cell::new(0),

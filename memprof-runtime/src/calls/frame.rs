@@ -17,13 +17,23 @@ use super::meta::{FnMeta, switch_on_entry, table_every_call};
 use super::thread::{ThreadFn, thread_fn};
 use crate::alloc::{self, ThreadCounters};
 use crate::cells::LineCell;
-use crate::kernel::layout::{CALL_SLOW, CallHead, Counters};
 use crate::config::ReportMode;
+use crate::kernel::layout::Globals;
+use crate::kernel::layout::{CALL_KERNEL, CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters};
 use crate::owned::{get, set};
 use crate::region::{Region, RegionStats, Scope, close_in, open_in};
 use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering::Relaxed;
+
+/// What the kernel's call entry reads of the process: each module's own
+/// static.
+static KERNEL_GLOBALS: Globals = Globals {
+    tls_offset: &crate::tls::OFFSET,
+    slots: crate::alloc::SLOTS.as_ptr(),
+    slots_used: &crate::alloc::SLOTS_USED,
+    overflow: &crate::alloc::OVERFLOW,
+};
 
 /// Under `MEMPROF_REPORT=auto`, this many calls of a function print their own
 /// table; later ones only feed the table printed at exit.
@@ -36,11 +46,9 @@ pub const AUTO_CALL_TABLES: u64 = 3;
 pub(crate) struct Frame {
     pub(crate) head: CallHead,
     pub(crate) meta: &'static FnMeta,
-    /// Whether the call was entered with `MEMPROF` on; `state` is written
-    /// then.
-    recording: Cell<bool>,
-    /// PERF: left unwritten under `MEMPROF=off`, so that a frame costs two
-    /// stores there.
+    /// PERF: written only by the runtime's entry (`head.mode` is
+    /// `CALL_RUNTIME`): under `MEMPROF=off` and in calls the kernel entered,
+    /// nothing writes it.
     state: UnsafeCell<MaybeUninit<FrameState>>,
 }
 
@@ -85,7 +93,7 @@ impl FrameState {
 impl Drop for Frame {
     #[inline]
     fn drop(&mut self) {
-        if get(&self.recording) {
+        if get(&self.head.mode) == CALL_RUNTIME {
             self.drop_state();
         }
     }
@@ -197,28 +205,58 @@ impl Frame {
                 cells: Cell::new(std::ptr::null()),
                 base: Cell::new(0),
                 flags: Cell::new(CALL_SLOW),
+                mode: Cell::new(CALL_OFF),
+                outermost: Cell::new(false),
+                thread_fn: Cell::new(std::ptr::null()),
+                start: Cell::new(0),
+                saved: Cell::new(0),
             },
             meta,
-            recording: Cell::new(false),
             state: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
 
     /// Starts a synchronous call: it can be recursive, and prints once.
     /// Under `MEMPROF=off` the call records nothing (see `is_recording`).
-    #[inline]
+    ///
+    /// PERF: the kernel enters the calls of functions whose every call is
+    /// alike (see `FnHead::fast`); the runtime, the rest.
+    #[inline(always)]
     pub(crate) fn enter(&self) {
-        // PERF: under `MEMPROF=off` a call costs this inlined test.
+        // SAFETY: a fresh frame of this thread, a function's head, the
+        // runtime's globals.
+        let done = unsafe { crate::kernel::enter(&self.head, &self.meta.head, &KERNEL_GLOBALS) };
+        if done != 0 {
+            self.enter_slowly();
+        }
+    }
+
+    #[inline(never)]
+    fn enter_slowly(&self) {
         if switch_on_entry() {
             self.enter_recording();
         }
+    }
+
+    /// Ends the call, if the kernel entered it: `true` then.
+    #[inline(always)]
+    pub(crate) fn exit_in_kernel(&self) -> bool {
+        if get(&self.head.mode) != CALL_KERNEL {
+            return false;
+        }
+        // SAFETY: this thread's frame, entered by the kernel.
+        unsafe { crate::kernel::exit(&self.head) };
+        true
     }
 
     #[inline(never)]
     fn enter_recording(&self) {
         self.start_state();
         let meta = self.meta;
-        set(&self.head.counters, alloc::thread_counters().cast::<Counters>());
+        set(
+            &self.head.counters,
+            alloc::thread_counters().cast::<Counters>(),
+        );
         let thread_fn = thread_fn(meta);
         set(&self.state().thread_fn, thread_fn);
         // SAFETY: a non-null aggregate lives as long as this thread.
@@ -245,6 +283,27 @@ impl Frame {
             }
         }
         self.open();
+        if get(&self.state().nth) == 0 && !meta.head.fast.load(Relaxed) {
+            self.grant_fast_entry();
+        }
+    }
+
+    /// Lets the kernel enter this function's later calls if nothing about
+    /// them can differ from this one's but through `memprof::reset` (which
+    /// withdraws it): see `FnHead::fast`.
+    #[cold]
+    fn grant_fast_entry(&self) {
+        let meta = self.meta;
+        let alike = meta.tables.load(Relaxed) >= AUTO_CALL_TABLES
+            && !meta.has_budget()
+            && !table_every_call()
+            && meta.scope == Scope::Thread
+            && !get(&self.state().gpu)
+            && !get(&self.state().slow)
+            && !crate::timeline::recording();
+        if alike {
+            meta.head.fast.store(true, Relaxed);
+        }
     }
 
     /// Starts an `async fn` call: always printed as its own call.
@@ -405,17 +464,24 @@ impl Frame {
         Exit { stats, table }
     }
 
+    /// Whether the runtime entered the call (a kernel-entered call has no
+    /// timeline mark and no first-call work to do).
+    #[inline(always)]
+    pub(crate) fn is_runtime_entered(&self) -> bool {
+        get(&self.head.mode) == CALL_RUNTIME
+    }
+
     /// Whether the call records (it was entered with `MEMPROF` on).
     #[inline]
     pub(crate) fn is_recording(&self) -> bool {
-        get(&self.recording)
+        get(&self.head.mode) != CALL_OFF
     }
 
     fn start_state(&self) {
         // SAFETY: written once, before any read, by the call that owns the
         // frame; no reference into it exists yet.
         unsafe { (*self.state.get()).write(FrameState::UNSET) };
-        set(&self.recording, true);
+        set(&self.head.mode, CALL_RUNTIME);
     }
 
     /// The call's state. Only for a call entered with `MEMPROF` on.

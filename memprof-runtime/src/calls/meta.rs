@@ -3,6 +3,7 @@
 
 use crate::cells::{LineCell, RowFigures};
 use crate::config::ReportMode;
+use crate::kernel::layout::FnHead;
 use crate::region::Scope;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -15,7 +16,11 @@ use super::thread::ThreadFn;
 /// nothing here, so threads calling one function never share a written
 /// cache line.
 #[derive(Debug)]
+#[repr(C)]
 pub struct FnMeta {
+    /// What the kernel's call entry reads: the fast-entry permit, the id and
+    /// the generation.
+    pub(crate) head: FnHead,
     path: fn() -> &'static str,
     pub(crate) file: &'static str,
     /// Source line of the first table row (the attribute).
@@ -35,16 +40,10 @@ pub struct FnMeta {
     /// Whether calls sample GPU memory (`#[profile(gpu = false)]` turns it
     /// off).
     pub(crate) gpu: bool,
-    /// This function's index in each thread's table, plus one; 0 until the
-    /// first call.
-    pub(crate) id: AtomicU32,
     /// Per-call tables handed out so far (`MEMPROF_REPORT=auto`).
     pub(crate) tables: AtomicU64,
     /// Outermost calls made by threads that have ended.
     pub(crate) retired_calls: AtomicU64,
-    /// Bumped by `memprof::reset`: a thread's aggregate of an older
-    /// generation counts as empty, and its owner clears it at its next call.
-    pub(crate) generation: AtomicU64,
     /// The live threads' aggregates; also serializes folding an ending
     /// thread's figures into `retired`.
     pub(crate) threads: Mutex<Vec<ThreadFnPtr>>,
@@ -72,6 +71,11 @@ impl FnMeta {
         scope: Scope,
     ) -> Self {
         FnMeta {
+            head: FnHead {
+                fast: AtomicBool::new(false),
+                id: AtomicU32::new(0),
+                generation: AtomicU64::new(0),
+            },
             path,
             file,
             first_line,
@@ -82,10 +86,8 @@ impl FnMeta {
             peak_limit: u64::MAX,
             retained_limit: u64::MAX,
             gpu: true,
-            id: AtomicU32::new(0),
             tables: AtomicU64::new(0),
             retired_calls: AtomicU64::new(0),
-            generation: AtomicU64::new(0),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -136,7 +138,7 @@ impl FnMeta {
         let threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         let mut rows: Vec<RowFigures> = self.retired.iter().map(LineCell::read).collect();
         let mut calls = self.retired_calls.load(Relaxed);
-        let generation = self.generation.load(Relaxed);
+        let generation = self.head.generation.load(Relaxed);
         for thread in threads.iter() {
             // SAFETY: listed aggregates are alive while the lock is held.
             let thread = unsafe { &*thread.0 };
@@ -159,7 +161,9 @@ impl FnMeta {
         self.retired.iter().for_each(LineCell::clear);
         self.retired_calls.store(0, Relaxed);
         self.tables.store(0, Relaxed);
-        self.generation.fetch_add(1, Relaxed);
+        // Tables are to be handed out again: calls take the runtime's entry.
+        self.head.fast.store(false, Relaxed);
+        self.head.generation.fetch_add(1, Relaxed);
     }
 }
 

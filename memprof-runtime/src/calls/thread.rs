@@ -7,6 +7,7 @@
 use super::meta::{FnMeta, ThreadFnPtr};
 use crate::alloc::untracked;
 use crate::cells::LineCell;
+use crate::kernel::layout::ThreadFnHead;
 use crate::owned::load_u64;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -16,23 +17,25 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 /// PERF: aligned, and its rows padded, to 128 bytes (a pair of cache lines,
 /// which x86 prefetches together), so that no two threads' aggregates share
 /// a line.
+///
+/// Starts with the [`ThreadFnHead`] that the kernel's call entry uses.
 #[derive(Debug)]
-#[repr(align(128))]
+#[repr(C, align(128))]
 pub(crate) struct ThreadFn {
+    head: ThreadFnHead,
     meta: &'static FnMeta,
-    /// Outermost calls finished on this thread. Written by the owner only.
-    pub(crate) calls: AtomicU64,
     /// One row per cell, between `PAD` unused rows on each side. Written by
     /// the owner only (see `LineCell`).
     padded: Box<[LineCell]>,
-    /// The `FnMeta::generation` these figures belong to. Written by the
-    /// owner only.
-    pub(crate) generation: AtomicU64,
-    /// Synchronous calls of the function open on the owner's stack.
-    pub(crate) depth: Cell<u32>,
-    /// Where the outermost open call records its rows, for the calls nested
-    /// in it: this aggregate's cells, or that call's own table.
-    pub(crate) target: Cell<*const LineCell>,
+}
+
+impl std::ops::Deref for ThreadFn {
+    type Target = ThreadFnHead;
+
+    #[inline(always)]
+    fn deref(&self) -> &ThreadFnHead {
+        &self.head
+    }
 }
 
 // SAFETY: other threads touch only `calls` and `cells`, which are atomics;
@@ -53,7 +56,7 @@ impl ThreadFn {
     /// (owner only; between calls, or the open ones would lose rows).
     #[inline]
     pub(crate) fn renew(&self) {
-        let generation = self.meta.generation.load(Relaxed);
+        let generation = self.meta.head.generation.load(Relaxed);
         if load_u64(&self.generation) != generation {
             self.restart(generation);
         }
@@ -77,6 +80,8 @@ impl Drop for ThreadTable {
         // The thread is ending: keep its figures in each function's `retired`
         // rows and free the aggregates, outside every figure.
         let fns = self.fns.get_mut();
+        // The kernel's entry must not find the aggregates any more.
+        publish(&[]);
         untracked(|| {
             for thread_fn in std::mem::take(fns) {
                 if !thread_fn.is_null() {
@@ -99,6 +104,17 @@ thread_local! {
     };
 }
 
+/// Mirrors the thread's table into its counters, where the kernel's call
+/// entry looks aggregates up (see `Counters::fns`).
+fn publish(fns: &[*const ThreadFn]) {
+    // SAFETY: null or this thread's counters, which live as long as it.
+    if let Some(t) = unsafe { crate::alloc::thread_counters().as_ref() } {
+        // `ThreadFn` starts with its head.
+        t.fns.set(fns.as_ptr().cast::<*const ThreadFnHead>());
+        t.fns_len.set(fns.len());
+    }
+}
+
 /// Hands out function ids.
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
@@ -106,7 +122,7 @@ static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 /// while the thread is being torn down.
 #[inline]
 pub(crate) fn thread_fn(meta: &'static FnMeta) -> *const ThreadFn {
-    let index = (meta.id.load(Relaxed) as usize).wrapping_sub(1);
+    let index = (meta.head.id.load(Relaxed) as usize).wrapping_sub(1);
     TABLE
         .try_with(|table| {
             // SAFETY: only this thread touches its table, and nothing here
@@ -124,22 +140,26 @@ pub(crate) fn thread_fn(meta: &'static FnMeta) -> *const ThreadFn {
 #[inline(never)]
 fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const ThreadFn {
     untracked(|| {
-        let mut id = meta.id.load(Relaxed);
+        let mut id = meta.head.id.load(Relaxed);
         if id == 0 {
             let fresh = NEXT_ID.fetch_add(1, Relaxed);
-            id = match meta.id.compare_exchange(0, fresh, Relaxed, Relaxed) {
+            id = match meta.head.id.compare_exchange(0, fresh, Relaxed, Relaxed) {
                 Ok(_) => fresh,
                 Err(winner) => winner,
             };
         }
         let index = id as usize - 1;
+        let padded = LineCell::row_set(meta.cell_count() + 2 * PAD);
         let thread_fn = Box::into_raw(Box::new(ThreadFn {
+            head: ThreadFnHead {
+                calls: AtomicU64::new(0),
+                generation: AtomicU64::new(meta.head.generation.load(Relaxed)),
+                depth: Cell::new(0),
+                target: Cell::new(std::ptr::null()),
+                cells: padded[PAD..].as_ptr(),
+            },
             meta,
-            calls: AtomicU64::new(0),
-            padded: LineCell::row_set(meta.cell_count() + 2 * PAD),
-            generation: AtomicU64::new(meta.generation.load(Relaxed)),
-            depth: Cell::new(0),
-            target: Cell::new(std::ptr::null()),
+            padded,
         }));
         meta.threads
             .lock()
@@ -151,6 +171,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
             fns.resize(index + 1, std::ptr::null());
         }
         fns[index] = thread_fn;
+        publish(fns);
         thread_fn
     })
 }
@@ -165,7 +186,7 @@ fn retire(thread_fn: *const ThreadFn) {
     threads.retain(|listed| listed.0 != thread_fn);
     // SAFETY: unlisted under the lock, so no reader can reach it any more.
     let owned = unsafe { Box::from_raw(thread_fn.cast_mut()) };
-    if owned.generation.load(Relaxed) != meta.generation.load(Relaxed) {
+    if owned.generation.load(Relaxed) != meta.head.generation.load(Relaxed) {
         return;
     }
     for (sum, cell) in meta.retired.iter().zip(owned.cells()) {

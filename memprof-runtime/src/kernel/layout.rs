@@ -7,7 +7,7 @@
 //! invariants; the kernel only runs the fast path over it.
 
 use core::cell::{Cell, UnsafeCell};
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize};
 
 /// No region open, or no scope-end row.
 pub const NO_CELL: u32 = u32::MAX;
@@ -55,6 +55,12 @@ pub struct Counters {
     pub adjust_deallocs: Cell<u64>,
     pub carry: Cell<i64>,
     pub hi: Cell<i64>,
+    /// Owned by `calls::thread`, which keeps them in step with its table of
+    /// this thread's per-function aggregates (indexed by `FnHead::id - 1`),
+    /// so that the kernel's call entry finds them from the thread pointer.
+    /// The allocator never touches them.
+    pub fns: Cell<*const *const ThreadFnHead>,
+    pub fns_len: Cell<usize>,
 }
 
 /// Accumulated figures of one table row. Owned by `cells`.
@@ -123,6 +129,69 @@ impl Default for LineCell {
 // owning thread alone.
 unsafe impl Sync for LineCell {}
 
+/// The head of a function's `FnMeta` (owned by `calls::meta`): what the
+/// kernel's call entry reads.
+#[derive(Debug)]
+#[repr(C)]
+pub struct FnHead {
+    /// Set once every condition of a fast entry holds for the function and
+    /// cannot change but through `memprof::reset`, which clears it: the
+    /// switch is on, per-call tables are all handed out, no budget, thread
+    /// scope, no GPU sampling, no `mprof run` timeline.
+    pub fast: AtomicBool,
+    /// This function's index in each thread's table, plus one; 0 until the
+    /// first call.
+    pub id: AtomicU32,
+    /// Bumped by `memprof::reset`: a thread's aggregate of an older
+    /// generation counts as empty, and its owner clears it at its next call.
+    pub generation: AtomicU64,
+}
+
+/// The head of one thread's aggregate of one function (`ThreadFn`, owned by
+/// `calls::thread`).
+#[derive(Debug)]
+#[repr(C)]
+pub struct ThreadFnHead {
+    /// Outermost calls finished on this thread. Written by the owner only.
+    pub calls: AtomicU64,
+    /// The `FnHead::generation` these figures belong to. Written by the
+    /// owner only.
+    pub generation: AtomicU64,
+    /// Synchronous calls of the function open on the owner's stack.
+    pub depth: Cell<u32>,
+    /// Where the outermost open call records its rows, for the calls nested
+    /// in it: this aggregate's cells, or that call's own table.
+    pub target: Cell<*const LineCell>,
+    /// This aggregate's rows.
+    pub cells: *const LineCell,
+}
+
+/// The process-wide state the kernel's call entry reads, each owned by its
+/// module of the runtime: one static of the runtime points at them all.
+#[derive(Debug)]
+#[repr(C)]
+pub struct Globals {
+    /// `tls`'s published distance from the thread pointer to the thread's
+    /// counters, or 0.
+    pub tls_offset: *const AtomicIsize,
+    /// `alloc::slots`: the slots, how many have been used, and the overflow.
+    pub slots: *const Slot,
+    pub slots_used: *const AtomicUsize,
+    pub overflow: *const Slot,
+}
+
+// SAFETY: the pointers lead to statics that are shared through atomics.
+unsafe impl Sync for Globals {}
+
+/// `CallHead::mode`: the call records nothing (`MEMPROF=off`, or not yet
+/// entered).
+pub const CALL_OFF: u8 = 0;
+/// `CallHead::mode`: entered by the kernel; only the head is written.
+pub const CALL_KERNEL: u8 = 1;
+/// `CallHead::mode`: entered by the runtime, which owns the rest of the
+/// frame's state.
+pub const CALL_RUNTIME: u8 = 2;
+
 /// `CallHead::flags`: the call takes the runtime's slow statement step
 /// (NVML sampling, process scope, counted device memory, or an `async fn`
 /// call, whose thread changes).
@@ -143,6 +212,16 @@ pub struct CallHead {
     pub base: Cell<i64>,
     /// `CALL_SLOW` or 0.
     pub flags: Cell<u8>,
+    /// `CALL_OFF`, `CALL_KERNEL` or `CALL_RUNTIME`.
+    pub mode: Cell<u8>,
+    /// A kernel-entered call: no open call of the function enclosed it.
+    pub outermost: Cell<bool>,
+    /// A kernel-entered call: the thread's aggregate of the function.
+    pub thread_fn: Cell<*const ThreadFnHead>,
+    /// A kernel-entered call: its own region's start and the enclosing
+    /// region's watermark.
+    pub start: Cell<i64>,
+    pub saved: Cell<i64>,
 }
 
 /// Where one block's statement cursor is: the head of the runtime's

@@ -9,8 +9,9 @@
 mod layout;
 mod owned;
 mod region;
+mod thread;
 
-use layout::CursorHead;
+use layout::{CallHead, CursorHead, FnHead, Globals};
 
 /// [`region::step`].
 ///
@@ -20,6 +21,30 @@ use layout::CursorHead;
 pub unsafe extern "C" fn memprof_kernel_0_1_0_step(cursor: *const CursorHead, next: u32) -> u32 {
     // SAFETY: as the caller promises.
     unsafe { region::step(cursor, next) }
+}
+
+/// [`region::enter`].
+///
+/// # Safety
+/// As [`region::enter`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memprof_kernel_0_1_0_enter(
+    call: *const CallHead,
+    meta: *const FnHead,
+    g: *const Globals,
+) -> u32 {
+    // SAFETY: as the caller promises.
+    unsafe { region::enter(call, meta, g) }
+}
+
+/// [`region::exit`].
+///
+/// # Safety
+/// As [`region::exit`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memprof_kernel_0_1_0_exit(call: *const CallHead) {
+    // SAFETY: as the caller promises.
+    unsafe { region::exit(call) }
 }
 
 /// Nothing in the kernel panics (no indexing, no arithmetic checks: it is

@@ -20,6 +20,7 @@
 pub(crate) mod layout;
 pub(crate) mod owned;
 pub(crate) mod region;
+pub(crate) mod thread;
 
 /// The library's symbols carry the crate version, so that two versions of
 /// memprof in one program never resolve each other's kernel.
@@ -46,7 +47,7 @@ const fn same(a: &str, b: &str) -> bool {
 
 #[cfg(memprof_kernel)]
 mod entry {
-    use super::layout::CursorHead;
+    use super::layout::{CallHead, CursorHead, FnHead, Globals};
 
     // SAFETY: these are the library's functions built from `lib.rs` with
     // the same signatures.
@@ -54,12 +55,18 @@ mod entry {
         /// [`super::region::step`], optimized.
         #[link_name = "memprof_kernel_0_1_0_step"]
         pub(crate) fn step(cursor: *const CursorHead, next: u32) -> u32;
+        /// [`super::region::enter`], optimized.
+        #[link_name = "memprof_kernel_0_1_0_enter"]
+        pub(crate) fn enter(call: *const CallHead, meta: *const FnHead, g: *const Globals) -> u32;
+        /// [`super::region::exit`], optimized.
+        #[link_name = "memprof_kernel_0_1_0_exit"]
+        pub(crate) fn exit(call: *const CallHead);
     }
 }
 
 #[cfg(not(memprof_kernel))]
 mod entry {
-    pub(crate) use super::region::step;
+    pub(crate) use super::region::{enter, exit, step};
 }
 
 /// Whether the kernel is the optimized library (`true`) or the pure-Rust
@@ -68,4 +75,4 @@ pub fn optimized() -> bool {
     cfg!(memprof_kernel)
 }
 
-pub(crate) use entry::step;
+pub(crate) use entry::{enter, exit, step};

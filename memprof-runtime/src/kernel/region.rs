@@ -5,7 +5,9 @@
 //! through the `owned` helpers, so that this stays a few instructions where
 //! it is compiled without optimization too (the pure-Rust fallback).
 
-use super::layout::{CallHead, Counters, CursorHead, LineCell, NO_CELL, Slot};
+use super::layout::{
+    CALL_KERNEL, CallHead, Counters, CursorHead, FnHead, Globals, LineCell, NO_CELL, Slot,
+};
 use super::owned::{get, load_i64, load_u32, load_u64, max, set};
 use core::sync::atomic::{Ordering, fence};
 
@@ -149,8 +151,7 @@ impl CallHead {
     pub(crate) fn row(&self, cell: u32) -> &LineCell {
         // PERF: address arithmetic rather than `add`, which unoptimized
         // builds check in a call.
-        let address =
-            get(&self.cells) as usize + cell as usize * core::mem::size_of::<LineCell>();
+        let address = get(&self.cells) as usize + cell as usize * core::mem::size_of::<LineCell>();
         // SAFETY: `cells` points at the function's rows, which outlive the
         // call, and generated code passes only cell numbers below their count.
         unsafe { &*(address as *const LineCell) }
@@ -195,4 +196,105 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         set(&cursor.saved, saved);
     }
     0
+}
+
+/// The process's net heap: the sum of the slots in use (see
+/// `alloc::slots::process_net`, the runtime's own reading of it).
+#[inline(always)]
+fn process_net(g: &Globals) -> i64 {
+    // SAFETY: `Globals` points at the runtime's statics.
+    let (used, overflow) = unsafe { (&*g.slots_used, &*g.overflow) };
+    let used = used.load(Ordering::Relaxed);
+    let mut sum = overflow.net.load(Ordering::Relaxed);
+    let mut i = 0;
+    while i < used {
+        // SAFETY: `used` never exceeds the number of slots.
+        sum += unsafe { &*g.slots.add(i) }.net.load(Ordering::Relaxed);
+        i += 1;
+    }
+    sum
+}
+
+/// A synchronous call's entry, when the function's `fast` permit is set and
+/// this thread has its aggregate: finds the thread's counters from the
+/// thread pointer, takes the rows, opens the call's region. Returns 0 when
+/// done (`call.mode` is `CALL_KERNEL`), 1 when the runtime's entry is to
+/// run instead (nothing was done then).
+///
+/// # Safety
+/// `call` is a fresh frame's head on this thread, `meta` a function's head
+/// and `g` the runtime's globals.
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn enter(call: *const CallHead, meta: *const FnHead, g: *const Globals) -> u32 {
+    // SAFETY: as the caller promises.
+    let (call, meta, g) = unsafe { (&*call, &*meta, &*g) };
+    if !meta.fast.load(Ordering::Relaxed) {
+        return 1;
+    }
+    // SAFETY: as the caller promises.
+    let offset = unsafe { &*g.tls_offset }.load(Ordering::Relaxed);
+    let tp = super::thread::pointer();
+    if offset == 0 || tp == 0 {
+        return 1;
+    }
+    // SAFETY: a non-zero offset leads from the thread pointer to this
+    // thread's counters (see `tls`), which live as long as the thread.
+    let t = unsafe { &*(tp.wrapping_add_signed(offset) as *const Counters) };
+    let index = (meta.id.load(Ordering::Relaxed) as usize).wrapping_sub(1);
+    if index >= get(&t.fns_len) {
+        return 1;
+    }
+    // SAFETY: `fns` holds `fns_len` entries (see `calls::thread`).
+    let thread_fn = unsafe { *get(&t.fns).add(index) };
+    if thread_fn.is_null() {
+        return 1;
+    }
+    // SAFETY: a listed aggregate lives as long as this thread.
+    let tf = unsafe { &*thread_fn };
+    let depth = get(&tf.depth);
+    let cells = if depth == 0 {
+        if load_u64(&tf.generation) != meta.generation.load(Ordering::Relaxed) {
+            return 1;
+        }
+        set(&tf.target, tf.cells);
+        tf.cells
+    } else {
+        get(&tf.target)
+    };
+    set(&tf.depth, depth + 1);
+    set(&call.outermost, depth == 0);
+    set(&call.thread_fn, thread_fn);
+    set(&call.counters, t as *const Counters);
+    set(&call.cells, cells);
+    set(&call.flags, 0);
+    set(&call.mode, CALL_KERNEL);
+    call.row(0).opened();
+    let (start, saved) = open_in(t);
+    set(&call.start, start);
+    set(&call.saved, saved);
+    set(&call.base, process_net(g) - start);
+    0
+}
+
+/// Ends a call that [`enter`] entered: records its `fn` row and leaves the
+/// function's aggregate.
+///
+/// # Safety
+/// `call` is the head of a frame of this thread entered by [`enter`].
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn exit(call: *const CallHead) {
+    // SAFETY: as the caller promises; `enter` set both pointers.
+    let (call, t, tf) = unsafe {
+        let call = &*call;
+        (call, &*get(&call.counters), &*get(&call.thread_fn))
+    };
+    let stats = close_in(t, get(&call.start), get(&call.saved));
+    call.row(0)
+        .closed(stats.increment, stats.peak, get(&call.base) + stats.end);
+    set(&tf.depth, get(&tf.depth) - 1);
+    if get(&call.outermost) {
+        tf.calls.store(load_u64(&tf.calls) + 1, Ordering::Relaxed);
+    }
 }

@@ -84,7 +84,13 @@ struct Start {
 }
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{call_end, call_start};
+pub(crate) use linux::{call_end, call_start, recording};
+
+/// Whether this process records a timeline for `mprof run`.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn recording() -> bool {
+    false
+}
 
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn call_start(_nests: bool) -> CallMark {

@@ -64,6 +64,11 @@ extern "C" fn start_at_load() {
     enabled();
 }
 
+/// Whether this process records a timeline for `mprof run`.
+pub(crate) fn recording() -> bool {
+    enabled()
+}
+
 #[inline(always)]
 fn enabled() -> bool {
     match STATE.load(Relaxed) {
