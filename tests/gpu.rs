@@ -1116,3 +1116,117 @@ fn a_calling_line_sees_the_callees_peak_and_the_next_line_does_not() {
         (0, 10 * MIB, 100 * MIB)
     );
 }
+
+// NVIDIA's own libcupti, on a machine without a driver.
+
+/// The releases of NVIDIA's libcupti in `MEMPROF_REAL_CUPTI`
+/// (`release=directory` pairs, `;`-separated: scripts/cupti-abi fetches
+/// them), each with the note memprof gives when it cannot subscribe there
+/// without a CUDA driver.
+fn real_cupti_releases() -> Vec<(String, String, &'static str)> {
+    let releases = std::env::var("MEMPROF_REAL_CUPTI")
+        .expect("MEMPROF_REAL_CUPTI lists release=directory pairs: run scripts/cupti-abi");
+    releases
+        .split(';')
+        .map(|pair| {
+            let (release, dir) = pair.split_once('=').expect("release=directory");
+            let why = match release.split('.').next() {
+                Some("11" | "12") => "cuptiSubscribe failed (CUPTI_ERROR_NOT_INITIALIZED)",
+                // CUPTI 13 without libcuda answers CUPTI_ERROR_UNKNOWN to
+                // every call, cuptiGetResultString included.
+                Some("13") => "cuptiSubscribe failed (CUPTI error 999)",
+                _ => panic!("{release}: which note should CUPTI {release} give?"),
+            };
+            (release.to_owned(), dir.to_owned(), why)
+        })
+        .collect()
+}
+
+/// With NVIDIA's libcupti found on the library path (its soname, as the
+/// CUDA toolkit and the wheels install it) and no driver: nothing changes
+/// where NVML is absent too, and where NVML shows a device (the fake), CUPTI
+/// refuses to subscribe and the columns are NVML's, with one note. Never a
+/// silent 0, a panic or a hang (each child runs under `timeout`).
+#[test]
+#[ignore = "needs NVIDIA's libcupti: scripts/cupti-abi fetches it and runs this"]
+fn nvidias_libcupti_without_a_driver_falls_back_with_one_note() {
+    /// What the child printed but its report: its tables.
+    fn tables(child: &Child) -> String {
+        let lines = child.stdout.lines().filter(|l| !l.starts_with("REPORT "));
+        lines.collect::<Vec<_>>().join("\n")
+    }
+    let timeout: &[&str] = &["timeout", "60"];
+    let missing_nvml = std::env::temp_dir().join("memprof-no-such-dir/libnvidia-ml.so.1");
+    let missing_nvml = missing_nvml.to_str().unwrap();
+    for (release, dir, why) in real_cupti_releases() {
+        let path = ("LD_LIBRARY_PATH", dir.as_str());
+        let counting = ("MEMPROF_GPU_SAMPLE", "alloc");
+
+        // No driver at all, as on this machine: no columns, and nothing
+        // said unless a device was asked for.
+        let nvml = ("MEMPROF_NVML_LIB", missing_nvml);
+        let child = run_child_with(Some(timeout), "child_plain", &[path, counting, nvml]);
+        assert!(
+            !tables(&child).contains("GPU"),
+            "{release}: {}",
+            tables(&child)
+        );
+        assert!(
+            !child.stderr.contains("memprof"),
+            "{release}: {}",
+            child.stderr
+        );
+        assert!(row(&child.report(), "plain", "let v")["gpu_usage"].is_null());
+        let asked = ("MEMPROF_GPU", "0");
+        let child = run_child_with(Some(timeout), "child_plain", &[path, counting, nvml, asked]);
+        let notes: Vec<&str> = child
+            .stderr
+            .lines()
+            .filter(|l| l.contains("memprof"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{release}: {}", child.stderr);
+        assert!(
+            notes[0].starts_with("memprof: no GPU columns: cannot load NVML ("),
+            "{release}: {}",
+            child.stderr
+        );
+        assert!(
+            !tables(&child).contains("GPU"),
+            "{release}: {}",
+            tables(&child)
+        );
+
+        // A device that NVML shows, but no CUDA driver behind it: CUPTI
+        // loads and refuses, and NVML's figures stand in, said once.
+        let child = run_child_with(
+            Some(timeout),
+            "child_fallback",
+            &[path, counting, ("MEMPROF_GPU_MEMORY", "process")],
+        );
+        let notes: Vec<&str> = child
+            .stderr
+            .lines()
+            .filter(|l| l.contains("memprof"))
+            .collect();
+        assert_eq!(
+            notes,
+            [format!(
+                "memprof: GPU columns sampled from NVML at each statement, \
+                 without a GPU peak: {why}"
+            )],
+            "{release}: {}",
+            child.stderr
+        );
+        let report = child.report();
+        let alloc = row(&report, "device_lines", "fake.alloc(");
+        assert_eq!(gpu(alloc), (256 * MI, 256 * MIB), "{release}");
+        assert!(alloc["gpu_peak"].is_null(), "{release}");
+        let tables = tables(&child);
+        assert!(!tables.contains("CUPTI"), "{release}: {tables}");
+        assert!(
+            tables.contains("GPU usage   GPU increment"),
+            "{release}: {tables}"
+        );
+        println!("{release}: {}", notes[0]);
+    }
+}
