@@ -69,7 +69,7 @@ fn check_schema(schema: Option<&serde_json::Value>) -> Result<(), String> {
     let again = "record it again with this version of memprof";
     match schema {
         None => Err(format!(
-            "no schema version, so written by a memprof older than this mprof \
+            "no schema version: written by a memprof older than this mprof \
              (schema {current}); {again}"
         )),
         Some(value) => match value.as_u64() {

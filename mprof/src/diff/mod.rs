@@ -62,7 +62,14 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
         }
     }
     if !past {
-        eprintln!("mprof: no function's peak or kept/call grew past --fail-over {threshold}");
+        let gpu = diffs
+            .iter()
+            .any(|d| d.changes.iter().any(|c| c.figure == compare::Figure::GpuPeak));
+        let figures = match gpu {
+            true => "peak, kept/call or GPU peak",
+            false => "peak or kept/call",
+        };
+        eprintln!("mprof: no function's {figures} grew past --fail-over {threshold}");
     }
     Ok(i32::from(past))
 }
