@@ -122,8 +122,8 @@ mod tests {
             numbers(&match_lines(&base, &head)),
             [
                 (Some(1), Some(1)),
-                (None, Some(2)),
                 (Some(2), None),
+                (None, Some(2)),
                 (Some(3), Some(3))
             ]
         );
