@@ -67,9 +67,11 @@ enum Command {
 const DIFF_HELP: &str = "\
 Figures are per call, so that runs with different call counts compare: Peak is
 the highest of any one call, Kept/call the bytes a call leaves allocated (the
-`fn` row's increment over the calls). GPU peak shows where a run counted device
-allocations. Exit status: 0, or 1 when a figure grew past --fail-over, or 2 when
-a report cannot be read (missing, not JSON, not memprof's, another schema).";
+`fn` row's increment over the calls; with --lines, each line's increment over
+the calls). GPU peak shows where a run counted device allocations. --fail-over
+checks the functions of both runs; new and removed ones are listed, not checked.
+Exit status: 0; 1 when a figure grew past --fail-over; 2 when a report cannot be
+read (missing, not JSON, not memprof's, or of another schema version).";
 
 #[derive(Debug, clap::Args)]
 struct DiffArgs {
