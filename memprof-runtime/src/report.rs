@@ -234,3 +234,16 @@ pub fn reset() {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_starts_with_the_schema_version() {
+        assert_eq!(
+            Report::default().to_json(),
+            r#"{"schema":1,"functions":[]}"#
+        );
+    }
+}
