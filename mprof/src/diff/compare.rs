@@ -119,11 +119,7 @@ fn figures(function: &FunctionRun) -> [Option<i64>; 4] {
     let row = function.fn_row();
     let calls = function.calls;
     let peak = row.and_then(|r| r.peak).unwrap_or(0);
-    // NOTE: rounded toward zero, to whole bytes.
-    let kept = match calls {
-        0 => 0,
-        n => row.and_then(|r| r.increment).unwrap_or(0) / n.min(i64::MAX as u64) as i64,
-    };
+    let kept = per_call(row.and_then(|r| r.increment).unwrap_or(0), calls);
     let gpu_peak = row.and_then(|r| r.gpu_peak);
     [
         Some(to_i64(calls)),
@@ -133,7 +129,16 @@ fn figures(function: &FunctionRun) -> [Option<i64>; 4] {
     ]
 }
 
-fn to_i64(n: u64) -> i64 {
+/// `total` bytes over `calls` calls, rounded toward zero to whole bytes; 0
+/// without calls.
+pub fn per_call(total: i64, calls: u64) -> i64 {
+    match calls {
+        0 => 0,
+        n => total / to_i64(n),
+    }
+}
+
+pub fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 

@@ -1,7 +1,7 @@
 //! Figures as text, as memprof's tables write them: binary units chosen by
 //! size, one decimal (`64.0 KiB`, `512 B`), and signed changes.
 
-use super::compare::{Change, Threshold};
+use super::compare::{Change, Threshold, to_i64};
 use std::fmt;
 
 /// A byte count, e.g. `1.5 MiB`, `-512 B`.
@@ -25,11 +25,19 @@ pub fn side(change: &Change, value: Option<i64>) -> String {
 /// The change, signed: `+256.0 KiB`, `-1`, `0 B`.
 pub fn delta(change: &Change) -> String {
     let delta = change.delta();
-    let text = match change.figure.is_bytes() {
-        true => bytes(delta),
+    match change.figure.is_bytes() {
+        true => signed_bytes(delta),
+        false if delta > 0 => format!("+{delta}"),
         false => delta.to_string(),
-    };
-    if delta > 0 { format!("+{text}") } else { text }
+    }
+}
+
+/// A change in bytes, signed: `+256.0 KiB`, `-512 B`, `0 B`.
+pub fn signed_bytes(delta: i64) -> String {
+    match delta {
+        d if d > 0 => format!("+{}", bytes(d)),
+        d => bytes(d),
+    }
 }
 
 /// The change in percent: `+400.0%`, `-75.0%`, `0.0%`; `n/a` from nothing.
@@ -45,7 +53,7 @@ impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Threshold::Percent(p) => write!(f, "{p}%"),
-            Threshold::Bytes(n) => f.write_str(&bytes(i64::try_from(n).unwrap_or(i64::MAX))),
+            Threshold::Bytes(n) => f.write_str(&bytes(to_i64(n))),
         }
     }
 }

@@ -62,9 +62,11 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
         }
     }
     if !past {
-        let gpu = diffs
-            .iter()
-            .any(|d| d.changes.iter().any(|c| c.figure == compare::Figure::GpuPeak));
+        let gpu = diffs.iter().any(|d| {
+            d.changes
+                .iter()
+                .any(|c| c.figure == compare::Figure::GpuPeak)
+        });
         let figures = match gpu {
             true => "peak, kept/call or GPU peak",
             false => "peak or kept/call",

@@ -2,8 +2,8 @@
 //! `--lines`, one of its lines; in the style of memprof's own tables
 //! (figures right-aligned, a `=` rule as wide as the header).
 
-use super::compare::{Change, Figure, FunctionDiff};
-use super::format::{bytes, delta, percent, side};
+use super::compare::{FunctionDiff, per_call, to_i64};
+use super::format::{bytes, delta, percent, side, signed_bytes};
 use super::input::{FunctionRun, LineRun};
 use super::lines::{LinePair, match_lines};
 use std::ops::Range;
@@ -71,12 +71,9 @@ pub fn line_table(diff: &FunctionDiff) -> String {
     let per_call = |l: Option<&LineRun>, calls: u64| {
         l.and_then(|l| l.increment)
             .filter(|_| calls > 0)
-            .map(|v| v / calls.min(i64::MAX as u64) as i64)
+            .map(|v| per_call(v, calls))
     };
-    let peak = |l: Option<&LineRun>| {
-        l.and_then(|l| l.peak)
-            .map(|v| i64::try_from(v).unwrap_or(i64::MAX))
-    };
+    let peak = |l: Option<&LineRun>| l.and_then(|l| l.peak).map(to_i64);
     let figure = |v: Option<i64>| v.map(bytes).unwrap_or_default();
     let mut rows = Vec::new();
     for pair in match_lines(base, head) {
@@ -131,11 +128,7 @@ fn change_cell((base, head): (Option<i64>, Option<i64>), pair: &LinePair) -> Str
     if pair.base.is_none() || pair.head.is_none() || (base.is_none() && head.is_none()) {
         return String::new();
     }
-    delta(&Change {
-        figure: Figure::Peak,
-        base,
-        head,
-    })
+    signed_bytes(head.unwrap_or(0).saturating_sub(base.unwrap_or(0)))
 }
 
 fn truncate(text: &str) -> String {
