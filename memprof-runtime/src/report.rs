@@ -74,11 +74,28 @@ pub struct LineReport {
     pub contents: String,
 }
 
+/// What `to_json` writes: the report's fields after a schema version, so that
+/// readers such as `mprof diff` can tell a document they do not understand.
+#[derive(miniserde::Serialize)]
+struct JsonDocument<'a> {
+    schema: u64,
+    functions: &'a Vec<FunctionReport>,
+}
+
 impl Report {
-    /// The report as a JSON document with the same fields as these structs;
-    /// figures that are `None` are `null`.
+    /// The version of the JSON that `to_json` writes, its `schema` field.
+    /// It grows when a field changes meaning or goes away; added fields do
+    /// not change it.
+    pub const JSON_SCHEMA: u64 = 1;
+
+    /// The report as a JSON document: `schema` ([`Report::JSON_SCHEMA`]),
+    /// then the same fields as these structs; figures that are `None` are
+    /// `null`.
     pub fn to_json(&self) -> String {
-        miniserde::json::to_string(self)
+        miniserde::json::to_string(&JsonDocument {
+            schema: Self::JSON_SCHEMA,
+            functions: &self.functions,
+        })
     }
 
     /// The function whose path is `name`, or ends with `::name`.
@@ -216,4 +233,17 @@ pub fn reset() {
             meta.clear();
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_starts_with_the_schema_version() {
+        assert_eq!(
+            Report::default().to_json(),
+            r#"{"schema":1,"functions":[]}"#
+        );
+    }
 }

@@ -25,6 +25,9 @@ pub enum Error {
     OutputFormat(PathBuf),
     /// The plotting library failed.
     Plot(String),
+    /// A report given to `mprof diff` that it cannot compare: missing, not
+    /// JSON, not memprof's, or of another schema version.
+    Report { path: PathBuf, problem: String },
 }
 
 impl Error {
@@ -37,9 +40,11 @@ impl Error {
     }
 
     /// The exit status for this error: 127 and 126 for a program that cannot
-    /// be found or run, as shells use them; 1 otherwise.
+    /// be found or run, as shells use them; 2 for a report `mprof diff`
+    /// cannot read, as 1 there means "grew past --fail-over"; 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
+            Error::Report { .. } => 2,
             Error::Spawn { source, .. } if source.kind() == io::ErrorKind::NotFound => 127,
             Error::Spawn { .. } => 126,
             _ => 1,
@@ -81,6 +86,9 @@ impl fmt::Display for Error {
                 path.display()
             ),
             Error::Plot(message) => write!(f, "cannot draw the plot: {message}"),
+            Error::Report { path, problem } => {
+                write!(f, "cannot compare {}: {problem}", path.display())
+            }
         }
     }
 }

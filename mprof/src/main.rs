@@ -3,6 +3,7 @@
 //! their profiled calls and their exact heap.
 
 mod dat;
+mod diff;
 mod error;
 mod files;
 mod gpu;
@@ -58,6 +59,37 @@ enum Command {
         #[arg(allow_negative_numbers = true, value_name = "FILE|INDEX")]
         profiles: Vec<String>,
     },
+    /// Compare two runs' MEMPROF_JSON reports function by function, largest growth first
+    #[command(after_help = DIFF_HELP)]
+    Diff(DiffArgs),
+}
+
+const DIFF_HELP: &str = "\
+Figures are per call, so that runs with different call counts compare: Peak is
+the highest of any one call, Kept/call the bytes a call leaves allocated (the
+`fn` row's increment over the calls; with --lines, each line's increment over
+the calls). GPU peak shows where a run counted device allocations. --fail-over
+checks the functions of both runs; new and removed ones are listed, not checked.
+Exit status: 0; 1 when a figure grew past --fail-over; 2 when a report cannot be
+read (missing, not JSON, not memprof's, or of another schema version).";
+
+#[derive(Debug, clap::Args)]
+struct DiffArgs {
+    /// The earlier run's report (written with MEMPROF_JSON=FILE)
+    base: PathBuf,
+    /// The later run's report
+    head: PathBuf,
+    /// Also compare the lines of functions that changed. Lines match by their trimmed text,
+    /// so a moved line still matches; a line whose text changed shows as removed and added
+    #[arg(long)]
+    lines: bool,
+    /// Exit with status 1 when a function in both runs grew its peak, kept/call or GPU peak
+    /// by more than this: a percentage (10%) or a size (1MiB; binary units, MB = MiB)
+    #[arg(long, value_name = "LIMIT", value_parser = diff::parse_threshold)]
+    fail_over: Option<diff::Threshold>,
+    /// The report's form
+    #[arg(long, value_enum, default_value = "text")]
+    format: diff::Format,
 }
 
 #[derive(Debug, clap::Args)]
@@ -189,5 +221,12 @@ fn execute(command: Command) -> Result<i32, Error> {
             Ok(0)
         }
         Command::Peak { profiles } => files::peak(&profiles).map(|()| 0),
+        Command::Diff(args) => diff::diff(&diff::DiffOptions {
+            base: args.base,
+            head: args.head,
+            lines: args.lines,
+            fail_over: args.fail_over,
+            format: args.format,
+        }),
     }
 }

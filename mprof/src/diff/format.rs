@@ -1,0 +1,74 @@
+//! Figures as text, as memprof's tables write them: binary units chosen by
+//! size, one decimal (`64.0 KiB`, `512 B`), and signed changes.
+
+use super::compare::{Change, Threshold, to_i64};
+use std::fmt;
+
+/// A byte count, e.g. `1.5 MiB`, `-512 B`.
+pub fn bytes(n: i64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    match UNITS.iter().find(|&&(size, _)| n.unsigned_abs() >= size) {
+        Some(&(size, name)) => format!("{:.1} {name}", n as f64 / size as f64),
+        None => format!("{n} B"),
+    }
+}
+
+/// One side of a change: bytes, or a count for calls; empty where missing.
+pub fn side(change: &Change, value: Option<i64>) -> String {
+    match value {
+        None => String::new(),
+        Some(v) if change.figure.is_bytes() => bytes(v),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// The change, signed: `+256.0 KiB`, `-1`, `0 B`.
+pub fn delta(change: &Change) -> String {
+    let delta = change.delta();
+    match change.figure.is_bytes() {
+        true => signed_bytes(delta),
+        false if delta > 0 => format!("+{delta}"),
+        false => delta.to_string(),
+    }
+}
+
+/// A change in bytes, signed: `+256.0 KiB`, `-512 B`, `0 B`.
+pub fn signed_bytes(delta: i64) -> String {
+    match delta {
+        d if d > 0 => format!("+{}", bytes(d)),
+        d => bytes(d),
+    }
+}
+
+/// The change in percent: `+400.0%`, `-75.0%`, `0.0%`; `n/a` from nothing.
+pub fn percent(change: &Change) -> String {
+    match change.percent() {
+        None => "n/a".to_owned(),
+        Some(p) if p > 0.0 => format!("+{p:.1}%"),
+        Some(p) => format!("{p:.1}%"),
+    }
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Threshold::Percent(p) => write!(f, "{p}%"),
+            Threshold::Bytes(n) => f.write_str(&bytes(to_i64(n))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_are_binary_as_in_the_runtime() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1024), "1.0 KiB");
+        assert_eq!(bytes(-1536), "-1.5 KiB");
+        assert_eq!(bytes(8 << 20), "8.0 MiB");
+        assert_eq!(bytes(3 << 30), "3.0 GiB");
+    }
+}

@@ -1,0 +1,72 @@
+//! The `--format markdown` report: one compact table to paste into a pull
+//! request, functions past `--fail-over` first, and with `--lines` each
+//! changed function's line table folded under it.
+
+use super::compare::{Change, FunctionDiff};
+use super::format::{delta, percent, side};
+use super::table::line_table;
+
+/// The whole report as Markdown.
+pub fn report(diffs: &[FunctionDiff], lines: bool) -> String {
+    let figures: Vec<&str> = diffs
+        .first()
+        .map(|d| d.changes.iter().skip(1).map(|c| c.figure.name()).collect())
+        .unwrap_or_default();
+    let mut header = vec![
+        "Function".to_owned(),
+        "Status".to_owned(),
+        "Calls".to_owned(),
+    ];
+    let mut rule = vec![":--", ":--", "--:"];
+    for name in &figures {
+        header.push((*name).to_owned());
+        header.push(format!("{name} change"));
+        rule.extend(["--:", "--:"]);
+    }
+    let mut out = row(&header);
+    out.push_str(&row(&rule));
+    for diff in diffs {
+        let status = match diff.over.is_empty() {
+            true => diff.status().to_owned(),
+            false => "**past --fail-over**".to_owned(),
+        };
+        let mut cells = vec![format!("`{}`", diff.name), status];
+        let calls = &diff.changes[0];
+        cells.push(match calls.base == calls.head {
+            true => side(calls, calls.head),
+            false => sides(calls),
+        });
+        for change in &diff.changes[1..] {
+            cells.push(sides(change));
+            cells.push(match (change.base, change.head) {
+                (Some(_), Some(_)) => format!("{} ({})", delta(change), percent(change)),
+                _ => String::new(),
+            });
+        }
+        out.push_str(&row(&cells));
+    }
+    if lines {
+        for diff in diffs.iter().filter(|d| d.changed()) {
+            out.push_str(&format!(
+                "\n<details><summary><code>{}</code>: lines</summary>\n\n```text\n{}```\n\n</details>\n",
+                diff.name,
+                line_table(diff)
+            ));
+        }
+    }
+    out
+}
+
+/// `base → head`, with `none` for a side the function is missing from.
+fn sides(change: &Change) -> String {
+    let or_none = |v: Option<i64>| match v {
+        None => "none".to_owned(),
+        v => side(change, v),
+    };
+    format!("{} → {}", or_none(change.base), or_none(change.head))
+}
+
+fn row(cells: &[impl AsRef<str>]) -> String {
+    let cells: Vec<&str> = cells.iter().map(AsRef::as_ref).collect();
+    format!("| {} |\n", cells.join(" | "))
+}

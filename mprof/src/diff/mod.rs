@@ -1,0 +1,77 @@
+//! `mprof diff`: two runs' `MEMPROF_JSON` reports compared function by
+//! function (`compare`) and, with `--lines`, line by line (`lines`), as a
+//! text report (`table`) or a Markdown one (`markdown`).
+
+mod compare;
+mod format;
+mod input;
+mod lines;
+mod markdown;
+mod table;
+
+pub use compare::{Threshold, parse_threshold};
+
+use crate::error::Error;
+use std::path::PathBuf;
+
+/// The report's form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Tables in the style of memprof's own
+    Text,
+    /// One compact table to paste into a pull request
+    Markdown,
+}
+
+#[derive(Debug)]
+pub struct DiffOptions {
+    pub base: PathBuf,
+    pub head: PathBuf,
+    pub lines: bool,
+    pub fail_over: Option<Threshold>,
+    pub format: Format,
+}
+
+/// Prints the comparison; the exit status is 1 when a figure grew past
+/// `--fail-over`, each such figure named on stderr.
+pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
+    let base = input::read(&options.base)?;
+    let head = input::read(&options.head)?;
+    let diffs = compare::compare(&base, &head, options.fail_over);
+    let out = match options.format {
+        Format::Text => table::report(&diffs, options.lines),
+        Format::Markdown => markdown::report(&diffs, options.lines),
+    };
+    print!("{out}");
+    let Some(threshold) = options.fail_over else {
+        return Ok(0);
+    };
+    let mut past = false;
+    for diff in &diffs {
+        for change in &diff.over {
+            past = true;
+            eprintln!(
+                "mprof: {}: {} grew from {} to {} ({}, {}), past --fail-over {threshold}",
+                diff.name,
+                change.figure.name().to_lowercase(),
+                format::side(change, change.base),
+                format::side(change, change.head),
+                format::delta(change),
+                format::percent(change),
+            );
+        }
+    }
+    if !past {
+        let gpu = diffs.iter().any(|d| {
+            d.changes
+                .iter()
+                .any(|c| c.figure == compare::Figure::GpuPeak)
+        });
+        let figures = match gpu {
+            true => "peak, kept/call or GPU peak",
+            false => "peak or kept/call",
+        };
+        eprintln!("mprof: no function's {figures} grew past --fail-over {threshold}");
+    }
+    Ok(i32::from(past))
+}
