@@ -11,6 +11,7 @@
 mod assert;
 mod attr;
 mod expand;
+mod off_branch;
 mod size;
 
 use proc_macro::TokenStream;

@@ -68,7 +68,7 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
 pub mod __private {
     pub use crate::alloc::slots_in_use;
     pub use crate::budget::{Comparison, Condition, Quantity, check_memory};
-    pub use crate::calls::{Cursor, FnMeta, Instrumented, Registration, TailGuard};
+    pub use crate::calls::{Cursor, FnMeta, Instrumented, Registration, TailGuard, is_off};
     pub use crate::cells::LineCell;
     pub use crate::kernel::optimized as kernel_optimized;
     pub use crate::measure::MeasureGuard;

@@ -182,6 +182,16 @@ const SWITCH_OFF: u8 = 2;
 /// `MEMPROF=on|off`, read at the first profiled call.
 static SWITCH: AtomicU8 = AtomicU8::new(SWITCH_UNREAD);
 
+/// Whether `MEMPROF=off` was read: the call runs the function's body as
+/// written, which the macro keeps beside the instrumented one.
+///
+/// PERF: one load and a test, in unoptimized builds too. Before the first
+/// call has read the switch this says no, and that call reads it.
+#[inline(always)]
+pub fn is_off() -> bool {
+    crate::kernel::thread::load_relaxed(&SWITCH) == SWITCH_OFF
+}
+
 /// Reads the switch on a call's entry.
 #[inline]
 pub(crate) fn switch_on_entry() -> bool {

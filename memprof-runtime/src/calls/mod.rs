@@ -14,5 +14,5 @@ mod thread;
 pub use cursor::{Cursor, TailGuard};
 pub use frame::AUTO_CALL_TABLES;
 pub(crate) use frame::Frame;
-pub use meta::{FnMeta, Registration};
+pub use meta::{FnMeta, Registration, is_off};
 pub use task::Instrumented;

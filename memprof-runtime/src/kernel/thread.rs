@@ -44,3 +44,40 @@ pub fn pointer() -> usize {
 pub fn pointer() -> usize {
     0
 }
+
+/// A relaxed load of `byte`, which other threads may store to: one
+/// instruction where it is compiled without optimization too.
+///
+/// PERF: `AtomicU8::load` is three calls in an unoptimized build. An `asm!`
+/// load is opaque to the compiler and a single aligned byte load is atomic
+/// on these targets, so this is a relaxed atomic load.
+#[cfg(all(not(miri), any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[inline(always)]
+pub fn load_relaxed(byte: &core::sync::atomic::AtomicU8) -> u8 {
+    let value: u8;
+    // SAFETY: a load of one byte from a valid reference.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        core::arch::asm!(
+            "mov {}, byte ptr [{}]",
+            out(reg_byte) value,
+            in(reg) byte.as_ptr(),
+            options(nostack, readonly, preserves_flags)
+        );
+        #[cfg(target_arch = "aarch64")]
+        core::arch::asm!(
+            "ldrb {:w}, [{}]",
+            out(reg) value,
+            in(reg) byte.as_ptr(),
+            options(nostack, readonly, preserves_flags)
+        );
+    }
+    value
+}
+
+/// A relaxed load of `byte`, which other threads may store to.
+#[cfg(not(all(not(miri), any(target_arch = "x86_64", target_arch = "aarch64"))))]
+#[inline(always)]
+pub fn load_relaxed(byte: &core::sync::atomic::AtomicU8) -> u8 {
+    byte.load(core::sync::atomic::Ordering::Relaxed)
+}

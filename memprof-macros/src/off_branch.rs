@@ -1,0 +1,91 @@
+//! Whether `#[profile]` keeps the body as written beside the instrumented
+//! one, for `MEMPROF=off`: `if is_off() { body as written } else { ... }`.
+//!
+//! Emitting the body twice must not change what the program means or make
+//! it fail to compile, so it is done only for bodies where both copies are
+//! plainly independent:
+//! - the return type can be named, so both branches have one type even
+//!   when the body makes closures or other unnameable values;
+//! - no item (`fn`, `impl`, `static`, ...) anywhere in the body: a second
+//!   copy of an `impl` conflicts, a `#[no_mangle]` one clashes at link time;
+//! - no macro call but the standard library's (and memprof's) expression
+//!   macros, which define no items (`inventory::submit!` twice would
+//!   register twice);
+//! - at most `MAX_CELLS` probed rows, which bounds the extra compile time
+//!   (the 2,000-statement function of the compile-cost bench has none).
+
+use syn::visit::Visit;
+use syn::{Block, ReturnType};
+
+/// Rows above which a function keeps one body: its statements then cost
+/// more than the per-call test saves.
+const MAX_CELLS: usize = 64;
+
+/// Macros known to expand to expressions or statements only.
+const ITEM_FREE_MACROS: &[&str] = &[
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "assert_memory",
+    "cfg",
+    "column",
+    "concat",
+    "dbg",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "env",
+    "eprint",
+    "eprintln",
+    "file",
+    "format",
+    "format_args",
+    "line",
+    "matches",
+    "memit",
+    "module_path",
+    "option_env",
+    "panic",
+    "print",
+    "println",
+    "stringify",
+    "todo",
+    "track",
+    "unimplemented",
+    "unreachable",
+    "vec",
+    "write",
+    "writeln",
+];
+
+/// Whether a function with this return type, body and number of rows gets
+/// the `MEMPROF=off` branch.
+pub(crate) fn fits(output: &ReturnType, body: &Block, cells: usize) -> bool {
+    if cells > MAX_CELLS || crate::expand::nameable_return(output).is_none() {
+        return false;
+    }
+    let mut check = Independent(true);
+    check.visit_block(body);
+    check.0
+}
+
+/// Stays true while nothing in the body would differ or clash when emitted
+/// twice.
+struct Independent(bool);
+
+impl<'a> Visit<'a> for Independent {
+    fn visit_item(&mut self, _: &'a syn::Item) {
+        self.0 = false;
+    }
+
+    fn visit_macro(&mut self, mac: &'a syn::Macro) {
+        let known = mac
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| ITEM_FREE_MACROS.contains(&s.ident.to_string().as_str()));
+        if !known {
+            self.0 = false;
+        }
+    }
+}
