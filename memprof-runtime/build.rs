@@ -12,6 +12,13 @@ fn main() {
     println!("cargo::rerun-if-changed=src/kernel");
     println!("cargo::rerun-if-env-changed=MEMPROF_KERNEL");
     println!("cargo::rustc-check-cfg=cfg(memprof_kernel)");
+    // PERF: in optimized builds the user's crate is optimized too, and the
+    // pure-Rust kernel inlined into it beats a call into the library:
+    // consecutive steps share their loads. Debug assertions tell the dev
+    // profile (`cargo test`) from the release one, as the user set them.
+    if std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_none() {
+        return;
+    }
     match build() {
         Ok(dir) => {
             println!("cargo::rustc-link-search=native={}", dir.display());

@@ -70,7 +70,7 @@ pub mod __private {
     pub use crate::budget::{Comparison, Condition, Quantity, check_memory};
     pub use crate::calls::{Cursor, FnMeta, Instrumented, Registration, TailGuard, is_off};
     pub use crate::cells::LineCell;
-    pub use crate::kernel::optimized as kernel_optimized;
+    pub use crate::kernel::library as kernel_library;
     pub use crate::measure::MeasureGuard;
     pub use crate::probe::{CallFrame, CallGuard};
     pub use crate::region::Scope;

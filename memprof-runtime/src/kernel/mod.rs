@@ -3,14 +3,17 @@
 //! every build.
 //!
 //! PERF: `cargo test` builds the runtime without optimization, where each
-//! field access of the step is a dozen instructions. So the build script
-//! compiles these files a second time, on their own, as a `no_std` static
-//! library at `-Copt-level=3` (`lib.rs` is its root), and the runtime calls
-//! its `extern "C"` functions: the step costs the same few nanoseconds in a
-//! dev build as in release. Where that build cannot run (Miri, a target
-//! without a prebuilt `core`, `MEMPROF_KERNEL=rust`), the build script says
-//! so in one warning and the runtime calls the same functions compiled into
-//! itself: the same code, slower in dev builds only.
+//! field access of the step is a dozen instructions. So in builds with debug
+//! assertions (the dev profile) the build script compiles these files a
+//! second time, on their own, as a `no_std` static library at
+//! `-Copt-level=3` (`lib.rs` is its root), and the runtime calls its
+//! `extern "C"` functions: the step costs a few nanoseconds in a dev build
+//! too. Where that build cannot run (Miri, a target without a prebuilt
+//! `core`, `MEMPROF_KERNEL=rust`), the build script says so in one warning
+//! and the runtime calls the same functions compiled into itself: the same
+//! code, slower in dev builds only. In optimized builds the runtime always
+//! does so, as the functions are then inlined into the user's optimized
+//! code, where consecutive steps share their loads.
 //!
 //! Layers: the lowest of the runtime; it imports nothing from it. Both
 //! builds compile `layout` (the `repr(C)` state shared with the runtime),
@@ -69,9 +72,9 @@ mod entry {
     pub(crate) use super::region::{enter, exit, step};
 }
 
-/// Whether the kernel is the optimized library (`true`) or the pure-Rust
-/// fallback compiled into the runtime.
-pub fn optimized() -> bool {
+/// Whether the runtime calls the kernel's library (`true`) or the same
+/// functions compiled into itself.
+pub fn library() -> bool {
     cfg!(memprof_kernel)
 }
 

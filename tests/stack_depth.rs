@@ -1,0 +1,87 @@
+//! A profiled frame must not turn a working recursion into a stack
+//! overflow: a profiled recursive function reaches at least half the depth
+//! of the same function unprofiled, on a thread with a known stack size.
+//!
+//! Measured, not crashed into: each function reports how far below its
+//! first frame's local its deepest frame's local lies, so the stack a frame
+//! takes is exact; the test then recurses on a fresh thread to half the
+//! depth the plain function reaches with that stack.
+
+use std::hint::black_box;
+
+/// Defines `$name` and `$profiled` with one body: the same code, compared.
+/// Each returns the lowest address of its local over `n` nested calls.
+macro_rules! with_and_without_profile {
+    ($name:ident, $profiled:ident, fn($n:ident: u32) -> usize $body:block) => {
+        #[inline(never)]
+        fn $name($n: u32) -> usize $body
+
+        #[inline(never)]
+        #[memprof::profile]
+        fn $profiled($n: u32) -> usize $body
+    };
+}
+
+with_and_without_profile!(plain, profiled, fn(n: u32) -> usize {
+    let local = black_box([n as u8; 16]);
+    let here = black_box(&local) as *const [u8; 16] as usize;
+    let deeper = if n == 0 { here } else { plain_or_profiled(n - 1) };
+    black_box(&local);
+    deeper.min(here)
+});
+
+thread_local! {
+    static PROFILED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The recursion goes through here so that each function calls itself.
+fn plain_or_profiled(n: u32) -> usize {
+    if PROFILED.with(|p| p.get()) {
+        profiled(n)
+    } else {
+        plain(n)
+    }
+}
+
+/// Bytes of stack per level of `f`'s recursion, on a fresh thread.
+fn frame_bytes(profile: bool) -> usize {
+    const LEVELS: u32 = 200;
+    std::thread::spawn(move || {
+        PROFILED.with(|p| p.set(profile));
+        // The first levels may set up state: measure between two depths.
+        let shallow = plain_or_profiled(10);
+        let deep = plain_or_profiled(10 + LEVELS);
+        (shallow - deep) / LEVELS as usize
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn a_profiled_recursion_reaches_half_the_plain_depth() {
+    // Twice: the second run meets the function's steady state (its first
+    // calls print tables and take the runtime's entry).
+    frame_bytes(true);
+    let plain_frame = frame_bytes(false);
+    let profiled_frame = frame_bytes(true);
+    println!("stack per level: plain {plain_frame} B, profiled {profiled_frame} B");
+    assert!(
+        profiled_frame <= 2 * plain_frame,
+        "a profiled level takes {profiled_frame} B of stack, more than twice the plain {plain_frame} B"
+    );
+    // And so a thread whose stack the plain recursion fills to a depth
+    // reaches half that depth profiled.
+    const STACK: usize = 1 << 20;
+    let plain_depth = (STACK / plain_frame) as u32;
+    let reached = std::thread::Builder::new()
+        .stack_size(STACK)
+        .spawn(move || {
+            PROFILED.with(|p| p.set(true));
+            plain_or_profiled(plain_depth / 2 - 64);
+            true
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(reached);
+}
