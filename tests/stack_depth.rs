@@ -9,48 +9,40 @@
 
 use std::hint::black_box;
 
-/// Defines `$name` and `$profiled` with one body: the same code, compared.
-/// Each returns the lowest address of its local over `n` nested calls.
-macro_rules! with_and_without_profile {
-    ($name:ident, $profiled:ident, fn($n:ident: u32) -> usize $body:block) => {
-        #[inline(never)]
-        fn $name($n: u32) -> usize $body
+// The same body twice, each calling itself by name, as a recursive
+// function does.
 
-        #[inline(never)]
-        #[memprof::profile]
-        fn $profiled($n: u32) -> usize $body
-    };
-}
-
-with_and_without_profile!(plain, profiled, fn(n: u32) -> usize {
+#[inline(never)]
+fn plain(n: u32) -> usize {
     let local = black_box([n as u8; 16]);
     let here = black_box(&local) as *const [u8; 16] as usize;
-    let deeper = if n == 0 { here } else { plain_or_profiled(n - 1) };
+    let deeper = if n == 0 { here } else { plain(n - 1) };
     black_box(&local);
     deeper.min(here)
-});
-
-thread_local! {
-    static PROFILED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// The recursion goes through here so that each function calls itself.
-fn plain_or_profiled(n: u32) -> usize {
-    if PROFILED.with(|p| p.get()) {
-        profiled(n)
-    } else {
-        plain(n)
-    }
+#[inline(never)]
+#[memprof::profile]
+fn profiled(n: u32) -> usize {
+    let local = black_box([n as u8; 16]);
+    let here = black_box(&local) as *const [u8; 16] as usize;
+    let deeper = if n == 0 { here } else { profiled(n - 1) };
+    black_box(&local);
+    deeper.min(here)
+}
+
+/// `plain` or `profiled`.
+fn plain_or_profiled(profiled_: bool, n: u32) -> usize {
+    if profiled_ { profiled(n) } else { plain(n) }
 }
 
 /// Bytes of stack per level of `f`'s recursion, on a fresh thread.
 fn frame_bytes(profile: bool) -> usize {
     const LEVELS: u32 = 200;
     std::thread::spawn(move || {
-        PROFILED.with(|p| p.set(profile));
         // The first levels may set up state: measure between two depths.
-        let shallow = plain_or_profiled(10);
-        let deep = plain_or_profiled(10 + LEVELS);
+        let shallow = plain_or_profiled(profile, 10);
+        let deep = plain_or_profiled(profile, 10 + LEVELS);
         (shallow - deep) / LEVELS as usize
     })
     .join()
@@ -76,8 +68,7 @@ fn a_profiled_recursion_reaches_half_the_plain_depth() {
     let reached = std::thread::Builder::new()
         .stack_size(STACK)
         .spawn(move || {
-            PROFILED.with(|p| p.set(true));
-            plain_or_profiled(plain_depth / 2 - 64);
+            plain_or_profiled(true, plain_depth / 2 - 64);
             true
         })
         .unwrap()

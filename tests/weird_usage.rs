@@ -109,6 +109,8 @@ where
     (v, u)
 }
 
+// A statement and a tail, each with its own row.
+#[allow(clippy::let_and_return)]
 #[profile]
 fn lifetimes<'a, 'b: 'a>(a: &'a str, _b: &'b str) -> &'a str {
     let first = a.split(' ').next().unwrap_or("");

@@ -127,6 +127,11 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             // the user's next statement.
             parse_quote!(#[allow(unreachable_code)] #cursor.enter(0);)
         },
+        frame_enter_template: {
+            let frame = local("__memprof_frame");
+            parse_quote!(#[allow(unreachable_code)] #frame.enter(0);)
+        },
+        body_on_frame: false,
     };
     // Kept as written for the `MEMPROF=off` branch, if the function has one.
     let as_written = func.block.clone();
@@ -144,6 +149,9 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     moved.visit_block_mut(&mut func.block);
     let moved = moved.found;
     if !moved {
+        // PERF: a synchronous call's frame is its body's cursor too: one
+        // pointer less on the user's stack per call.
+        instrumenter.body_on_frame = func.sig.asyncness.is_none();
         instrumenter.instrument_block(&mut func.block);
     }
     let cell_rows = &instrumenter.cell_rows;
@@ -160,10 +168,17 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     };
     let (limit, max_retained) = (size(&args.limit), size(&args.max_retained));
     let is_async = func.sig.asyncness.is_some();
-    let enter = if is_async {
-        quote!(enter_async)
+    // A synchronous call keeps its state on the thread's side stack, with a
+    // pointer here; an `async fn` call, in its future, as it may move.
+    let entry = if is_async {
+        quote! {
+            let #frame = ::memprof::__private::CallFrame::<#ncells>::new(&__MEMPROF_META);
+            let #call = #frame.enter_async();
+        }
     } else {
-        quote!(enter)
+        quote! {
+            let #frame = ::memprof::__private::SyncCall::start(&__MEMPROF_META);
+        }
     };
     let block = &func.block;
     let body = match nameable_return(&func.sig.output) {
@@ -174,8 +189,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         // Binding the value first frees the body's temporaries while the call
         // is still open, whatever the edition's tail-expression rules.
         Some(ty) => quote! {
-            let #frame = ::memprof::__private::CallFrame::<#ncells>::new(&__MEMPROF_META);
-            let #call = #frame.#enter();
+            #entry
             let #ret: #ty = #block;
             #[allow(unreachable_code)]
             {
@@ -185,15 +199,16 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         None => {
             let stmts = &block.stmts;
             quote! {
-                let #frame = ::memprof::__private::CallFrame::<#ncells>::new(&__MEMPROF_META);
-                let #call = #frame.#enter();
+                #entry
                 #(#stmts)*
             }
         }
     };
     let body = if is_async {
         quote!(::memprof::__private::Instrumented::new(async move { #body }).await)
-    } else if !moved && crate::off_branch::fits(&func.sig.output, &as_written, ncells) {
+    } else if !moved
+        && crate::off_branch::fits(&func.sig.ident, &func.sig.output, &as_written, ncells)
+    {
         // PERF: under `MEMPROF=off` a call costs one load and a branch,
         // in unoptimized builds too.
         quote! {
@@ -365,6 +380,13 @@ struct Instrumenter {
     /// `cursor.enter(0);`, cloned for each statement. PERF: parsing it anew
     /// for each of thousands of statements showed in compile times.
     enter_template: Stmt,
+    /// `frame.enter(0);`, for the statements of a body that steps its
+    /// frame (see `body_on_frame`).
+    frame_enter_template: Stmt,
+    /// The next block instrumented is a synchronous function's body, whose
+    /// statements step the frame (`SyncCall`) rather than a cursor of their
+    /// own.
+    body_on_frame: bool,
 }
 
 fn stmt_line(stmt: &Stmt) -> u32 {
@@ -459,6 +481,7 @@ impl Instrumenter {
     }
 
     fn instrument_block(&mut self, block: &mut Block) {
+        let on_frame = std::mem::take(&mut self.body_on_frame);
         let stmts = std::mem::take(&mut block.stmts);
         let has_tail = matches!(stmts.last(), Some(Stmt::Expr(_, None)));
         let binds_locals = stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
@@ -518,10 +541,16 @@ impl Instrumenter {
         // or unwind path per statement. (A guard `let` per statement nested
         // so many scopes that rustc's debug-info builder overflowed its stack
         // on a 2,000-statement function.)
-        let cursor = self.cursor.clone();
         let frame = self.frame.clone();
+        let (cursor, mut out, template): (_, Vec<Stmt>, _) = if on_frame {
+            (frame, Vec::new(), &self.frame_enter_template)
+        } else {
+            let cursor = self.cursor.clone();
+            let declared = parse_quote!(let #cursor = #frame.cursor(););
+            (cursor, vec![declared], &self.enter_template)
+        };
+        let template = template.clone();
         let tail_guard = local("__memprof_tail");
-        let mut out: Vec<Stmt> = vec![parse_quote!(let #cursor = #frame.cursor();)];
         let count = groups.len();
         let mut open = false;
         for (i, group) in groups.into_iter().enumerate() {
@@ -538,7 +567,7 @@ impl Instrumenter {
                 if is_tail {
                     out.push(parse_quote!(let #tail_guard = #cursor.tail(#cell, #end_cell);));
                 } else {
-                    let mut enter = self.enter_template.clone();
+                    let mut enter = template.clone();
                     if let Stmt::Expr(Expr::MethodCall(call), _) = &mut enter {
                         call.args[0] = cell_literal(cell);
                         call.attrs.extend(cfgs);

@@ -12,10 +12,12 @@
 //!   macros, which define no items (`inventory::submit!` twice would
 //!   register twice);
 //! - at most `MAX_CELLS` probed rows, which bounds the extra compile time
-//!   (the 2,000-statement function of the compile-cost bench has none).
+//!   (the 2,000-statement function of the compile-cost bench has none);
+//! - the function does not call itself by name: unoptimized, a frame holds
+//!   the locals of both copies, and a recursion would reach less deep.
 
 use syn::visit::Visit;
-use syn::{Block, ReturnType};
+use syn::{Block, Expr, Ident, ReturnType};
 
 /// Rows above which a function keeps one body: its statements then cost
 /// more than the per-call test saves.
@@ -60,22 +62,45 @@ const ITEM_FREE_MACROS: &[&str] = &[
 
 /// Whether a function with this return type, body and number of rows gets
 /// the `MEMPROF=off` branch.
-pub(crate) fn fits(output: &ReturnType, body: &Block, cells: usize) -> bool {
+pub(crate) fn fits(name: &Ident, output: &ReturnType, body: &Block, cells: usize) -> bool {
     if cells > MAX_CELLS || crate::expand::nameable_return(output).is_none() {
         return false;
     }
-    let mut check = Independent(true);
+    let mut check = Independent { name, fits: true };
     check.visit_block(body);
-    check.0
+    check.fits
 }
 
 /// Stays true while nothing in the body would differ or clash when emitted
-/// twice.
-struct Independent(bool);
+/// twice, and the body does not call the function `name` itself.
+struct Independent<'n> {
+    name: &'n Ident,
+    fits: bool,
+}
 
-impl<'a> Visit<'a> for Independent {
+impl<'a> Visit<'a> for Independent<'_> {
     fn visit_item(&mut self, _: &'a syn::Item) {
-        self.0 = false;
+        self.fits = false;
+    }
+
+    fn visit_expr_call(&mut self, call: &'a syn::ExprCall) {
+        if let Expr::Path(path) = &*call.func
+            && path
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == *self.name)
+        {
+            self.fits = false;
+        }
+        syn::visit::visit_expr_call(self, call);
+    }
+
+    fn visit_expr_method_call(&mut self, call: &'a syn::ExprMethodCall) {
+        if call.method == *self.name {
+            self.fits = false;
+        }
+        syn::visit::visit_expr_method_call(self, call);
     }
 
     fn visit_macro(&mut self, mac: &'a syn::Macro) {
@@ -85,7 +110,7 @@ impl<'a> Visit<'a> for Independent {
             .last()
             .is_some_and(|s| ITEM_FREE_MACROS.contains(&s.ident.to_string().as_str()));
         if !known {
-            self.0 = false;
+            self.fits = false;
         }
     }
 }

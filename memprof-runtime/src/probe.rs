@@ -1,12 +1,309 @@
-//! What generated code calls for a profiled function: [`CallFrame`] and the
-//! [`CallGuard`] that ends a call. The top layer: it wires a call's end to
-//! the budgets, the `mprof run` timeline and the printed tables.
+//! What generated code calls for a profiled function: [`SyncCall`] and its
+//! [`StackCursor`]s for a synchronous function, whose state lives on the
+//! thread's side stack; [`CallFrame`] and the [`CallGuard`] that ends a call
+//! for an `async fn`, whose state lives in its future. The top layer: it
+//! wires a call's end to the budgets, the `mprof run` timeline and the
+//! printed tables.
 
-use crate::calls::{Cursor, FnMeta, Frame};
+use crate::calls::stack::{self, Place};
+use crate::calls::{Cursor, FnMeta, Frame, KERNEL_GLOBALS};
+use crate::kernel::layout::{CallHead, CursorHead};
 use crate::timeline::CallMark;
+use std::alloc::Layout;
 use std::marker::PhantomData;
 
-/// One call of a profiled function, declared first in its body. `N`, the
+/// One synchronous call of a profiled function, declared first in its body,
+/// and the statement cursor of that body (see [`Cursor`]): a pointer to the
+/// body's cursor on the thread's side stack, which leads to the call's
+/// frame; null when the call records nothing (`MEMPROF=off`). Ends the call
+/// when dropped.
+///
+/// PERF: everything the expansion calls on the way in, per block and per
+/// statement is a test around one call into the kernel, which does the
+/// whole work for a function's steady-state calls; the runtime's slower
+/// paths are out of line. In optimized builds these are inlined into the
+/// user's code. In builds with debug assertions (the dev profile) they are
+/// calls, because an unoptimized caller keeps every inlined local in its
+/// own frame: inlined, a dozen statements' worth of temporaries would
+/// multiply the stack each level of a recursion takes. The frame doubles as
+/// the body's cursor for the same reason: a pointer less per call.
+#[derive(Debug)]
+#[must_use]
+pub struct SyncCall {
+    top: *const CursorHead,
+}
+
+/// The statement cursor of one nested block of a [`SyncCall`]: see
+/// [`Cursor`], which it points at on the side stack (null: records nothing).
+#[derive(Debug)]
+#[must_use]
+pub struct StackCursor {
+    cursor: *const CursorHead,
+}
+
+/// Moves a [`SyncCall`]'s or [`StackCursor`]'s cursor from a block's tail
+/// expression to its closing brace when dropped, as `TailGuard` does for a
+/// [`Cursor`]. PERF: the brace's row waits in the cursor, so that this is
+/// one pointer on the user's stack.
+#[derive(Debug)]
+#[must_use]
+pub struct StackTail<'c> {
+    cursor: &'c *const CursorHead,
+}
+
+/// A call the runtime entered, on the side stack (or the heap).
+#[repr(C)]
+struct CallRecord {
+    /// First, as a frame starts with its head.
+    frame: Frame,
+    /// The body's cursor.
+    top: Cursor<'static>,
+    mark: CallMark,
+    place: Place,
+}
+
+/// A cursor the runtime made, on the side stack (or the heap).
+#[repr(C)]
+struct CursorRecord {
+    cursor: Cursor<'static>,
+    place: Place,
+}
+
+/// Ends the current statement's region of `cursor`, if any, and starts cell
+/// `cell`'s.
+#[inline(always)]
+fn step(cursor: *const CursorHead, cell: u32) {
+    // SAFETY: this thread's live cursor, or null.
+    if unsafe { crate::kernel::step(cursor, cell) } != 0 {
+        step_slowly(cursor, cell);
+    }
+}
+
+/// [`step`] to cell `cell`, then hands the tail guard back.
+#[inline(always)]
+fn tail(cursor: &*const CursorHead, cell: u32, end: u32) -> StackTail<'_> {
+    step(*cursor, cell);
+    // SAFETY: this thread's live cursor, or null.
+    if let Some(head) = unsafe { cursor.as_ref() } {
+        head.end.set(end);
+    }
+    StackTail { cursor }
+}
+
+impl SyncCall {
+    /// Starts a call of `meta`'s function.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn start(meta: &'static FnMeta) -> SyncCall {
+        // SAFETY: a function's head and the runtime's globals.
+        let top = unsafe { crate::kernel::enter(&meta.head, &KERNEL_GLOBALS) };
+        SyncCall {
+            top: if top.is_null() {
+                enter_slowly(meta)
+            } else {
+                top
+            },
+        }
+    }
+
+    /// The statement cursor of one nested block.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn cursor(&self) -> StackCursor {
+        // SAFETY: this thread's innermost open call, or null.
+        let cursor = unsafe { crate::kernel::cursor(self.top) };
+        StackCursor {
+            cursor: if cursor.is_null() && !self.top.is_null() {
+                // SAFETY: a call's body cursor leads to its frame.
+                cursor_slowly(unsafe { (*self.top).call })
+            } else {
+                cursor
+            },
+        }
+    }
+
+    /// Ends the current statement's region of the body, if any, and starts
+    /// cell `cell`'s.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn enter(&self, cell: u32) {
+        step(self.top, cell);
+    }
+
+    /// Ends the current statement's region; then starts the body's closing
+    /// brace's region, cell `end`, unless it is `u32::MAX` (no such row).
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn leave(&self, end: u32) {
+        step(self.top, end);
+    }
+
+    /// Starts the body's tail expression (cell `cell`); when the returned
+    /// guard drops, right after the tail, the cursor moves on to `end`.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tail(&self, cell: u32, end: u32) -> StackTail<'_> {
+        tail(&self.top, cell, end)
+    }
+}
+
+impl Drop for SyncCall {
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn drop(&mut self) {
+        // SAFETY: this thread's innermost open call, if any.
+        if !self.top.is_null() && unsafe { crate::kernel::exit(self.top) } != 0 {
+            exit_slowly(self.top);
+        }
+    }
+}
+
+impl StackCursor {
+    /// Ends the current statement's region, if any, and starts cell `cell`'s.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn enter(&self, cell: u32) {
+        step(self.cursor, cell);
+    }
+
+    /// Ends the current statement's region; then starts the closing brace's
+    /// region, cell `end`, unless it is `u32::MAX` (no such row).
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn leave(&self, end: u32) {
+        step(self.cursor, end);
+    }
+
+    /// Starts a block's tail expression (cell `cell`); when the returned
+    /// guard drops, right after the tail, the cursor moves on to `end`.
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn tail(&self, cell: u32, end: u32) -> StackTail<'_> {
+        tail(&self.cursor, cell, end)
+    }
+}
+
+impl Drop for StackCursor {
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn drop(&mut self) {
+        // SAFETY: this thread's innermost cursor, or null.
+        if unsafe { crate::kernel::cursor_end(self.cursor) } != 0 {
+            cursor_end_slowly(self.cursor);
+        }
+    }
+}
+
+impl Drop for StackTail<'_> {
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn drop(&mut self) {
+        // SAFETY: this thread's live cursor, or null.
+        if let Some(head) = unsafe { self.cursor.as_ref() } {
+            step(*self.cursor, head.end.get());
+        }
+    }
+}
+
+/// [`SyncCall::start`] for a call the kernel does not enter: its first
+/// calls, tables, budgets, GPU, process scope, `MEMPROF=off` (null).
+#[inline(never)]
+fn enter_slowly(meta: &'static FnMeta) -> *const CursorHead {
+    if !crate::calls::switch_on_entry() {
+        return std::ptr::null();
+    }
+    let layout = Layout::new::<CallRecord>();
+    let (room, place) = stack::push(layout);
+    let record = room.cast::<CallRecord>();
+    // SAFETY: fresh room for a record; the body's cursor points at the
+    // frame beside it.
+    unsafe {
+        record.write(CallRecord {
+            frame: Frame::new(meta),
+            top: Cursor::for_call(std::ptr::null()),
+            mark: CallMark::none(),
+            place,
+        })
+    };
+    // SAFETY: just written; only this thread reaches it.
+    let record = unsafe { &mut *record };
+    record.frame.enter_recording();
+    record.top = Cursor::for_call(std::ptr::from_ref(&record.frame).cast::<CallHead>());
+    crate::output::at_first_call();
+    record.mark = crate::timeline::call_start(true);
+    std::ptr::from_ref(&record.top).cast::<CursorHead>()
+}
+
+/// [`SyncCall`]'s end for a call the runtime entered.
+#[inline(never)]
+fn exit_slowly(top: *const CursorHead) {
+    /// Drops the record and gives its room back, also when `finish` panics
+    /// (a budget).
+    struct Release(*mut CallRecord);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            // SAFETY: the record, finished; nothing refers to it any more.
+            unsafe {
+                let place = (*self.0).place;
+                std::ptr::drop_in_place(self.0);
+                stack::pop(self.0.cast(), place, Layout::new::<CallRecord>());
+            }
+        }
+    }
+    let offset = std::mem::offset_of!(CallRecord, top);
+    let release = Release(
+        top.cast::<u8>()
+            .wrapping_sub(offset)
+            .cast::<CallRecord>()
+            .cast_mut(),
+    );
+    // SAFETY: a call the runtime entered is a whole record, reached from its
+    // body's cursor.
+    let record = unsafe { &*release.0 };
+    // The body's closing brace ends before the call does.
+    record.top.close();
+    finish(&record.frame, &record.mark);
+}
+
+/// [`SyncCall::cursor`] where the kernel made none: a call the runtime
+/// entered, or a full side stack.
+#[inline(never)]
+fn cursor_slowly(frame: *const CallHead) -> *const CursorHead {
+    let layout = Layout::new::<CursorRecord>();
+    let (room, place) = stack::push(layout);
+    let record = room.cast::<CursorRecord>();
+    // SAFETY: fresh room for a record.
+    unsafe {
+        record.write(CursorRecord {
+            cursor: Cursor::for_call(frame),
+            place,
+        })
+    };
+    record.cast::<CursorHead>()
+}
+
+/// [`step`] of a call the runtime entered.
+#[inline(never)]
+fn step_slowly(cursor: *const CursorHead, cell: u32) {
+    // SAFETY: the kernel leaves only calls the runtime entered to this, whose
+    // cursors the runtime made whole.
+    unsafe { &*cursor.cast::<Cursor<'static>>() }.step_slowly(cell);
+}
+
+/// [`StackCursor`]'s end for a cursor the runtime made.
+#[inline(never)]
+fn cursor_end_slowly(cursor: *const CursorHead) {
+    let record = cursor.cast::<CursorRecord>().cast_mut();
+    // SAFETY: a cursor the runtime made is a whole record; dropping the
+    // cursor closes its open row.
+    unsafe {
+        let place = (*record).place;
+        std::ptr::drop_in_place(record);
+        stack::pop(record.cast(), place, Layout::new::<CursorRecord>());
+    }
+}
+
+/// One call of a profiled `async fn`, declared first in its body. `N`, the
 /// number of rows the function records, is kept for the generated code's
 /// shape: the rows live in the thread's aggregate, not in the frame.
 #[derive(Debug)]
@@ -23,13 +320,6 @@ impl<const N: usize> CallFrame<N> {
             frame: Frame::new(meta),
             _rows: PhantomData,
         }
-    }
-
-    /// Starts a synchronous call: it can be recursive, and prints once.
-    #[inline]
-    pub fn enter(&self) -> CallGuard<'_> {
-        self.frame.enter();
-        CallGuard::new(&self.frame, true)
     }
 
     /// Starts an `async fn` call: always printed as its own call.
@@ -74,7 +364,7 @@ impl<'a> CallGuard<'a> {
 impl Drop for CallGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        if !self.frame.exit_in_kernel() && self.frame.is_recording() {
+        if self.frame.is_recording() {
             finish(self.frame, &self.mark);
         }
     }

@@ -106,6 +106,8 @@ thread_local! {
                 hi: Cell::new(i64::MIN),
                 fns: Cell::new(std::ptr::null()),
                 fns_len: Cell::new(0),
+                stack_top: Cell::new(std::ptr::null_mut()),
+                stack_end: Cell::new(std::ptr::null_mut()),
             },
             mode: Cell::new(UNCLAIMED),
             wants_tracking: Cell::new(false),

@@ -72,18 +72,28 @@ unsafe impl Send for Cursor<'_> {}
 impl<'a> Cursor<'a> {
     #[inline]
     pub(crate) fn new(frame: Option<&'a Frame>) -> Self {
+        Self::for_call(frame.map_or(std::ptr::null(), |f| {
+            std::ptr::from_ref(f).cast::<CallHead>()
+        }))
+    }
+
+    /// A cursor of the call whose frame starts with `call` (null: none).
+    /// Its slow step reads the rest of the frame: only for calls the
+    /// runtime entered, which are the only ones that take it.
+    #[inline]
+    pub(crate) fn for_call(call: *const CallHead) -> Self {
         Cursor {
             head: CursorHead {
-                call: frame.map_or(std::ptr::null(), |f| {
-                    std::ptr::from_ref(f).cast::<CallHead>()
-                }),
+                call,
                 cell: Cell::new(NO_CELL),
+                end: Cell::new(NO_CELL),
                 start: Cell::new(0),
                 saved: Cell::new(0),
             },
-            rest: match frame {
-                Some(_) => MaybeUninit::new(CursorRest::UNSET),
-                None => MaybeUninit::uninit(),
+            rest: if call.is_null() {
+                MaybeUninit::uninit()
+            } else {
+                MaybeUninit::new(CursorRest::UNSET)
             },
             _frame: PhantomData,
         }
@@ -93,7 +103,8 @@ impl<'a> Cursor<'a> {
     #[inline(always)]
     fn frame(&self) -> Option<&'a Frame> {
         // SAFETY: `call` is null or the `Frame` that made this cursor (its
-        // head is its first field), which outlives it.
+        // head is its first field), which outlives it; only steps of calls
+        // the runtime entered, whose frames are whole, come here.
         unsafe { self.head.call.cast::<Frame>().as_ref() }
     }
 
@@ -129,7 +140,7 @@ impl<'a> Cursor<'a> {
     /// sampling, process scope, counted device memory, `async fn` calls).
     #[cold]
     #[inline(never)]
-    fn step_slowly(&self, next: u32) {
+    pub(crate) fn step_slowly(&self, next: u32) {
         if let Some(frame) = self.frame() {
             self.step(frame, next);
         }
@@ -247,12 +258,20 @@ impl Cursor<'_> {
     }
 }
 
-impl Drop for Cursor<'_> {
+impl Cursor<'_> {
+    /// Closes the open region, if any: what dropping the cursor does.
     #[inline(always)]
-    fn drop(&mut self) {
+    pub(crate) fn close(&self) {
         if get(&self.head.cell) != NO_CELL {
             self.enter(NO_CELL);
         }
+    }
+}
+
+impl Drop for Cursor<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

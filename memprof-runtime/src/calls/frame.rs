@@ -19,7 +19,7 @@ use crate::alloc::{self, ThreadCounters};
 use crate::cells::LineCell;
 use crate::config::ReportMode;
 use crate::kernel::layout::Globals;
-use crate::kernel::layout::{CALL_KERNEL, CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters};
+use crate::kernel::layout::{CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters};
 use crate::owned::{get, set};
 use crate::region::{Region, RegionStats, Scope, close_in, open_in};
 use std::cell::{Cell, UnsafeCell};
@@ -28,7 +28,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 /// What the kernel's call entry reads of the process: each module's own
 /// static.
-static KERNEL_GLOBALS: Globals = Globals {
+pub(crate) static KERNEL_GLOBALS: Globals = Globals {
     tls_offset: &crate::tls::OFFSET,
     slots: crate::alloc::SLOTS.as_ptr(),
     slots_used: &crate::alloc::SLOTS_USED,
@@ -216,41 +216,10 @@ impl Frame {
         }
     }
 
-    /// Starts a synchronous call: it can be recursive, and prints once.
-    /// Under `MEMPROF=off` the call records nothing (see `is_recording`).
-    ///
-    /// PERF: the kernel enters the calls of functions whose every call is
-    /// alike (see `FnHead::fast`); the runtime, the rest.
-    #[inline(always)]
-    pub(crate) fn enter(&self) {
-        // SAFETY: a fresh frame of this thread, a function's head, the
-        // runtime's globals.
-        let done = unsafe { crate::kernel::enter(&self.head, &self.meta.head, &KERNEL_GLOBALS) };
-        if done != 0 {
-            self.enter_slowly();
-        }
-    }
-
+    /// Starts a synchronous call that the kernel did not enter, with
+    /// `MEMPROF` on: it can be recursive, and prints once.
     #[inline(never)]
-    fn enter_slowly(&self) {
-        if switch_on_entry() {
-            self.enter_recording();
-        }
-    }
-
-    /// Ends the call, if the kernel entered it: `true` then.
-    #[inline(always)]
-    pub(crate) fn exit_in_kernel(&self) -> bool {
-        if get(&self.head.mode) != CALL_KERNEL {
-            return false;
-        }
-        // SAFETY: this thread's frame, entered by the kernel.
-        unsafe { crate::kernel::exit(&self.head) };
-        true
-    }
-
-    #[inline(never)]
-    fn enter_recording(&self) {
+    pub(crate) fn enter_recording(&self) {
         self.start_state();
         let meta = self.meta;
         set(

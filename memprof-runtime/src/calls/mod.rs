@@ -8,11 +8,13 @@
 mod cursor;
 mod frame;
 mod meta;
+pub(crate) mod stack;
 mod task;
 mod thread;
 
 pub use cursor::{Cursor, TailGuard};
 pub use frame::AUTO_CALL_TABLES;
-pub(crate) use frame::Frame;
+pub(crate) use frame::{Frame, KERNEL_GLOBALS};
+pub(crate) use meta::switch_on_entry;
 pub use meta::{FnMeta, Registration, is_off};
 pub use task::Instrumented;

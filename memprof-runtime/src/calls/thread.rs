@@ -89,6 +89,7 @@ impl Drop for ThreadTable {
                 }
             }
         });
+        super::stack::release();
         // The thread is done with profiled calls: its allocator slot can go
         // to the next thread, so that every call's process-wide sum reads
         // the slots of live threads only.

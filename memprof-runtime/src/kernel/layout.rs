@@ -61,6 +61,11 @@ pub struct Counters {
     /// The allocator never touches them.
     pub fns: Cell<*const *const ThreadFnHead>,
     pub fns_len: Cell<usize>,
+    /// Owned by `calls::stack`: the free part of this thread's side stack,
+    /// where synchronous calls keep their frames and cursors. Both null
+    /// before the thread's first profiled call.
+    pub stack_top: Cell<*mut u8>,
+    pub stack_end: Cell<*mut u8>,
 }
 
 /// Accumulated figures of one table row. Owned by `cells`.
@@ -233,6 +238,9 @@ pub struct CursorHead {
     pub call: *const CallHead,
     /// The open row, or `NO_CELL`.
     pub cell: Cell<u32>,
+    /// The closing brace's row, while the block's tail runs (see
+    /// `StackTail`); in what would be padding.
+    pub end: Cell<u32>,
     /// The open region's start and the enclosing region's watermark.
     pub start: Cell<i64>,
     pub saved: Cell<i64>,

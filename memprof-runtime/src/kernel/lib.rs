@@ -11,7 +11,7 @@ mod owned;
 mod region;
 mod thread;
 
-use layout::{CallHead, CursorHead, FnHead, Globals};
+use layout::{CursorHead, FnHead, Globals};
 
 /// [`region::step`].
 ///
@@ -29,12 +29,11 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_step(cursor: *const CursorHead, ne
 /// As [`region::enter`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn memprof_kernel_0_1_0_enter(
-    call: *const CallHead,
     meta: *const FnHead,
     g: *const Globals,
-) -> u32 {
+) -> *mut CursorHead {
     // SAFETY: as the caller promises.
-    unsafe { region::enter(call, meta, g) }
+    unsafe { region::enter(meta, g) }
 }
 
 /// [`region::exit`].
@@ -42,9 +41,29 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_enter(
 /// # Safety
 /// As [`region::exit`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn memprof_kernel_0_1_0_exit(call: *const CallHead) {
+pub unsafe extern "C" fn memprof_kernel_0_1_0_exit(top: *const CursorHead) -> u32 {
     // SAFETY: as the caller promises.
-    unsafe { region::exit(call) }
+    unsafe { region::exit(top) }
+}
+
+/// [`region::cursor`].
+///
+/// # Safety
+/// As [`region::cursor`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memprof_kernel_0_1_0_cursor(top: *const CursorHead) -> *mut CursorHead {
+    // SAFETY: as the caller promises.
+    unsafe { region::cursor(top) }
+}
+
+/// [`region::cursor_end`].
+///
+/// # Safety
+/// As [`region::cursor_end`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memprof_kernel_0_1_0_cursor_end(cursor: *const CursorHead) -> u32 {
+    // SAFETY: as the caller promises.
+    unsafe { region::cursor_end(cursor) }
 }
 
 /// Nothing in the kernel panics (no indexing, no arithmetic checks: it is

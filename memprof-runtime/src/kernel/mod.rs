@@ -50,7 +50,7 @@ const fn same(a: &str, b: &str) -> bool {
 
 #[cfg(memprof_kernel)]
 mod entry {
-    use super::layout::{CallHead, CursorHead, FnHead, Globals};
+    use super::layout::{CursorHead, FnHead, Globals};
 
     // SAFETY: these are the library's functions built from `lib.rs` with
     // the same signatures.
@@ -60,16 +60,22 @@ mod entry {
         pub(crate) fn step(cursor: *const CursorHead, next: u32) -> u32;
         /// [`super::region::enter`], optimized.
         #[link_name = "memprof_kernel_0_1_0_enter"]
-        pub(crate) fn enter(call: *const CallHead, meta: *const FnHead, g: *const Globals) -> u32;
+        pub(crate) fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead;
         /// [`super::region::exit`], optimized.
         #[link_name = "memprof_kernel_0_1_0_exit"]
-        pub(crate) fn exit(call: *const CallHead);
+        pub(crate) fn exit(top: *const CursorHead) -> u32;
+        /// [`super::region::cursor`], optimized.
+        #[link_name = "memprof_kernel_0_1_0_cursor"]
+        pub(crate) fn cursor(top: *const CursorHead) -> *mut CursorHead;
+        /// [`super::region::cursor_end`], optimized.
+        #[link_name = "memprof_kernel_0_1_0_cursor_end"]
+        pub(crate) fn cursor_end(cursor: *const CursorHead) -> u32;
     }
 }
 
 #[cfg(not(memprof_kernel))]
 mod entry {
-    pub(crate) use super::region::{enter, exit, step};
+    pub(crate) use super::region::{cursor, cursor_end, enter, exit, step};
 }
 
 /// Whether the runtime calls the kernel's library (`true`) or the same
@@ -78,4 +84,4 @@ pub fn library() -> bool {
     cfg!(memprof_kernel)
 }
 
-pub(crate) use entry::{enter, exit, step};
+pub(crate) use entry::{cursor, cursor_end, enter, exit, step};

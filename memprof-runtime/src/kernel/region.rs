@@ -9,6 +9,7 @@ use super::layout::{
     CALL_KERNEL, CallHead, Counters, CursorHead, FnHead, Globals, LineCell, NO_CELL, Slot,
 };
 use super::owned::{get, load_i64, load_u32, load_u64, max, set};
+use core::cell::Cell;
 use core::sync::atomic::{Ordering, fence};
 
 /// Figures for one closed region.
@@ -163,13 +164,15 @@ impl CallHead {
 /// takes the runtime's slow step instead (nothing was done then).
 ///
 /// # Safety
-/// `cursor` points at a live cursor of the calling thread, whose `call`, if
-/// not null, is a call entered on this thread and still open.
+/// `cursor` is null or points at a live cursor of the calling thread, whose
+/// `call`, if not null, is a call entered on this thread and still open.
 #[cfg_attr(memprof_kernel, allow(dead_code))]
 #[inline(always)]
 pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     // SAFETY: as the caller promises.
-    let cursor = unsafe { &*cursor };
+    let Some(cursor) = (unsafe { cursor.as_ref() }) else {
+        return 0;
+    };
     if cursor.call.is_null() {
         return 0;
     }
@@ -215,76 +218,133 @@ fn process_net(g: &Globals) -> i64 {
     sum
 }
 
+/// Takes `size` bytes (a multiple of 16) off the thread's side stack, or
+/// returns null when it has no room (or none yet).
+#[inline(always)]
+fn push(t: &Counters, size: usize) -> *mut u8 {
+    let top = get(&t.stack_top);
+    if (get(&t.stack_end) as usize).wrapping_sub(top as usize) < size || top.is_null() {
+        return core::ptr::null_mut();
+    }
+    set(&t.stack_top, top.wrapping_add(size));
+    top
+}
+
+/// The side stack's room for what the kernel puts there: a call's head, and
+/// a cursor's.
+pub const CALL_ROOM: usize = core::mem::size_of::<CallHead>().next_multiple_of(16);
+pub const CURSOR_ROOM: usize = core::mem::size_of::<CursorHead>().next_multiple_of(16);
+
 /// A synchronous call's entry, when the function's `fast` permit is set and
-/// this thread has its aggregate: finds the thread's counters from the
-/// thread pointer, takes the rows, opens the call's region. Returns 0 when
-/// done (`call.mode` is `CALL_KERNEL`), 1 when the runtime's entry is to
-/// run instead (nothing was done then).
+/// this thread has its aggregate and room on its side stack: finds the
+/// thread's counters from the thread pointer, puts the call's head and its
+/// body's cursor on the side stack, takes the rows, opens the call's region.
+/// Returns the body's cursor, whose call's `mode` is `CALL_KERNEL`, or null
+/// when the runtime's entry is to run instead (nothing was done then).
 ///
 /// # Safety
-/// `call` is a fresh frame's head on this thread, `meta` a function's head
-/// and `g` the runtime's globals.
+/// `meta` is a function's head and `g` the runtime's globals.
 #[cfg_attr(memprof_kernel, allow(dead_code))]
 #[inline(always)]
-pub unsafe fn enter(call: *const CallHead, meta: *const FnHead, g: *const Globals) -> u32 {
+pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
     // SAFETY: as the caller promises.
-    let (call, meta, g) = unsafe { (&*call, &*meta, &*g) };
+    let (meta, g) = unsafe { (&*meta, &*g) };
+    let no = core::ptr::null_mut();
     if !meta.fast.load(Ordering::Relaxed) {
-        return 1;
+        return no;
     }
     // SAFETY: as the caller promises.
     let offset = unsafe { &*g.tls_offset }.load(Ordering::Relaxed);
     let tp = super::thread::pointer();
     if offset == 0 || tp == 0 {
-        return 1;
+        return no;
     }
     // SAFETY: a non-zero offset leads from the thread pointer to this
     // thread's counters (see `tls`), which live as long as the thread.
     let t = unsafe { &*(tp.wrapping_add_signed(offset) as *const Counters) };
     let index = (meta.id.load(Ordering::Relaxed) as usize).wrapping_sub(1);
     if index >= get(&t.fns_len) {
-        return 1;
+        return no;
     }
     // SAFETY: `fns` holds `fns_len` entries (see `calls::thread`).
     let thread_fn = unsafe { *get(&t.fns).add(index) };
     if thread_fn.is_null() {
-        return 1;
+        return no;
     }
     // SAFETY: a listed aggregate lives as long as this thread.
     let tf = unsafe { &*thread_fn };
     let depth = get(&tf.depth);
+    if depth == 0 && load_u64(&tf.generation) != meta.generation.load(Ordering::Relaxed) {
+        return no;
+    }
+    let record = push(t, CALL_ROOM + CURSOR_ROOM).cast::<CallHead>();
+    if record.is_null() {
+        return no;
+    }
+    let top = record
+        .cast::<u8>()
+        .wrapping_add(CALL_ROOM)
+        .cast::<CursorHead>();
     let cells = if depth == 0 {
-        if load_u64(&tf.generation) != meta.generation.load(Ordering::Relaxed) {
-            return 1;
-        }
         set(&tf.target, tf.cells);
         tf.cells
     } else {
         get(&tf.target)
     };
+    // SAFETY: fresh room on this thread's side stack, aligned to 16.
+    unsafe {
+        top.write(CursorHead {
+            call: record,
+            cell: Cell::new(NO_CELL),
+            end: Cell::new(NO_CELL),
+            start: Cell::new(0),
+            saved: Cell::new(0),
+        });
+        record.write(CallHead {
+            counters: Cell::new(t as *const Counters),
+            cells: Cell::new(cells),
+            base: Cell::new(0),
+            flags: Cell::new(0),
+            mode: Cell::new(CALL_KERNEL),
+            outermost: Cell::new(depth == 0),
+            thread_fn: Cell::new(thread_fn),
+            start: Cell::new(0),
+            saved: Cell::new(0),
+        })
+    };
+    // SAFETY: just written.
+    let call = unsafe { &*record };
     set(&tf.depth, depth + 1);
-    set(&call.outermost, depth == 0);
-    set(&call.thread_fn, thread_fn);
-    set(&call.counters, t as *const Counters);
-    set(&call.cells, cells);
-    set(&call.flags, 0);
-    set(&call.mode, CALL_KERNEL);
     call.row(0).opened();
     let (start, saved) = open_in(t);
     set(&call.start, start);
     set(&call.saved, saved);
     set(&call.base, process_net(g) - start);
-    0
+    top
 }
 
-/// Ends a call that [`enter`] entered: records its `fn` row and leaves the
-/// function's aggregate.
+/// Ends a call if [`enter`] entered it (returns 0): closes its body's
+/// cursor `top`, records its `fn` row, leaves the function's aggregate and
+/// takes both off the side stack. Returns 1, having done nothing, for a call
+/// the runtime entered.
 ///
 /// # Safety
-/// `call` is the head of a frame of this thread entered by [`enter`].
+/// `top` is the body's cursor of the innermost open synchronous call of this
+/// thread.
 #[cfg_attr(memprof_kernel, allow(dead_code))]
 #[inline(always)]
-pub unsafe fn exit(call: *const CallHead) {
+pub unsafe fn exit(top: *const CursorHead) -> u32 {
+    // SAFETY: as the caller promises.
+    let call = unsafe { (*top).call };
+    // SAFETY: as the caller promises.
+    if get(&unsafe { &*call }.mode) != CALL_KERNEL {
+        return 1;
+    }
+    // SAFETY: as the caller promises.
+    if get(&unsafe { &*top }.cell) != NO_CELL {
+        // SAFETY: as the caller promises.
+        unsafe { step(top, NO_CELL) };
+    }
     // SAFETY: as the caller promises; `enter` set both pointers.
     let (call, t, tf) = unsafe {
         let call = &*call;
@@ -297,4 +357,79 @@ pub unsafe fn exit(call: *const CallHead) {
     if get(&call.outermost) {
         tf.calls.store(load_u64(&tf.calls) + 1, Ordering::Relaxed);
     }
+    // Everything above the frame (its blocks' cursors) is gone already.
+    set(&t.stack_top, call as *const CallHead as *mut u8);
+    0
+}
+
+/// A cursor for a nested block of the call whose body's cursor is `top`, if
+/// [`enter`] entered it: a cursor head on the side stack. Null for any other
+/// call, or none (`top` null: `MEMPROF=off`), or no room.
+///
+/// # Safety
+/// `top` is null or the body's cursor of the innermost open synchronous call
+/// of this thread.
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn cursor(top: *const CursorHead) -> *mut CursorHead {
+    // SAFETY: as the caller promises.
+    let Some(top) = (unsafe { top.as_ref() }) else {
+        return core::ptr::null_mut();
+    };
+    let call = top.call;
+    // SAFETY: a cursor's call outlives it.
+    let head = unsafe { &*call };
+    if get(&head.mode) != CALL_KERNEL {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: a kernel-entered call's counters are its thread's.
+    let record = push(unsafe { &*get(&head.counters) }, CURSOR_ROOM).cast::<CursorHead>();
+    if !record.is_null() {
+        // SAFETY: `size` fresh bytes of this thread's side stack.
+        unsafe {
+            record.write(CursorHead {
+                call,
+                cell: Cell::new(NO_CELL),
+                end: Cell::new(NO_CELL),
+                start: Cell::new(0),
+                saved: Cell::new(0),
+            })
+        };
+    }
+    record
+}
+
+/// The end of a block whose cursor [`cursor`] made: closes its open row and
+/// takes it off the side stack (returns 0). Returns 1, having done nothing,
+/// for a cursor the runtime made.
+///
+/// # Safety
+/// `cursor` is null or the innermost cursor of this thread's open
+/// synchronous calls.
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn cursor_end(cursor: *const CursorHead) -> u32 {
+    // SAFETY: as the caller promises.
+    let Some(head) = (unsafe { cursor.as_ref() }) else {
+        return 0;
+    };
+    // SAFETY: a cursor's call outlives it.
+    let call = unsafe { &*head.call };
+    if get(&call.mode) != CALL_KERNEL {
+        return 1;
+    }
+    // SAFETY: a kernel-entered call's counters are its thread's.
+    let t = unsafe { &*get(&call.counters) };
+    // Everything above the innermost cursor is gone: if it is on the side
+    // stack, it ends at the top. The runtime makes one elsewhere only when
+    // the side stack is full.
+    if (cursor as usize).wrapping_add(CURSOR_ROOM) != get(&t.stack_top) as usize {
+        return 1;
+    }
+    if get(&head.cell) != NO_CELL {
+        // SAFETY: as the caller promises.
+        unsafe { step(cursor, NO_CELL) };
+    }
+    set(&t.stack_top, cursor as *mut u8);
+    0
 }
