@@ -11,6 +11,7 @@
 mod assert;
 mod attr;
 mod expand;
+mod impl_block;
 mod size;
 
 use proc_macro::TokenStream;
