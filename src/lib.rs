@@ -18,14 +18,28 @@
 //! Figures come from [`Allocator`], a counting global allocator that the
 //! default `global-allocator` feature installs.
 //!
+//! # Set-up
+//! memprof has no registry release yet: depend on a checkout of its
+//! repository, by path. `memprof` is the only crate to name; it brings its
+//! macros and runtime at the matching version.
+//!
+//! ```toml
+//! [dependencies]
+//! memprof = { path = "../memprof" }
+//! ```
+//!
+//! The default features profile and install the counting allocator; the
+//! features below trim that.
+//!
 //! # Features
 //! - `enabled` (default): profiling. Without it, `#[profile]` hands the
 //!   function back as written (still checking its arguments), `memit!(e)` and
 //!   `assert_memory!(.., e)` become `e`, `track!()` does nothing, [`measure`]
 //!   runs its closure and returns zero figures, and [`report`] is empty. Release
 //!   builds can so keep the annotations and pay nothing:
-//!   `memprof = { version = "..", default-features = false }`, plus a feature of
-//!   your own that turns `memprof/enabled` and `memprof/global-allocator` on.
+//!   `memprof = { path = "../memprof", default-features = false }`, plus a
+//!   feature of your own that turns `memprof/enabled` and
+//!   `memprof/global-allocator` on.
 //! - `global-allocator` (default; implies `enabled`): installs
 //!   [`Allocator::system()`] as the global allocator. To wrap an allocator of
 //!   your own instead, use `default-features = false, features = ["enabled"]`.
@@ -49,12 +63,49 @@
 /// `#[tokio::main]`) is written above `#[profile]`: it is instrumented as an
 /// `async fn` body is, so either order gives the same table.
 ///
+/// It goes on a function with a body (free, method, trait default,
+/// `async`, `unsafe`, `extern`), or on an `impl` block: see [below](#on-an-impl-block).
+///
 /// # Options
-/// - `scope = "thread"` (default): count the calling thread or task only.
+/// Options are `key = value` pairs, separated by commas, each given at most
+/// once. An unknown key, a missing value or a malformed one is a compile
+/// error at that token.
+///
+/// - `scope = "thread"` (default): count the calling thread or async task
+///   only, so that tests running in parallel do not disturb each other.
 /// - `scope = "process"`: count every thread, for code that fans out.
+/// - `limit = "<size>"`: the highest a call's heap may rise above its start
+///   (its Peak). A call over it panics after it returns, with its table in
+///   the message, as pytest-memray's `limit_memory` fails a test.
+/// - `max_retained = "<size>"`: the net bytes a call may leave allocated
+///   (its Increment), like pytest-memray's `limit_leaks`. Over it, the call
+///   panics likewise.
+/// - `gpu = false`: no GPU columns for this function (`gpu = true`, the
+///   default, leaves them to the `MEMPROF_GPU` settings).
+///
+/// A `<size>` is a string: a number, decimals allowed, then a unit among B,
+/// KB, MB, GB, KiB, MiB and GiB, in any case; no unit means bytes. KB, MB and
+/// GB are binary, as in pytest-memray: `"1.5 MB"` is 1.5 × 2^20 bytes. The
+/// same unit names go in `MEMPROF_UNIT`.
+///
+/// A budget's panic (`limit`, `max_retained`) is raised as the call's guard
+/// is dropped, so the location the panic prints is inside memprof
+/// (`#[track_caller]` does not reach through `Drop`): the message's first
+/// line names the function's own file and line, as in
+/// `memory limit exceeded in app::parse (src/parse.rs:10): peak 30.0 MiB > limit 24.0 MiB`.
 ///
 /// Without the `enabled` feature the function is left as written; the
-/// arguments are still checked.
+/// options are still checked.
+///
+/// # On an `impl` block
+/// `#[profile(..)]` on an `impl` block (inherent, trait or generic) profiles
+/// every method with a body as if the attribute, with the same options,
+/// were written on it: one table per method, named by its path
+/// (`app::Cache::insert`, `<app::Square as app::Shape>::area`), starting at
+/// the method's own attributes. Left as written: `const fn`s, which cannot
+/// be instrumented; methods that carry their own `#[profile(..)]`, whose
+/// options win; and the block's other items. A block with no method to
+/// profile is an error.
 ///
 /// # Examples
 /// ```
@@ -67,14 +118,102 @@
 /// assert_eq!(addition().len(), 310);
 /// ```
 ///
-/// Misuse is a compile error:
+/// Every thread's allocations, for work spread over threads:
+/// ```
+/// #[memprof::profile(scope = "process")]
+/// fn fan_out() -> usize {
+///     let handles: Vec<_> = (0..4)
+///         .map(|i| std::thread::spawn(move || vec![0u8; 1024 * i].len()))
+///         .collect();
+///     handles.into_iter().map(|h| h.join().unwrap()).sum()
+/// }
+/// assert_eq!(fan_out(), 6 * 1024);
+/// ```
+///
+/// Budgets: a call within them passes, one over them panics.
+/// ```
+/// #[memprof::profile(limit = "1 MiB", max_retained = "0 B", gpu = false)]
+/// fn checksum(n: usize) -> u64 {
+///     let scratch = vec![1u8; n];
+///     scratch.iter().map(|&b| u64::from(b)).sum()
+/// }
+/// assert_eq!(checksum(512 * 1024), 512 * 1024);
+///
+/// let over = std::panic::catch_unwind(|| checksum(2 << 20));
+/// let message = *over.unwrap_err().downcast::<String>().unwrap();
+/// assert!(message.starts_with("memory limit exceeded in "), "{message}");
+/// assert!(message.lines().next().unwrap().ends_with("peak 2.0 MiB > limit 1.0 MiB"));
+/// ```
+///
+/// On an `impl` block:
+/// ```
+/// pub struct Cache {
+///     entries: Vec<String>,
+/// }
+///
+/// #[memprof::profile]
+/// impl Cache {
+///     pub fn new() -> Self {
+///         Cache { entries: Vec::new() }
+///     }
+///
+///     pub fn insert(&mut self, key: &str) {
+///         self.entries.push(key.to_owned());
+///     }
+///
+///     // Its own options win.
+///     #[memprof::profile(max_retained = "1 KiB")]
+///     pub fn snapshot(&self) -> Vec<String> {
+///         self.entries.clone()
+///     }
+///
+///     // Left as written.
+///     pub const fn shards() -> usize {
+///         1
+///     }
+/// }
+///
+/// let mut cache = Cache::new();
+/// cache.insert("key");
+/// assert_eq!(cache.snapshot(), ["key"]);
+/// let report = memprof::report();
+/// assert_eq!(report.function("Cache::insert").unwrap().calls, 1);
+/// assert!(report.function("Cache::shards").is_none());
+/// ```
+///
+/// Misuse is a compile error, pointing at the token at fault:
 /// ```compile_fail
 /// #[memprof::profile]
 /// const fn answer() -> u32 { 42 }
 /// ```
 /// ```compile_fail
+/// // unknown `#[profile]` argument `scopes`
 /// #[memprof::profile(scopes = "thread")]
 /// fn f() {}
+/// ```
+/// ```compile_fail
+/// // `#[profile]` argument `max_retained` needs a size, as in
+/// // `#[profile(max_retained = "1 MiB")]`
+/// #[memprof::profile(max_retained)]
+/// fn f() {}
+/// ```
+/// ```compile_fail
+/// // size "1 parsec" has an unknown unit `parsec`
+/// #[memprof::profile(limit = "1 parsec")]
+/// fn f() {}
+/// ```
+/// ```compile_fail
+/// // `#[profile]` argument `gpu` takes `true` or `false`
+/// #[memprof::profile(gpu = "off")]
+/// fn f() {}
+/// ```
+/// ```compile_fail
+/// // `#[profile]` cannot be applied to a trait: put it on the trait's
+/// // `impl` blocks, or on a method that has a default body
+/// #[memprof::profile]
+/// trait Store {
+///     fn get(&self) -> u32;
+/// }
 /// ```
 #[doc(inline)]
 pub use memprof_macros::profile;
@@ -85,7 +224,13 @@ pub use memprof_macros::profile;
 /// X is the process heap at the highest point during the expression, Y is X
 /// minus the heap before it, both from the calling thread's exact counts. Z
 /// is the net change, which tables and [`measure`] call the increment
-/// (`freed` instead of `kept` when it is negative).
+/// (`freed` instead of `kept` when it is negative). The line goes where
+/// `MEMPROF_OUTPUT` says (stdout by default), in `MEMPROF_UNIT`'s unit.
+///
+/// # Options
+/// None: `memit!` takes one expression, any expression. Its temporaries are
+/// freed before the figures are read, and `memit!(&temp())` extends its
+/// temporary as `let x = &temp();` does.
 ///
 /// Without the `enabled` feature, `memit!(e)` is `e` and prints nothing.
 ///
@@ -93,6 +238,18 @@ pub use memprof_macros::profile;
 /// ```
 /// let v = memprof::memit!(vec![0u8; 1 << 20]);
 /// assert_eq!(v.len(), 1 << 20);
+///
+/// // Any expression, a block included.
+/// let n = memprof::memit!({
+///     let scratch = vec![0u64; 1024];
+///     scratch.len()
+/// });
+/// assert_eq!(n, 1024);
+/// ```
+///
+/// ```compile_fail
+/// // `memit!` needs an expression to measure, as in `memit!(build())`
+/// memprof::memit!();
 /// ```
 #[doc(inline)]
 pub use memprof_macros::memit;
@@ -100,11 +257,22 @@ pub use memprof_macros::memit;
 /// Fails (panics) unless the memory figures of an expression meet every
 /// condition, and returns the expression's value otherwise.
 ///
-/// Conditions bound `peak`, `increment` (bytes; units B, KB, MB, GB, KiB,
-/// MiB, GiB, where MB means MiB as in pytest-memray), `allocations` or
-/// `deallocations` (counts), with `<`, `<=`, `==`, `>=` or `>`. The figures
-/// are the calling thread's, as [`measure`] gives them, so tests running in
-/// parallel do not disturb each other.
+/// `assert_memory!(condition, condition, .., expression)`: one or more
+/// conditions, then the expression, last. The figures are the calling
+/// thread's, as [`measure`] gives them, so tests running in parallel do not
+/// disturb each other. A failure panics at the `assert_memory!` line, as
+/// `assert!` does, naming each failed condition with the figure measured.
+///
+/// # Options
+/// Each condition is `<quantity> <comparison> <bound>`:
+/// - quantity: `peak` or `increment` (bytes, as [`Measurement::peak`] and
+///   [`Measurement::increment`]), `allocations` or `deallocations` (counts);
+/// - comparison: `<`, `<=`, `==`, `>=` or `>`;
+/// - bound, for bytes: a number and a unit (`10 MiB`, `1.5 GB`, `-100 B`) or
+///   a string (`"10 MiB"`); units B, KB, MB, GB, KiB, MiB, GiB, in any case,
+///   where MB means MiB as in pytest-memray; no unit means bytes. A negative
+///   bound is written `-5 MiB`, for an increment that frees.
+/// - bound, for counts: a whole number.
 ///
 /// Without the `enabled` feature nothing is measured, so nothing is checked:
 /// `assert_memory!(.., e)` is `e`.
@@ -116,10 +284,24 @@ pub use memprof_macros::memit;
 ///     scratch.len()
 /// });
 /// assert_eq!(n, 1 << 20);
+///
+/// let kept = memprof::assert_memory!(increment >= "4 KiB", allocations == 1, vec![0u8; 4096]);
+/// memprof::assert_memory!(increment == -4096 B, deallocations == 1, drop(kept));
 /// ```
 /// ```should_panic
 /// // memory assertion failed: `peak < 1 KiB`, but peak was 4.0 KiB (4096 B)
 /// memprof::assert_memory!(peak < 1 KiB, { vec![0u8; 4096] });
+/// ```
+///
+/// Misuse is a compile error:
+/// ```compile_fail
+/// // `assert_memory!` cannot bound `heap`: expected `peak`, `increment`,
+/// // `allocations` or `deallocations`
+/// memprof::assert_memory!(heap < 1 MiB, vec![0u8; 16]);
+/// ```
+/// ```compile_fail
+/// // `assert_memory!`: `allocations` is a count, so its bound is a whole number
+/// memprof::assert_memory!(allocations < 2 KiB, vec![0u8; 16]);
 /// ```
 #[doc(inline)]
 pub use memprof_macros::assert_memory;
@@ -135,18 +317,32 @@ pub use memprof_macros::assert_memory;
 /// - 1 × [256 KiB, 512 KiB) = 300.0 KiB
 /// ```
 ///
-/// `track!(to = "memory.log")` appends to a file instead. Counting by size
-/// class starts at a thread's first checkpoint: it costs one array increment
-/// per allocation on that thread, and nothing anywhere else.
+/// Counting by size class starts at a thread's first checkpoint: it costs
+/// one array increment per allocation on that thread, and nothing anywhere
+/// else.
+///
+/// # Options
+/// - `track!()`: prints where `MEMPROF_OUTPUT` says (stdout by default).
+/// - `track!(to = path)`: appends to the file `path`, any expression that is
+///   `AsRef<str>`, such as `"memory.log"` or a `String`.
 ///
 /// Without the `enabled` feature it does nothing; a `to` path is type-checked
 /// but not evaluated.
 ///
+/// # Examples
 /// ```
 /// memprof::track!();
 /// let v = vec![0u8; 3 << 20];
 /// memprof::track!();
 /// # drop(v);
+/// ```
+/// ```no_run
+/// let log = std::env::temp_dir().join("memory.log");
+/// memprof::track!(to = log.to_str().unwrap());
+/// ```
+/// ```compile_fail
+/// // `to` takes text
+/// memprof::track!(to = 42);
 /// ```
 #[macro_export]
 macro_rules! track {

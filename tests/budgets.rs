@@ -268,3 +268,46 @@ fn assert_memory_fails_with_the_measured_figures() {
          measured: increment 12288 B, peak 12288 B, 1 allocations, 0 deallocations"
     );
 }
+
+const FAILED_ASSERT_LINE: u32 = line!() + 5;
+#[test]
+fn child_assert_memory_fails() {
+    if std::env::var_os("MEMPROF_CHILD").is_some() {
+        let kept = 4096;
+        assert_memory!(peak < 1 KiB, {
+            vec![0u8; kept]
+        });
+    }
+}
+
+/// Regression: the panic was located in the runtime's `budget.rs`.
+#[test]
+fn a_failed_assert_memory_panics_at_the_user_s_line() {
+    let (_, err, passed) = run_child("child_assert_memory_fails");
+    assert!(!passed);
+    let expected = format!(
+        " panicked at tests/budgets.rs:{FAILED_ASSERT_LINE}:9:\n\
+         memory assertion failed: `peak < 1 KiB`, but peak was 4.0 KiB (4096 B)\n"
+    );
+    assert!(err.contains(&expected), "{err}");
+}
+
+/// A budget fails as its call's guard is dropped, and `#[track_caller]` does
+/// not reach through `Drop`: the panic's location is memprof's, so the
+/// message's first line names the function's own file and line.
+#[test]
+fn a_failed_budget_names_the_user_s_function_first() {
+    let (_, err, passed) = run_child("child_over_budget");
+    assert!(!passed);
+    let message = err
+        .lines()
+        .skip_while(|l| !l.contains(" panicked at "))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        message.starts_with(&format!(
+            "memory limit exceeded in budgets::twice_over (tests/budgets.rs:{TWICE_OVER_LINE}): "
+        )),
+        "{err}"
+    );
+}

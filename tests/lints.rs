@@ -78,6 +78,33 @@ impl S {
     }
 }
 
+struct Profiled(Vec<u8>);
+
+#[profile]
+impl Profiled {
+    const EMPTY: Self = Profiled(Vec::new());
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    const fn zero() -> usize {
+        0
+    }
+
+    #[profile(limit = "1 MiB")]
+    fn filled(n: usize) -> Self {
+        let v = vec![1; n];
+        Profiled(v)
+    }
+}
+
+impl Default for Profiled {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
 #[test]
 fn lint_clean_functions_run() {
     unit();
@@ -92,4 +119,6 @@ fn lint_clean_functions_run() {
     let _ = S.method();
     let _keep: fn() -> ! = never;
     drop(async_fn(1));
+    assert_eq!(Profiled::filled(3).len(), 3);
+    assert_eq!(Profiled::default().len(), Profiled::zero());
 }

@@ -206,11 +206,17 @@ pub(crate) fn assert_memory(input: TokenStream) -> syn::Result<TokenStream> {
             }
         }
     });
+    // NOTE: spanned at the macro call, not at the expression: `check_memory`
+    // is `#[track_caller]`, so a failure is reported where `assert_memory!`
+    // is written, as `assert!`'s is.
+    let check = quote! {
+        ::memprof::__private::check_memory(&#guard.measurement(), &[#(#conditions),*]);
+    };
     Ok(quote_spanned! {span=>
         {
             let #guard = ::memprof::__private::MeasureGuard::start();
             let #value = #expr;
-            ::memprof::__private::check_memory(&#guard.measurement(), &[#(#conditions),*]);
+            #check
             #value
         }
     })

@@ -32,6 +32,12 @@ pub(crate) struct ProfileArgs {
 }
 
 const EXPECTED: &str = "expected `scope = \"thread\"` or `scope = \"process\"`";
+// What each key needs, as `expect_eq` shows it.
+const FORM_SCOPE: &str =
+    "a value, as in `#[profile(scope = \"thread\")]` or `#[profile(scope = \"process\")]`";
+const FORM_LIMIT: &str = "a size, as in `#[profile(limit = \"24 MiB\")]`";
+const FORM_MAX_RETAINED: &str = "a size, as in `#[profile(max_retained = \"1 MiB\")]`";
+const FORM_GPU: &str = "`true` or `false`, as in `#[profile(gpu = false)]`";
 const ARGUMENTS: &str = "expected `scope = \"thread\" | \"process\"`, `limit = \"<size>\"`, `max_retained = \"<size>\"` or `gpu = false`";
 
 impl Parse for ProfileArgs {
@@ -48,21 +54,21 @@ impl Parse for ProfileArgs {
                         "`#[profile]` argument `scope` is given twice",
                     ));
                 }
-                input.parse::<Token![=]>()?;
+                expect_eq(input, "scope", key.span, FORM_SCOPE)?;
                 args.scope = parse_scope(&string_value(input, "scope", EXPECTED)?)?;
             } else if lookahead.peek(kw::limit) {
                 let key = input.parse::<kw::limit>()?;
-                input.parse::<Token![=]>()?;
+                expect_eq(input, "limit", key.span, FORM_LIMIT)?;
                 let value = size_value(input, "limit", "`\"24 MiB\"`")?;
                 set_once(&mut args.limit, value, "limit", key.span)?;
             } else if lookahead.peek(kw::max_retained) {
                 let key = input.parse::<kw::max_retained>()?;
-                input.parse::<Token![=]>()?;
+                expect_eq(input, "max_retained", key.span, FORM_MAX_RETAINED)?;
                 let value = size_value(input, "max_retained", "`\"1 MiB\"`")?;
                 set_once(&mut args.max_retained, value, "max_retained", key.span)?;
             } else if lookahead.peek(kw::gpu) {
                 let key = input.parse::<kw::gpu>()?;
-                input.parse::<Token![=]>()?;
+                expect_eq(input, "gpu", key.span, FORM_GPU)?;
                 let value: syn::Lit = input.parse()?;
                 let syn::Lit::Bool(value) = value else {
                     return Err(syn::Error::new_spanned(
@@ -89,6 +95,22 @@ impl Parse for ProfileArgs {
         }
         Ok(args)
     }
+}
+
+/// The `=` after the key `name`. Without it, the error points at the key and
+/// shows the whole form: syn's own "expected `=`" would point at the end of
+/// the input, which rustc shows as the whole attribute.
+fn expect_eq(input: ParseStream<'_>, name: &str, key: Span, form: &str) -> syn::Result<()> {
+    // `key = ,` and `key =` at the end are the same slip as `key` alone.
+    let fork = input.fork();
+    if fork.parse::<Token![=]>().is_ok() && !fork.is_empty() && !fork.peek(Token![,]) {
+        input.parse::<Token![=]>()?;
+        return Ok(());
+    }
+    Err(syn::Error::new(
+        key,
+        format!("`#[profile]` argument `{name}` needs {form}"),
+    ))
 }
 
 /// The string literal after `name =`.

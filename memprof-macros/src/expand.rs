@@ -19,13 +19,14 @@ use syn::visit_mut::VisitMut;
 use syn::{Block, Expr, Ident, ItemFn, ReturnType, Stmt, Type, parse_quote};
 
 pub(crate) fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
+    let arg_tokens = args.clone();
     let args = match syn::parse2::<ProfileArgs>(args) {
         Ok(args) => args,
         Err(err) => return with_item(err, item),
     };
     let func = match syn::parse2::<ItemFn>(item.clone()) {
         Ok(func) => func,
-        Err(_) => return reject(item),
+        Err(_) => return reject(&arg_tokens, item),
     };
     if let Some(constness) = func.sig.constness {
         let err = syn::Error::new_spanned(constness, "`#[profile]` cannot instrument a `const fn`");
@@ -46,9 +47,10 @@ fn with_item(err: syn::Error, item: TokenStream) -> TokenStream {
     quote!(#err #item)
 }
 
-/// `item` is not a function with a body: say why, or, if it does not parse
-/// at all, hand it back unchanged so that rustc reports the user's own error.
-fn reject(item: TokenStream) -> TokenStream {
+/// `item` is not a function with a body: profile the methods of an `impl`
+/// block, else say why, or, if it does not parse at all, hand it back
+/// unchanged so that rustc reports the user's own error.
+fn reject(args: &TokenStream, item: TokenStream) -> TokenStream {
     if let Ok(f) = syn::parse2::<syn::TraitItemFn>(item.clone())
         && f.default.is_none()
     {
@@ -61,16 +63,30 @@ fn reject(item: TokenStream) -> TokenStream {
             syn::Error::new_spanned(&f.sig, "`#[profile]` needs a function body to instrument");
         return with_item(err, item);
     }
-    match syn::parse2::<syn::Item>(item.clone()) {
-        Ok(other) => {
-            let err = syn::Error::new(
-                first_token_span(&other),
-                "`#[profile]` can only be applied to functions",
-            );
-            with_item(err, item)
-        }
-        Err(_) => item,
-    }
+    let err = match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Impl(block)) => match crate::impl_block::profile_methods(args, block) {
+            // The methods, arguments and all, are checked as they expand.
+            Ok(_) if !cfg!(feature = "enabled") => return item,
+            Ok(block) => return block,
+            Err(err) => err,
+        },
+        Ok(syn::Item::Trait(t)) => syn::Error::new_spanned(
+            t.trait_token,
+            "`#[profile]` cannot be applied to a trait: put it on the trait's `impl` \
+             blocks, or on a method that has a default body",
+        ),
+        Ok(syn::Item::Mod(m)) => syn::Error::new_spanned(
+            m.mod_token,
+            "`#[profile]` cannot be applied to a module: put it on the functions or \
+             `impl` blocks inside it",
+        ),
+        Ok(other) => syn::Error::new(
+            first_token_span(&other),
+            "`#[profile]` can only be applied to functions and `impl` blocks",
+        ),
+        Err(_) => return item,
+    };
+    with_item(err, item)
 }
 
 fn first_token_span(item: &syn::Item) -> Span {

@@ -1,5 +1,6 @@
 //! Procedural macros of memprof. Use them through the `memprof` crate, which
-//! documents them: `#[memprof::profile]` and `memprof::memit!`.
+//! documents them, options and examples: `#[memprof::profile]`,
+//! `memprof::memit!` and `memprof::assert_memory!`.
 //!
 //! This crate only parses, checks and emits; everything that runs lives in
 //! `memprof-runtime`, reached through `::memprof::__private`.
@@ -11,12 +12,14 @@
 mod assert;
 mod attr;
 mod expand;
+mod impl_block;
 mod off_branch;
 mod size;
 
 use proc_macro::TokenStream;
 
-/// Instruments every statement of a function; see `memprof::profile`.
+/// Instruments every statement of a function, or of each method of an
+/// `impl` block; see `memprof::profile`.
 #[proc_macro_attribute]
 pub fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::profile(args.into(), item.into()).into()

@@ -138,7 +138,9 @@ pub struct Condition {
 }
 
 /// Panics, listing each failed condition with the measured figure, unless
-/// `m` meets every one of `conditions`.
+/// `m` meets every one of `conditions`. The panic's location is the caller's:
+/// the user's `assert_memory!`, not this file.
+#[track_caller]
 pub fn check_memory(m: &Measurement, conditions: &[Condition]) {
     let failed: Vec<&Condition> = conditions.iter().filter(|c| !holds(m, c)).collect();
     if failed.is_empty() {

@@ -5,7 +5,7 @@
 //! A malformed value yields one warning naming the variable and the accepted
 //! values, and the default is used.
 
-use crate::units::{SIZE_HELP, parse_size};
+use crate::units::{SIZE_HELP, parse_size, unit_bytes};
 use std::path::PathBuf;
 
 /// When tables are printed (`MEMPROF_REPORT`).
@@ -22,7 +22,11 @@ pub enum ReportMode {
     Off,
 }
 
-/// A fixed unit for byte figures (`MEMPROF_UNIT`).
+/// The accepted `MEMPROF_UNIT` values, for its warning.
+const UNIT_HELP: &str = "B, KB, MB, GB, KiB, MiB or GiB (binary: MB = MiB)";
+
+/// A fixed unit for byte figures (`MEMPROF_UNIT`), named as sizes name
+/// units: `KB`, `MB` and `GB` are `KiB`, `MiB` and `GiB`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
     /// Bytes.
@@ -233,12 +237,14 @@ fn load(vars: &mut Vars<'_>) -> Config {
             }
         })
         .unwrap_or(ReportMode::Auto);
-    let unit = vars.parse("MEMPROF_UNIT", "B, KiB, MiB or GiB", |v| {
-        match v.to_ascii_lowercase().as_str() {
-            "b" => Some(Unit::B),
-            "kib" => Some(Unit::KiB),
-            "mib" => Some(Unit::MiB),
-            "gib" => Some(Unit::GiB),
+    let unit = vars.parse("MEMPROF_UNIT", UNIT_HELP, |v| {
+        // The units that sizes take, so that `MB` means here what it means
+        // in `MEMPROF_MIN_INCREMENT=2MB` and `limit = "2 MB"`.
+        match unit_bytes(v)? {
+            1 => Some(Unit::B),
+            0x400 => Some(Unit::KiB),
+            0x10_0000 => Some(Unit::MiB),
+            0x4000_0000 => Some(Unit::GiB),
             _ => None,
         }
     });
@@ -406,6 +412,45 @@ mod tests {
         assert!(!test("/w/target/debug/deps/output-3f2a9c0d"));
         assert!(!test("/w/target/debug/deps/output-3f2a9c0d1e4b5a6z"));
         assert!(!test("/usr/bin/my-app-0123456789abcdef"));
+    }
+
+    #[test]
+    fn memprof_unit_takes_the_units_sizes_take() {
+        for (value, unit) in [
+            ("B", Unit::B),
+            ("b", Unit::B),
+            ("KB", Unit::KiB),
+            ("KiB", Unit::KiB),
+            ("kib", Unit::KiB),
+            ("MB", Unit::MiB),
+            ("mb", Unit::MiB),
+            ("MiB", Unit::MiB),
+            (" MiB ", Unit::MiB),
+            ("GB", Unit::GiB),
+            ("GiB", Unit::GiB),
+        ] {
+            let (config, warnings) = from(&[("MEMPROF_UNIT", value)]);
+            assert_eq!(warnings, Vec::<String>::new(), "{value:?}");
+            assert_eq!(config.render.unit, Some(unit), "{value:?}");
+        }
+        // The same word means the same bytes in a size.
+        assert_eq!(parse_size("1 MB"), Ok(Unit::MiB.size() as u64));
+    }
+
+    #[test]
+    fn memprof_unit_rejects_what_sizes_reject() {
+        for value in ["", "K", "M", "TB", "MiBs", "1 MiB", "bytes"] {
+            let (config, warnings) = from(&[("MEMPROF_UNIT", value)]);
+            assert_eq!(config.render.unit, None, "{value:?}");
+            assert_eq!(
+                warnings,
+                [format!(
+                    "memprof: ignoring MEMPROF_UNIT={:?}: expected B, KB, MB, GB, KiB, MiB or GiB \
+                     (binary: MB = MiB); using the default",
+                    value.trim()
+                )],
+            );
+        }
     }
 
     #[test]

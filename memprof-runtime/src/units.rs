@@ -3,7 +3,8 @@
 //! Units follow pytest-memray's parser: B, KB, MB, GB, KiB, MiB and GiB,
 //! case-insensitive, with decimals allowed. As in pytest-memray, KB, MB and
 //! GB are binary: `"1 MB"` is 2^20 bytes, the same as `"1 MiB"`. A bare
-//! number is bytes. Fractions of a byte are dropped.
+//! number is bytes. Fractions of a byte are dropped. `MEMPROF_UNIT` takes
+//! the same unit names ([`unit_bytes`]).
 //!
 //! Sizes written in macro input are parsed by the macros while expanding,
 //! with the same grammar (memprof-macros/src/size.rs; a proc-macro crate
@@ -29,18 +30,36 @@ pub enum SizeError {
 pub const SIZE_HELP: &str =
     "a size such as \"24 MiB\" or \"1.5 GB\" (units B, KB, MB, GB, KiB, MiB, GiB; MB = MiB)";
 
-const fn unit_is(bytes: &[u8], start: usize, end: usize, unit: &[u8]) -> bool {
-    if end - start != unit.len() {
+const fn unit_is(bytes: &[u8], unit: &[u8]) -> bool {
+    if bytes.len() != unit.len() {
         return false;
     }
     let mut i = 0;
     while i < unit.len() {
-        if bytes[start + i].to_ascii_lowercase() != unit[i] {
+        if bytes[i].to_ascii_lowercase() != unit[i] {
             return false;
         }
         i += 1;
     }
     true
+}
+
+/// The bytes in one unit named as sizes name it (B, KB, MB, GB, KiB, MiB,
+/// GiB, case-insensitive; MB = MiB): the one vocabulary of sizes and of
+/// `MEMPROF_UNIT`. `None` for anything else, the empty name included.
+pub const fn unit_bytes(name: &str) -> Option<u64> {
+    let name = name.as_bytes();
+    if unit_is(name, b"b") {
+        Some(1)
+    } else if unit_is(name, b"kb") || unit_is(name, b"kib") {
+        Some(1 << 10)
+    } else if unit_is(name, b"mb") || unit_is(name, b"mib") {
+        Some(1 << 20)
+    } else if unit_is(name, b"gb") || unit_is(name, b"gib") {
+        Some(1 << 30)
+    } else {
+        None
+    }
 }
 
 /// Parses a size; see the module documentation for the accepted forms.
@@ -91,16 +110,18 @@ pub const fn parse_size(text: &str) -> Result<u64, SizeError> {
     while end > i && b[end - 1].is_ascii_whitespace() {
         end -= 1;
     }
-    let unit: u128 = if end == i || unit_is(b, i, end, b"b") {
+    let unit: u128 = if end == i {
         1
-    } else if unit_is(b, i, end, b"kb") || unit_is(b, i, end, b"kib") {
-        1 << 10
-    } else if unit_is(b, i, end, b"mb") || unit_is(b, i, end, b"mib") {
-        1 << 20
-    } else if unit_is(b, i, end, b"gb") || unit_is(b, i, end, b"gib") {
-        1 << 30
     } else {
-        return Err(SizeError::UnknownUnit);
+        let name = b.split_at(end).0.split_at(i).1;
+        // The unit is ASCII letters or it is unknown either way.
+        let Ok(name) = core::str::from_utf8(name) else {
+            return Err(SizeError::UnknownUnit);
+        };
+        match unit_bytes(name) {
+            Some(bytes) => bytes as u128,
+            None => return Err(SizeError::UnknownUnit),
+        }
     };
     let bytes = whole * unit + fraction * unit / scale;
     if bytes > u64::MAX as u128 {
@@ -125,6 +146,18 @@ mod tests {
         assert_eq!(parse_size("512 B"), Ok(512));
         assert_eq!(parse_size("512"), Ok(512));
         assert_eq!(parse_size("  7  b  "), Ok(7));
+    }
+
+    #[test]
+    fn unit_names_are_those_of_sizes() {
+        for (name, bytes) in [("B", 1), ("kb", 1024), ("KiB", 1024), ("MB", 1 << 20)] {
+            assert_eq!(unit_bytes(name), Some(bytes), "{name}");
+            assert_eq!(parse_size(&format!("1 {name}")), Ok(bytes), "{name}");
+        }
+        assert_eq!(unit_bytes("gib"), Some(1 << 30));
+        assert_eq!(unit_bytes(""), None);
+        assert_eq!(unit_bytes("TB"), None);
+        assert_eq!(unit_bytes("K"), None);
     }
 
     #[test]
