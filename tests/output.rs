@@ -1,68 +1,22 @@
-//! What memprof prints, checked in a child process: each test re-runs this
-//! test binary on one `child_*` test with `MEMPROF_CHILD` set, then reads
-//! what that child printed (tables printed at exit included).
+//! When and where memprof prints: report modes, test binaries and programs,
+//! passing and failing tests, `memit!` lines, JSON at exit, output
+//! destinations, settings and `MEMPROF=off`, each checked in a child run of
+//! this test binary (see `support/child.rs`). How a table looks is
+//! `output_tables.rs`.
 
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
 
+#[path = "support/child.rs"]
+mod child;
+
+use child::{child_command, is_child, run_child, run_child_as_program, scratch_dir};
 use memprof::{memit, profile};
-use std::process::Command;
 
 #[profile]
 fn called_five_times(n: usize) -> usize {
     let v = vec![0u8; n];
     v.len()
-}
-
-/// Runs the child test `name` with extra environment variables; returns its
-/// stdout and stderr.
-fn run_child(name: &str, env: &[(&str, &str)]) -> (String, String) {
-    run_child_of(&std::env::current_exe().unwrap(), name, env)
-}
-
-/// As [`run_child`], from a copy of this test binary that does not look like
-/// one (see "When tables are printed" in the README): as a program.
-fn run_child_as_program(name: &str, env: &[(&str, &str)]) -> (String, String) {
-    static COPY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    let copy = COPY.get_or_init(|| {
-        let dir = scratch_dir("program");
-        let copy = dir.join("output-as-program");
-        std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
-        copy
-    });
-    run_child_of(copy, name, env)
-}
-
-fn run_child_of(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> (String, String) {
-    let out = child_command(exe, name, env)
-        .arg("--nocapture")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "child {name} failed: {out:?}");
-    (
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// The command that runs the child test `name` of `exe` alone, output
-/// captured by libtest.
-fn child_command(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.args([name, "--exact", "--test-threads=1"])
-        .env("MEMPROF_CHILD", "1")
-        .env_remove("MEMPROF")
-        .env_remove("MEMPROF_REPORT")
-        .env_remove("MEMPROF_UNIT")
-        .env_remove("MEMPROF_PRECISION");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-fn is_child() -> bool {
-    std::env::var_os("MEMPROF_CHILD").is_some()
 }
 
 #[test]
@@ -343,12 +297,6 @@ fn exit_mode_prints_also_when_the_program_calls_process_exit() {
     assert!(out.contains("Calls: 2 (aggregated)"), "{out}");
 }
 
-fn scratch_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("memprof-output-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn json_at_exit_matches_the_printed_table() {
     let dir = scratch_dir("json");
@@ -504,137 +452,5 @@ fn memprof_off_records_and_prints_nothing_but_the_program_runs() {
             .count(),
         1,
         "{err}"
-    );
-}
-
-/// A row of a hand-made report: line number, (mem usage, increment, peak,
-/// occurrences) if it ran, and its text.
-fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memprof::LineReport {
-    let (mem_usage, increment, peak, occurrences) = match figures {
-        Some((m, i, p, n)) => (Some(m), Some(i), Some(p), n),
-        None => (None, None, None, 0),
-    };
-    memprof::LineReport {
-        line,
-        mem_usage,
-        increment,
-        peak,
-        occurrences,
-        gpu_usage: None,
-        gpu_increment: None,
-        gpu_peak: None,
-        gpu_driver_usage: None,
-        gpu_driver_increment: None,
-        contents: contents.to_owned(),
-    }
-}
-
-fn function(name: &str, lines: Vec<memprof::LineReport>) -> memprof::FunctionReport {
-    memprof::FunctionReport {
-        name: name.to_owned(),
-        file: "src/lib.rs".to_owned(),
-        calls: 1,
-        gpu: None,
-        gpu_driver: None,
-        lines,
-    }
-}
-
-#[test]
-fn child_two_tables() {
-    if is_child() {
-        let long = format!("    let s = \"{}\";", "x".repeat(120));
-        let small = function(
-            "app::small",
-            vec![
-                row(1, None, "#[profile]"),
-                row(2, Some((900, 24, 24, 1)), "fn small() {"),
-                row(3, Some((900, 24, 24, 1)), &long),
-                row(4, Some((900, 0, 0, 1)), "}"),
-            ],
-        );
-        let large = function(
-            "app::large",
-            vec![
-                row(10, None, "#[profile]"),
-                row(11, Some((3 << 29, -(3 << 29), 1 << 30, 1)), "fn large() {"),
-                row(12, Some((1000 << 10, -(1000 << 10), 0, 12)), "\tdrop(v);"),
-                row(13, Some((3 << 29, 0, 0, 1)), "}"),
-            ],
-        );
-        print!("{small}\n{large}");
-    }
-}
-
-#[test]
-fn tables_keep_their_columns_and_cut_long_lines() {
-    let (out, _) = run_child("child_two_tables", &[]);
-    let tables = &out[out.find("Filename:").unwrap()..];
-    // The rule is as wide as the header; the figure columns are as wide in a
-    // table of bytes as in one of gigabytes; a line past 100 columns ends in
-    // `…` at the 100th; a tab is four spaces.
-    let expected = format!(
-        "\
-Filename: src/lib.rs   Function: app::small   Calls: 1
-
- Line #    Mem usage     Increment         Peak   Occurrences   Line Contents
-=============================================================================
-      1                                                         #[profile]
-      2        900 B          24 B         24 B             1   fn small() {{
-      3        900 B          24 B         24 B             1       let s = \"{}…
-      4        900 B           0 B          0 B             1   }}
-
-Filename: src/lib.rs   Function: app::large   Calls: 1
-
- Line #    Mem usage     Increment         Peak   Occurrences   Line Contents
-=============================================================================
-     10                                                         #[profile]
-     11      1.5 GiB      -1.5 GiB      1.0 GiB             1   fn large() {{
-     12   1000.0 KiB   -1000.0 KiB          0 B            12       drop(v);
-     13      1.5 GiB           0 B          0 B             1   }}
-",
-        "x".repeat(86)
-    );
-    assert_eq!(&tables[..expected.len()], expected, "{out}");
-}
-
-/// The fenced block that follows `after` in `text`.
-fn block_after<'a>(text: &'a str, after: &str) -> &'a str {
-    let rest = &text[text.find(after).unwrap_or_else(|| panic!("no {after:?}"))..];
-    let fence = rest.find("```").unwrap();
-    let body = fence + rest[fence..].find('\n').unwrap() + 1;
-    &rest[body..body + rest[body..].find("```").unwrap()]
-}
-
-#[test]
-fn readme_quick_start_is_the_example_and_what_it_prints() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let section = &readme[readme.find("## Quick start").unwrap()..];
-    let example = std::fs::read_to_string(root.join("examples/quickstart.rs")).unwrap();
-    // The example without its `//!` line.
-    assert_eq!(
-        block_after(section, "```rust"),
-        example.split_once('\n').unwrap().1
-    );
-    let out = Command::new(env!("CARGO"))
-        .args(["run", "--quiet", "--example", "quickstart"])
-        .current_dir(root)
-        .env_remove("MEMPROF")
-        .env_remove("MEMPROF_REPORT")
-        .env_remove("MEMPROF_UNIT")
-        .env_remove("MEMPROF_PRECISION")
-        .env_remove("MEMPROF_OUTPUT")
-        .env_remove("MEMPROF_MIN_INCREMENT")
-        .env_remove("MEMPROF_JSON")
-        // The README shows a machine without a GPU.
-        .env("MEMPROF_GPU", "off")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let printed = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(
-        block_after(section, "`cargo run --example quickstart` prints"),
-        printed
     );
 }

@@ -6,6 +6,26 @@ use crate::calls::{FnMeta, Registration};
 use crate::cells::{LineCell, RowFigures};
 
 /// Every profiled function, aggregated over all its calls so far.
+///
+/// Returned by [`report()`]; look a function up with [`Report::function`]
+/// and a row with [`FunctionReport::line`] or
+/// [`FunctionReport::line_containing`].
+///
+/// ```
+/// #[memprof::profile]
+/// fn build() -> Vec<u64> {
+///     let v = vec![0u64; 1024];
+///     v
+/// }
+///
+/// let v = build();
+/// let report = memprof::report();
+/// let build = report.function("build").unwrap();
+/// assert_eq!(build.calls, 1);
+/// let row = build.line_containing("vec![0u64; 1024]").unwrap();
+/// assert_eq!((row.increment, row.occurrences), (Some(8192), 1));
+/// # drop(v);
+/// ```
 // NOTE: `to_json` goes through miniserde, not serde_json: serde_json's
 // `PartialEq<Value>` impls for integers would be visible to every crate that
 // depends on memprof and break type inference in code such as
@@ -91,6 +111,22 @@ impl Report {
     /// The report as a JSON document: `schema` ([`Report::JSON_SCHEMA`]),
     /// then the same fields as these structs; figures that are `None` are
     /// `null`.
+    ///
+    /// This is what `MEMPROF_JSON=path` writes at exit, and what
+    /// `mprof diff` compares.
+    ///
+    /// ```
+    /// #[memprof::profile]
+    /// fn build() -> Vec<u8> {
+    ///     vec![0u8; 100]
+    /// }
+    ///
+    /// let v = build();
+    /// let json = memprof::report().to_json();
+    /// assert!(json.starts_with(r#"{"schema":1,"functions":[{"name":""#));
+    /// assert!(json.contains(r#""calls":1"#));
+    /// # drop(v);
+    /// ```
     pub fn to_json(&self) -> String {
         miniserde::json::to_string(&JsonDocument {
             schema: Self::JSON_SCHEMA,
@@ -207,7 +243,26 @@ pub(crate) fn registered() -> Vec<&'static FnMeta> {
 /// Every registered `#[profile]` function, aggregated over all calls so far.
 ///
 /// The `Report` itself is ordinary memory of the caller's; building it leaves
-/// no trace in any figure.
+/// no trace in any figure. With `MEMPROF_REPORT=off` nothing is printed
+/// and this is the only way to the figures.
+///
+/// ```
+/// #[memprof::profile]
+/// fn grow(n: usize) -> usize {
+///     let v = vec![0u8; n];
+///     v.len()
+/// }
+///
+/// grow(1000);
+/// grow(3000);
+/// let report = memprof::report();
+/// let grow = report.function("grow").unwrap();
+/// assert_eq!(grow.calls, 2);
+/// // The row of `let v`, over both calls: 4,000 bytes allocated, and freed
+/// // at the end of the call, not on that line.
+/// let row = grow.line_containing("let v").unwrap();
+/// assert_eq!((row.increment, row.peak, row.occurrences), (Some(4000), Some(3000), 2));
+/// ```
 pub fn report() -> Report {
     let functions = untracked(|| {
         registered()
@@ -226,7 +281,24 @@ pub fn report() -> Report {
     report
 }
 
-/// Clears all aggregated figures and call counts.
+/// Clears all aggregated figures and call counts, for example between the
+/// phases of a program that are reported apart.
+///
+/// ```
+/// #[memprof::profile]
+/// fn work() -> usize {
+///     let v = vec![0u8; 64];
+///     v.len()
+/// }
+///
+/// work();
+/// assert_eq!(memprof::report().function("work").unwrap().calls, 1);
+/// memprof::reset();
+/// let report = memprof::report();
+/// let work = report.function("work").unwrap();
+/// assert_eq!(work.calls, 0);
+/// assert!(work.lines.iter().all(|l| l.occurrences == 0));
+/// ```
 pub fn reset() {
     untracked(|| {
         for meta in registered() {

@@ -63,6 +63,17 @@ pub const fn unit_bytes(name: &str) -> Option<u64> {
 }
 
 /// Parses a size; see the module documentation for the accepted forms.
+///
+/// ```
+/// use memprof_runtime::units::{SizeError, parse_size};
+///
+/// assert_eq!(parse_size("24 MiB"), Ok(24 << 20));
+/// assert_eq!(parse_size("1.5GB"), Ok(3 << 29));
+/// assert_eq!(parse_size("1 MB"), parse_size("1 MiB"));
+/// assert_eq!(parse_size("512 b"), Ok(512));
+/// assert_eq!(parse_size("2 TB"), Err(SizeError::UnknownUnit));
+/// assert_eq!(parse_size("-1 KiB"), Err(SizeError::Negative));
+/// ```
 pub const fn parse_size(text: &str) -> Result<u64, SizeError> {
     let b = text.as_bytes();
     let mut i = 0;

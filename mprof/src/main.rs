@@ -2,6 +2,10 @@
 //! records and plots it, for any program; programs built with memprof add
 //! their profiled calls and their exact heap.
 
+// NOTE: the `///` comments on the argument types are clap's --help text,
+// written for a terminal, not Markdown: `<YYYYmmddHHMMSS>` is not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod dat;
 mod diff;
 mod error;

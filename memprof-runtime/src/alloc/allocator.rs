@@ -9,9 +9,14 @@ use std::alloc::{GlobalAlloc, Layout, System};
 ///
 /// Install it as the global allocator to make memprof's figures available:
 ///
-/// ```ignore
+/// ```
+/// # use memprof_runtime as memprof; // The facade re-exports it.
 /// #[global_allocator]
 /// static ALLOC: memprof::Allocator = memprof::Allocator::system();
+/// # fn main() {
+/// #     let (_, m) = memprof::measure(|| vec![0u8; 100]);
+/// #     assert_eq!(m.peak, 100);
+/// # }
 /// ```
 ///
 /// The default `global-allocator` feature of the `memprof` crate does this for
@@ -20,6 +25,33 @@ use std::alloc::{GlobalAlloc, Layout, System};
 /// `memprof::Allocator::new(mimalloc::MiMalloc)`. An allocator installed this
 /// way counts whatever the features say: gate it on your own feature to
 /// leave it out of release builds.
+///
+/// ```
+/// # use memprof_runtime as memprof;
+/// use std::alloc::{GlobalAlloc, Layout, System};
+///
+/// /// Stands for an allocator of your own.
+/// struct MyAllocator;
+///
+/// // SAFETY: passes every call on to the system allocator unchanged.
+/// unsafe impl GlobalAlloc for MyAllocator {
+///     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+///         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+///         unsafe { System.alloc(layout) }
+///     }
+///     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+///         // SAFETY: the caller upholds `GlobalAlloc::dealloc`'s contract.
+///         unsafe { System.dealloc(ptr, layout) }
+///     }
+/// }
+///
+/// #[global_allocator]
+/// static ALLOC: memprof::Allocator<MyAllocator> = memprof::Allocator::new(MyAllocator);
+/// # fn main() {
+/// #     let (_, m) = memprof::measure(|| vec![0u8; 100]);
+/// #     assert_eq!((m.peak, m.allocations), (100, 1));
+/// # }
+/// ```
 ///
 /// # Failed allocations
 ///

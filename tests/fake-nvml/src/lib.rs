@@ -6,7 +6,7 @@
 //! `Nvml::builder().lib_path(..)`, and the test loads the same path with
 //! `libloading`. `dlopen` of one path returns one handle, so both see the same
 //! statics, and the test steers what NVML reports through the `fake_nvml_*`
-//! functions at the bottom of this file.
+//! functions of `control.rs`.
 //!
 //! Only the symbols that memprof's calls into `nvml-wrapper` 0.13 reach are
 //! exported. `nvml-wrapper-sys` looks every symbol up at load time but keeps
@@ -38,6 +38,8 @@ use std::io::Write;
 use std::mem::{offset_of, size_of};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+mod control;
 
 /// `nvmlReturn_t`: a C enum, passed as `unsigned int`.
 pub type NvmlReturn = c_uint;
@@ -515,105 +517,4 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
         }
         Ok(())
     })
-}
-
-/// Back to the start: 1 device, no processes, baselines 0, no failure
-/// scheduled, query count 0. NVML stays initialized if it was.
-#[unsafe(no_mangle)]
-pub extern "C" fn fake_nvml_reset() {
-    ffi((), || state().reset());
-}
-
-/// Sets how many devices NVML reports. Answers `NVML_ERROR_INVALID_ARGUMENT`
-/// above [`MAX_DEVICES`]. Devices beyond the count keep their state.
-#[unsafe(no_mangle)]
-pub extern "C" fn fake_nvml_set_device_count(count: u32) -> NvmlReturn {
-    ffi_status(|| {
-        if count > MAX_DEVICES {
-            return Err(NVML_ERROR_INVALID_ARGUMENT);
-        }
-        state().device_count = count;
-        Ok(())
-    })
-}
-
-/// Sets the bytes used on `device` by processes that NVML does not list.
-/// Answers `NVML_ERROR_MEMORY` if the device would use more than it has.
-#[unsafe(no_mangle)]
-pub extern "C" fn fake_nvml_set_baseline(device: u32, bytes: u64) -> NvmlReturn {
-    ffi_status(|| {
-        let mut state = state();
-        let device = state.device_mut(device)?;
-        let processes: u64 = device.processes.values().sum();
-        if bytes
-            .checked_add(processes)
-            .is_none_or(|used| used > TOTAL_BYTES)
-        {
-            return Err(NVML_ERROR_MEMORY);
-        }
-        device.baseline = bytes;
-        Ok(())
-    })
-}
-
-/// `pid` takes `bytes` more on `device`, as `cudaMalloc` would. Answers
-/// `NVML_ERROR_MEMORY` if the device would use more than it has.
-#[unsafe(no_mangle)]
-pub extern "C" fn fake_nvml_alloc(device: u32, pid: u32, bytes: u64) -> NvmlReturn {
-    ffi_status(|| {
-        let mut state = state();
-        let device = state.device_mut(device)?;
-        if device
-            .used()
-            .checked_add(bytes)
-            .is_none_or(|used| used > TOTAL_BYTES)
-        {
-            return Err(NVML_ERROR_MEMORY);
-        }
-        if bytes > 0 {
-            *device.processes.entry(pid).or_default() += bytes;
-        }
-        Ok(())
-    })
-}
-
-/// `pid` gives back `bytes` on `device`, as `cudaFree` would; at zero it
-/// leaves the process list. Answers `NVML_ERROR_INVALID_ARGUMENT` if `pid`
-/// holds fewer bytes than that.
-#[unsafe(no_mangle)]
-pub extern "C" fn fake_nvml_free(device: u32, pid: u32, bytes: u64) -> NvmlReturn {
-    ffi_status(|| {
-        let mut state = state();
-        let device = state.device_mut(device)?;
-        let held = device.processes.get(&pid).copied().unwrap_or(0);
-        let left = held.checked_sub(bytes).ok_or(NVML_ERROR_INVALID_ARGUMENT)?;
-        if left == 0 {
-            device.processes.remove(&pid);
-        } else {
-            device.processes.insert(pid, left);
-        }
-        Ok(())
-    })
-}
-
-/// After `n` more answered device queries (memory info or process list, the
-/// count-only call included), every such query answers
-/// `NVML_ERROR_GPU_IS_LOST`. Negative: never (the default).
-#[unsafe(no_mangle)]
-pub extern "C" fn fake_nvml_fail_after(n: i64) {
-    ffi((), || state().fail_after = n);
-}
-
-/// Device queries (memory info or process list calls that reached a device,
-/// those answered with `NVML_ERROR_GPU_IS_LOST` included) since the last reset.
-#[unsafe(no_mangle)]
-pub extern "C" fn fake_nvml_query_count() -> u64 {
-    ffi(u64::MAX, || state().queries)
-}
-
-/// `nvmlInit*` calls not yet matched by `nvmlShutdown`, so a test can check
-/// that NVML was shut down.
-#[unsafe(no_mangle)]
-pub extern "C" fn fake_nvml_live_inits() -> u32 {
-    ffi(u32::MAX, || state().live_inits)
 }

@@ -1,0 +1,311 @@
+//! What the GPU columns become when something is missing: no NVML library,
+//! device or driver (no columns, no message); no CUPTI (NVML's columns, one
+//! note); a process the driver does not list (the device's figures, said
+//! so); and NVIDIA's own libcupti without a driver (an ignored test that
+//! scripts/cupti-abi runs). Each test reads a child run of this binary (see
+//! `support/gpu_child.rs`).
+
+#[path = "support/fake_cupti.rs"]
+mod fake_cupti;
+#[path = "support/fake_library.rs"]
+mod fake_library;
+#[path = "support/fake_nvml.rs"]
+mod fake_nvml;
+#[path = "support/gpu_child.rs"]
+mod gpu_child;
+
+use fake_nvml::FakeNvml;
+use gpu_child::*;
+use memprof::profile;
+
+#[test]
+fn child_plain() {
+    if is_child() {
+        #[profile]
+        fn plain() -> usize {
+            let v = vec![0u8; 4096];
+            v.len()
+        }
+        plain();
+        let (_, m) = memprof::measure(plain);
+        println!("measure gpu {:?} {:?}", m.gpu_increment, m.gpu_peak);
+        print_report();
+    }
+}
+
+#[test]
+fn without_a_library_device_or_driver_there_are_no_columns_and_no_message() {
+    let missing = std::env::temp_dir().join("memprof-no-such-dir/libnvidia-ml.so.1");
+    let missing = missing.to_str().unwrap();
+    for env in [
+        &[("MEMPROF_NVML_LIB", missing)][..],
+        &[("FAKE_NVML_DEVICES", "0")],
+        &[("FAKE_NVML_FAIL_INIT", "1")],
+    ] {
+        let child = run_child("child_plain", env);
+        assert!(
+            !child.stdout.contains("GPU usage"),
+            "{env:?}: {}",
+            child.stdout
+        );
+        assert!(
+            !child.stderr.contains("memprof"),
+            "{env:?}: {}",
+            child.stderr
+        );
+        assert_eq!(child.value("measure gpu"), "None None");
+        let report = child.report();
+        assert!(function(&report, "plain")["gpu"].is_null());
+        assert!(row(&report, "plain", "let v")["gpu_usage"].is_null());
+        // The heap columns are there as ever.
+        assert_eq!(row(&report, "plain", "let v")["increment"], 8192);
+    }
+    // Asked for by name, a missing GPU gets one note.
+    let child = run_child(
+        "child_plain",
+        &[("MEMPROF_NVML_LIB", missing), ("MEMPROF_GPU", "0")],
+    );
+    assert_eq!(
+        child
+            .stderr
+            .matches("memprof: no GPU columns: cannot load NVML")
+            .count(),
+        1,
+        "{}",
+        child.stderr
+    );
+    assert!(!child.stdout.contains("GPU usage"));
+}
+
+#[test]
+fn child_fallback() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        device_lines(&fake);
+        print_report();
+    }
+}
+
+/// Without CUPTI the columns are NVML's, as with
+/// `MEMPROF_GPU_SAMPLE=statement`, and one note says why.
+#[test]
+fn without_cupti_the_columns_fall_back_to_nvml_with_one_note() {
+    let missing = std::env::temp_dir().join("memprof-no-such-dir/libcupti.so");
+    let busy = ("FAKE_CUPTI_SUBSCRIBE_ERROR", "39");
+    let refused = ("FAKE_CUPTI_REFUSE_CBID", "600");
+    for (child, why) in [
+        (
+            run_child(
+                "child_fallback",
+                &[
+                    ("MEMPROF_GPU_SAMPLE", "alloc"),
+                    ("MEMPROF_CUPTI_LIB", missing.to_str().unwrap()),
+                    ("MEMPROF_GPU_MEMORY", "process"),
+                ],
+            ),
+            "cannot load CUPTI (",
+        ),
+        (
+            run_counted("child_fallback", &[busy, ("MEMPROF_GPU_MEMORY", "process")]),
+            "another profiler holds CUPTI's only subscription \
+             (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)",
+        ),
+        (
+            run_counted(
+                "child_fallback",
+                &[refused, ("MEMPROF_GPU_MEMORY", "process")],
+            ),
+            "cuptiEnableCallback failed for driver callback 600 (CUPTI error 1)",
+        ),
+    ] {
+        let note = "memprof: GPU columns sampled from NVML at each statement, without a GPU peak: ";
+        assert_eq!(
+            child.stderr.matches("memprof:").count(),
+            1,
+            "{}",
+            child.stderr
+        );
+        assert!(
+            child.stderr.contains(&format!("{note}{why}")),
+            "{}",
+            child.stderr
+        );
+        let report = child.report();
+        let alloc = row(&report, "device_lines", "fake.alloc(");
+        assert_eq!(gpu(alloc), (256 * MI, 256 * MIB));
+        assert!(alloc["gpu_peak"].is_null());
+        assert!(
+            child.stdout.contains("GPU usage   GPU increment"),
+            "{}",
+            child.stdout
+        );
+    }
+}
+
+/// Device memory that the driver gives to another PID, as where it does not
+/// list this process at all.
+#[profile]
+fn unlisted_lines(fake: &FakeNvml) {
+    fake.alloc(0, OTHER_PID, 256 * MIB);
+    fake.free(0, OTHER_PID, 64 * MIB);
+}
+
+#[test]
+fn child_unlisted() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        fake.set_baseline(0, GIB);
+        unlisted_lines(&fake);
+        unlisted_lines(&fake);
+        print_report();
+    }
+}
+
+/// Never a silent 0: when the device's memory moves while the driver does
+/// not list this process, the columns become the device's and the header
+/// says so. The statement (and call) during which that happened has no
+/// figures, rather than a jump from one measure to the other.
+#[test]
+fn an_unlisted_process_gets_the_devices_figures_and_a_header_saying_so() {
+    let child = run_child("child_unlisted", &[("MEMPROF_GPU_MEMORY", "process")]);
+    let report = child.report();
+    let f = "unlisted_lines";
+    assert_eq!(
+        function(&report, f)["gpu"],
+        "GPU: memory used on device 0 (Fake GPU 0), all processes \
+         (the driver does not list this process)"
+    );
+    // 1 GiB → (switch) 1.25 GiB → 1.1875 GiB, then → 1.4375 → 1.375 GiB.
+    assert_eq!(
+        gpu(row(&report, f, "fake.alloc(")),
+        (256 * MI, GIB + 448 * MIB)
+    );
+    assert_eq!(
+        gpu(row(&report, f, "fake.free(")),
+        (-128 * MI, GIB + 384 * MIB)
+    );
+    assert_eq!(
+        gpu(row(&report, f, "fn unlisted_lines")),
+        (192 * MI, GIB + 384 * MIB)
+    );
+    assert!(
+        child
+            .stdout
+            .contains("(the driver does not list this process)\n"),
+        "{}",
+        child.stdout
+    );
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+}
+
+/// The releases of NVIDIA's libcupti in `MEMPROF_REAL_CUPTI`
+/// (`release=directory` pairs, `;`-separated: scripts/cupti-abi fetches
+/// them), each with the note memprof gives when it cannot subscribe there
+/// without a CUDA driver.
+fn real_cupti_releases() -> Vec<(String, String, &'static str)> {
+    let releases = std::env::var("MEMPROF_REAL_CUPTI")
+        .expect("MEMPROF_REAL_CUPTI lists release=directory pairs: run scripts/cupti-abi");
+    releases
+        .split(';')
+        .map(|pair| {
+            let (release, dir) = pair.split_once('=').expect("release=directory");
+            let why = match release.split('.').next() {
+                Some("11" | "12") => "cuptiSubscribe failed (CUPTI_ERROR_NOT_INITIALIZED)",
+                // CUPTI 13 without libcuda answers CUPTI_ERROR_UNKNOWN to
+                // every call, cuptiGetResultString included.
+                Some("13") => "cuptiSubscribe failed (CUPTI error 999)",
+                _ => panic!("{release}: which note should CUPTI {release} give?"),
+            };
+            (release.to_owned(), dir.to_owned(), why)
+        })
+        .collect()
+}
+
+/// With NVIDIA's libcupti found on the library path (its soname, as the
+/// CUDA toolkit and the wheels install it) and no driver: nothing changes
+/// where NVML is absent too, and where NVML shows a device (the fake), CUPTI
+/// refuses to subscribe and the columns are NVML's, with one note. Never a
+/// silent 0, a panic or a hang (each child runs under `timeout`).
+#[test]
+#[ignore = "needs NVIDIA's libcupti: scripts/cupti-abi fetches it and runs this"]
+fn nvidias_libcupti_without_a_driver_falls_back_with_one_note() {
+    /// What the child printed but its report: its tables.
+    fn tables(child: &Child) -> String {
+        let lines = child.stdout.lines().filter(|l| !l.starts_with("REPORT "));
+        lines.collect::<Vec<_>>().join("\n")
+    }
+    let timeout: &[&str] = &["timeout", "60"];
+    let missing_nvml = std::env::temp_dir().join("memprof-no-such-dir/libnvidia-ml.so.1");
+    let missing_nvml = missing_nvml.to_str().unwrap();
+    for (release, dir, why) in real_cupti_releases() {
+        let path = ("LD_LIBRARY_PATH", dir.as_str());
+        let counting = ("MEMPROF_GPU_SAMPLE", "alloc");
+
+        // No driver at all, as on this machine: no columns, and nothing
+        // said unless a device was asked for.
+        let nvml = ("MEMPROF_NVML_LIB", missing_nvml);
+        let child = run_child_with(Some(timeout), "child_plain", &[path, counting, nvml]);
+        assert!(
+            !tables(&child).contains("GPU"),
+            "{release}: {}",
+            tables(&child)
+        );
+        assert!(
+            !child.stderr.contains("memprof"),
+            "{release}: {}",
+            child.stderr
+        );
+        assert!(row(&child.report(), "plain", "let v")["gpu_usage"].is_null());
+        let asked = ("MEMPROF_GPU", "0");
+        let child = run_child_with(Some(timeout), "child_plain", &[path, counting, nvml, asked]);
+        let notes: Vec<&str> = child
+            .stderr
+            .lines()
+            .filter(|l| l.contains("memprof"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{release}: {}", child.stderr);
+        assert!(
+            notes[0].starts_with("memprof: no GPU columns: cannot load NVML ("),
+            "{release}: {}",
+            child.stderr
+        );
+        assert!(
+            !tables(&child).contains("GPU"),
+            "{release}: {}",
+            tables(&child)
+        );
+
+        // A device that NVML shows, but no CUDA driver behind it: CUPTI
+        // loads and refuses, and NVML's figures stand in, said once.
+        let child = run_child_with(
+            Some(timeout),
+            "child_fallback",
+            &[path, counting, ("MEMPROF_GPU_MEMORY", "process")],
+        );
+        let notes: Vec<&str> = child
+            .stderr
+            .lines()
+            .filter(|l| l.contains("memprof"))
+            .collect();
+        assert_eq!(
+            notes,
+            [format!(
+                "memprof: GPU columns sampled from NVML at each statement, \
+                 without a GPU peak: {why}"
+            )],
+            "{release}: {}",
+            child.stderr
+        );
+        let report = child.report();
+        let alloc = row(&report, "device_lines", "fake.alloc(");
+        assert_eq!(gpu(alloc), (256 * MI, 256 * MIB), "{release}");
+        assert!(alloc["gpu_peak"].is_null(), "{release}");
+        let tables = tables(&child);
+        assert!(!tables.contains("CUPTI"), "{release}: {tables}");
+        assert!(
+            tables.contains("GPU usage   GPU increment"),
+            "{release}: {tables}"
+        );
+        println!("{release}: {}", notes[0]);
+    }
+}

@@ -1,0 +1,66 @@
+//! Child runs for the output tests (`tests/output*.rs`): each test re-runs
+//! its own test binary on one `child_*` test with `MEMPROF_CHILD` set, then
+//! reads what that child printed (tables printed at exit included). Include
+//! it with `#[path = "support/child.rs"] mod child;`.
+
+// Each test crate that includes this file uses a different part of it.
+#![allow(dead_code)]
+
+use std::process::Command;
+
+/// Runs the child test `name` with extra environment variables; returns its
+/// stdout and stderr.
+pub fn run_child(name: &str, env: &[(&str, &str)]) -> (String, String) {
+    run_child_of(&std::env::current_exe().unwrap(), name, env)
+}
+
+/// As [`run_child`], from a copy of this test binary that does not look like
+/// one (see "When tables are printed" in the README): as a program.
+pub fn run_child_as_program(name: &str, env: &[(&str, &str)]) -> (String, String) {
+    static COPY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let copy = COPY.get_or_init(|| {
+        let dir = scratch_dir("program");
+        let copy = dir.join("output-as-program");
+        std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
+        copy
+    });
+    run_child_of(copy, name, env)
+}
+
+pub fn run_child_of(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> (String, String) {
+    let out = child_command(exe, name, env)
+        .arg("--nocapture")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "child {name} failed: {out:?}");
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The command that runs the child test `name` of `exe` alone, output
+/// captured by libtest.
+pub fn child_command(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args([name, "--exact", "--test-threads=1"])
+        .env("MEMPROF_CHILD", "1")
+        .env_remove("MEMPROF")
+        .env_remove("MEMPROF_REPORT")
+        .env_remove("MEMPROF_UNIT")
+        .env_remove("MEMPROF_PRECISION");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+pub fn is_child() -> bool {
+    std::env::var_os("MEMPROF_CHILD").is_some()
+}
+
+pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("memprof-output-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
