@@ -22,9 +22,6 @@
 
 pub mod alloc;
 mod budget;
-// NOTE: `calls::Cursor` is public for generated code only (hidden in
-// `__private`); its docs link the kernel's private `CursorHead`.
-#[allow(rustdoc::private_intra_doc_links)]
 mod calls;
 mod cells;
 pub mod config;

@@ -23,7 +23,7 @@ use std::mem::MaybeUninit;
 
 /// Walks one block's statements; see the module documentation.
 ///
-/// Starts with the [`CursorHead`] that the kernel's step works on.
+/// Starts with the `CursorHead` that the kernel's step works on.
 #[repr(C)]
 pub struct Cursor<'a> {
     /// `call` is the frame, or null when the call records nothing
