@@ -1,7 +1,7 @@
 //! An HTTP-style service on tokio, without the network: 6,000 requests,
 //! about 2,000 a second, each a `tokio::spawn`ed task that parses its
 //! request, looks the page up in a cache shared behind a `Mutex`, "loads"
-//! it from a slow store on a miss (an `.await` of a few milliseconds) and
+//! it from a slow store on a miss (an `.await` of 20 ms) and
 //! renders a response. Deterministic: the same summary on every run.
 //!
 //! ```sh
@@ -45,7 +45,7 @@ fn parse_request(raw: &str) -> Option<Request> {
 /// The slow store behind the cache: a page of a few KiB, after a wait.
 #[profile]
 async fn load_page(path: &str) -> Vec<u8> {
-    tokio::time::sleep(Duration::from_millis(3)).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
     let id: usize = path.trim_start_matches("/page/").parse().unwrap_or(0);
     (0..2_048 + 64 * (id % 32)).map(|i| (i + id) as u8).collect()
 }
@@ -79,7 +79,7 @@ async fn handle(raw: String, cache: Cache) -> usize {
         }
     };
     // A little work after the response is ready: logging, metrics.
-    tokio::time::sleep(Duration::from_millis(1)).await;
+    tokio::time::sleep(Duration::from_millis(12)).await;
     render(&request, &page).len()
 }
 
