@@ -63,7 +63,7 @@ impl<'a> CallGuard<'a> {
     fn new(frame: &'a Frame, nests: bool) -> Self {
         let mark = if frame.is_runtime_entered() {
             crate::output::at_first_call();
-            crate::timeline::call_start(nests)
+            crate::timeline::call_start(nests, frame.meta)
         } else {
             CallMark::none()
         };
