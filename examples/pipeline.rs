@@ -70,7 +70,13 @@ fn summarise(groups: &HashMap<u16, Vec<Reading>>) -> Vec<(u16, usize, u32, u32, 
         .map(|(&sensor, readings)| {
             let sum: f64 = readings.iter().map(|r| f64::from(r.value)).sum();
             let (first, last) = (readings[0].time, readings[readings.len() - 1].time);
-            (sensor, readings.len(), first, last, sum / readings.len() as f64)
+            (
+                sensor,
+                readings.len(),
+                first,
+                last,
+                sum / readings.len() as f64,
+            )
         })
         .collect();
     rows.sort_unstable_by_key(|r| r.0);

@@ -47,7 +47,9 @@ fn parse_request(raw: &str) -> Option<Request> {
 async fn load_page(path: &str) -> Vec<u8> {
     tokio::time::sleep(Duration::from_millis(20)).await;
     let id: usize = path.trim_start_matches("/page/").parse().unwrap_or(0);
-    (0..2_048 + 64 * (id % 32)).map(|i| (i + id) as u8).collect()
+    (0..2_048 + 64 * (id % 32))
+        .map(|i| (i + id) as u8)
+        .collect()
 }
 
 #[profile]
@@ -86,7 +88,11 @@ async fn handle(raw: String, cache: Cache) -> usize {
 /// Request `i`: mostly popular pages, some never seen before.
 fn request_text(i: u32) -> String {
     let hash = i.wrapping_mul(2_654_435_761);
-    let page = if hash % 4 == 0 { hash % 4_000 } else { hash % PAGES };
+    let page = if hash % 4 == 0 {
+        hash % 4_000
+    } else {
+        hash % PAGES
+    };
     format!(
         "GET /page/{page} HTTP/1.1\r\nHost: demo\r\nUser-Agent: load/{}\r\nAccept: */*\r\n\r\n",
         i % 7

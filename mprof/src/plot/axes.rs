@@ -79,7 +79,10 @@ impl Scene {
             .vertical(),
         );
 
+        // Calls first, so that the curves are drawn over them: with many
+        // calls their brackets would otherwise hide the RSS.
         self.draw_flame(&chart, root, labels)?;
+        self.draw_brackets(&chart, root)?;
         self.draw_curves(&chart, root)?;
         for peak in &self.peaks {
             let (px, py) = chart.backend_coord(&peak.at);
@@ -87,7 +90,6 @@ impl Scene {
             dotted(vec![(left, py), (right, py)])?;
             dotted(vec![(px, top), (px, bottom)])?;
         }
-        self.draw_brackets(&chart, root)?;
         root.draw(&Rectangle::new([(left, top), (right, bottom)], FRAME))?;
         self.draw_legend(root, labels, top, bottom)?;
         Ok(())

@@ -1,11 +1,21 @@
 //! The profiled calls of a single file: brackets or flame boxes, and the
 //! legend's rows that name them.
 
+use super::brackets::thin;
 use super::legend::legend_capacity;
 use super::*;
+use crate::summary::{self, FunctionSummary};
 
 impl Scene {
-    pub(super) fn add_calls<'a>(&mut self, calls: &[&'a Call], origin: f64, flame: bool) {
+    /// `totals`: the file's own count of each function's calls, where the
+    /// whole run is plotted.
+    pub(super) fn add_calls<'a>(
+        &mut self,
+        calls: &[&'a Call],
+        origin: f64,
+        flame: bool,
+        totals: Option<&[FunctionSummary]>,
+    ) {
         let labels = short_names(calls.iter().map(|c| c.name.as_str()));
         let mut functions: Vec<&str> = Vec::new();
         let mut color_of = |name: &'a str| -> RGBColor {
@@ -43,7 +53,13 @@ impl Scene {
                     color,
                 });
             }
-            rows.push((call.name.as_str(), color, text, call.duration()));
+            rows.push((call.name.as_str(), color, text, call));
+        }
+        if !flame {
+            // Brackets closer than a few pixels merge: a thousand calls a
+            // second would otherwise hide the curve under a solid band.
+            let (x0, x1) = self.x;
+            self.brackets = thin(std::mem::take(&mut self.brackets), (x1 - x0) / 200.0);
         }
         let icon = |color| {
             if flame {
@@ -53,7 +69,15 @@ impl Scene {
             }
         };
         let room = legend_capacity().saturating_sub(self.legend.len());
-        if rows.len() <= room {
+        // A `FUNC` line that stands for several calls (memprof merges
+        // overlapping ones) is no call's duration: such functions get one
+        // row with their totals.
+        let merged = totals.is_some_and(|totals| {
+            totals.iter().any(|t| {
+                t.drawn > 0 && t.calls > rows.iter().filter(|r| r.0 == t.name).count() as u64
+            })
+        });
+        if rows.len() <= room && !merged {
             for (_, color, text, _) in rows {
                 self.legend.push(LegendRow {
                     icon: icon(color),
@@ -62,17 +86,17 @@ impl Scene {
             }
             return;
         }
-        // Too many calls for one row each: one row per function, with the
-        // range of its calls' durations.
-        let mut grouped: Vec<(&str, RGBColor, usize, f64, f64)> = Vec::new();
-        for (name, color, _, duration) in rows {
+        // Too many calls for one row each: one row per function, with its
+        // calls and the wall time they covered.
+        let mut grouped: Vec<(&str, RGBColor, u64, Vec<(f64, f64)>)> = Vec::new();
+        for (name, color, _, call) in rows {
+            let span = (call.start.time, call.end.time);
             match grouped.iter_mut().find(|g| g.0 == name) {
                 Some(g) => {
                     g.2 += 1;
-                    g.3 = g.3.min(duration);
-                    g.4 = g.4.max(duration);
+                    g.3.push(span);
                 }
-                None => grouped.push((name, color, 1, duration, duration)),
+                None => grouped.push((name, color, 1, vec![span])),
             }
         }
         let shown = if grouped.len() <= room {
@@ -80,12 +104,17 @@ impl Scene {
         } else {
             room.saturating_sub(1)
         };
-        for (name, color, count, min, max) in &grouped[..shown] {
+        for (name, color, lines, spans) in &mut grouped[..shown] {
             let label = &labels[*name];
-            let text = if *count == 1 {
-                format!("{label} {min:.3}s")
+            let total = totals.and_then(|t| t.iter().find(|t| t.name == *name));
+            let (calls, covered) = match total {
+                Some(t) => (t.calls, t.covered),
+                None => (*lines, summary::covered(spans)),
+            };
+            let text = if calls == 1 {
+                format!("{label} {covered:.3}s")
             } else {
-                format!("{label} ×{count}, {min:.3}s to {max:.3}s")
+                format!("{label} ×{calls}, {covered:.3}s covered")
             };
             self.legend.push(LegendRow {
                 icon: icon(*color),

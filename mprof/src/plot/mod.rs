@@ -6,9 +6,14 @@
 //! file has them, one curve per child with `--multiprocess`, and a dashed
 //! line through the peak. Each profiled call gets a `[` at its entry and a
 //! `]` at its exit, in its function's colour, smaller the deeper it is
-//! nested; the legend, beside the plot so that it never hides a curve or a
-//! bracket, names each call with its duration (`<name> <seconds %.3f>s`).
-//! `--flame` draws one box per call instead, at the height of its depth.
+//! nested, under the curves so that a thousand calls a second still leave
+//! the RSS in sight; brackets of a function a few pixels apart merge. The
+//! legend, beside the plot so that it never hides a curve or a bracket,
+//! names each call with its duration (`<name> <seconds %.3f>s`), or, for
+//! many calls or calls that memprof merged into intervals, each function
+//! with its calls and the wall time they covered (`<name> ×<calls>,
+//! <seconds>s covered`), never their sum. `--flame` draws one box per call
+//! instead, at the height of its depth, labelled where the label fits.
 //! With several files the curves are overlaid, each from its own start, and
 //! calls are left out, as memory_profiler does.
 //!
@@ -22,6 +27,7 @@
 
 use crate::dat::{Call, Profile, Sample};
 use crate::error::Error;
+use crate::summary;
 use crate::text::{self, Label};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -66,7 +72,7 @@ pub fn plot(options: &PlotOptions) -> Result<PathBuf, Error> {
     let format = Format::of(&output)?;
     if options.functions {
         for profile in &profiles {
-            note_short_calls(profile);
+            print_summary(profile);
         }
     }
     let scene = Scene::build(&profiles, options);
@@ -78,28 +84,16 @@ pub fn plot(options: &PlotOptions) -> Result<PathBuf, Error> {
     Ok(output)
 }
 
-/// Says on stderr which calls the file counts but the plot cannot show.
-fn note_short_calls(profile: &Profile) {
-    if profile.short.is_empty() {
-        return;
+/// Prints on stderr each function's calls and the wall time they covered,
+/// which the plot cannot give for calls merged or too short to draw.
+fn print_summary(profile: &Profile) {
+    let functions = summary::functions(profile);
+    if !functions.is_empty() {
+        eprint!(
+            "{}",
+            summary::render(&profile.path.display().to_string(), &functions)
+        );
     }
-    let mut short: Vec<_> = profile.short.iter().collect();
-    short.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
-    let total: u64 = short.iter().map(|s| s.calls).sum();
-    let most: Vec<String> = short
-        .iter()
-        .take(3)
-        .map(|s| format!("{} {} ({:.3} s)", s.name, s.calls, s.seconds))
-        .collect();
-    let more = match short.len() {
-        n if n > 3 => format!(", and {} more functions", n - 3),
-        _ => String::new(),
-    };
-    eprintln!(
-        "mprof: note: {}: {total} calls too short to draw, not shown: {}{more}",
-        profile.path.display(),
-        most.join(", ")
-    );
 }
 
 enum Format {

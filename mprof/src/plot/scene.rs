@@ -4,6 +4,7 @@
 use super::curve::clip;
 use super::legend::file_labels;
 use super::*;
+use crate::summary;
 
 impl Scene {
     pub(super) fn build(profiles: &[Profile], options: &PlotOptions) -> Scene {
@@ -69,7 +70,14 @@ impl Scene {
             * 1.1;
         if !calls.is_empty() {
             let origin = origin(&profiles[0]);
-            scene.add_calls(&calls, origin, options.flame);
+            let totals = summary::functions(&profiles[0]);
+            let whole_run = options.window.is_none();
+            scene.add_calls(
+                &calls,
+                origin,
+                options.flame,
+                whole_run.then_some(totals.as_slice()),
+            );
         }
         scene
     }
