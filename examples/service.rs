@@ -88,7 +88,7 @@ async fn handle(raw: String, cache: Cache) -> usize {
 /// Request `i`: mostly popular pages, some never seen before.
 fn request_text(i: u32) -> String {
     let hash = i.wrapping_mul(2_654_435_761);
-    let page = if hash % 4 == 0 {
+    let page = if hash.is_multiple_of(4) {
         hash % 4_000
     } else {
         hash % PAGES

@@ -10,6 +10,9 @@
 use crate::dat::Profile;
 use std::collections::BTreeMap;
 
+/// `[start, end]` of calls, in unix seconds.
+pub type Spans = Vec<(f64, f64)>;
+
 /// One profiled function's calls.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FunctionSummary {
@@ -24,7 +27,7 @@ pub struct FunctionSummary {
 
 /// The functions of a file, most covered time first.
 pub fn functions(profile: &Profile) -> Vec<FunctionSummary> {
-    let mut by_name: BTreeMap<&str, (u64, Vec<(f64, f64)>)> = BTreeMap::new();
+    let mut by_name: BTreeMap<&str, (u64, Spans)> = BTreeMap::new();
     for call in &profile.calls {
         let entry = by_name.entry(&call.name).or_default();
         entry.0 += 1;

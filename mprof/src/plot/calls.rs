@@ -4,7 +4,7 @@
 use super::brackets::thin;
 use super::legend::legend_capacity;
 use super::*;
-use crate::summary::{self, FunctionSummary};
+use crate::summary::{self, FunctionSummary, Spans};
 
 impl Scene {
     /// `totals`: the file's own count of each function's calls, where the
@@ -88,7 +88,7 @@ impl Scene {
         }
         // Too many calls for one row each: one row per function, with its
         // calls and the wall time they covered.
-        let mut grouped: Vec<(&str, RGBColor, u64, Vec<(f64, f64)>)> = Vec::new();
+        let mut grouped: Vec<(&str, RGBColor, u64, Spans)> = Vec::new();
         for (name, color, _, call) in rows {
             let span = (call.start.time, call.end.time);
             match grouped.iter_mut().find(|g| g.0 == name) {
