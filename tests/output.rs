@@ -50,6 +50,35 @@ fn default_mode_prints_three_calls_then_one_aggregate_at_exit() {
     assert!(row.trim_end().contains(" 5 "), "{row}");
 }
 
+#[profile]
+async fn async_called_five_times(n: usize) -> usize {
+    let v = vec![0u8; n];
+    v.len()
+}
+
+#[test]
+fn child_five_async_calls() {
+    if is_child() {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        for n in 1..=5 {
+            let future = std::pin::pin!(async_called_five_times(n * 1000));
+            assert!(std::future::Future::poll(future, &mut cx).is_ready());
+        }
+    }
+}
+
+/// Regression: every `async fn` call past the third printed its table too
+/// (6,000 tables for `examples/service`'s 6,000 requests).
+#[test]
+fn async_calls_print_three_tables_then_one_aggregate_at_exit() {
+    let (out, _) = run_child_as_program("child_five_async_calls", &[]);
+    let tables = out
+        .matches("Function: output::async_called_five_times")
+        .count();
+    assert_eq!(tables, 4, "{out}");
+    assert_eq!(out.matches("Calls: 5 (aggregated)").count(), 1, "{out}");
+}
+
 #[test]
 fn a_test_binary_prints_three_calls_and_nothing_at_exit() {
     let (out, _) = run_child("child_five_calls", &[]);

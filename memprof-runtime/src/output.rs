@@ -22,7 +22,10 @@ pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64)
         let config = crate::settings::get();
         let print_now = match config.report {
             ReportMode::Call => true,
-            ReportMode::Auto => nth <= AUTO_CALL_TABLES,
+            // NOTE: 0 is "no table of its own": an `async fn` call past the
+            // first few still owns its rows (it may change threads), and
+            // must not print them.
+            ReportMode::Auto => (1..=AUTO_CALL_TABLES).contains(&nth),
             ReportMode::Exit | ReportMode::Off => false,
         };
         if !print_now {

@@ -230,7 +230,7 @@ fn enter_slowly(meta: &'static FnMeta) -> *const CursorHead {
     record.frame.enter_recording();
     record.top = Cursor::for_call(std::ptr::from_ref(&record.frame).cast::<CallHead>());
     crate::output::at_first_call();
-    record.mark = crate::timeline::call_start(true);
+    record.mark = crate::timeline::call_start(true, meta);
     std::ptr::from_ref(&record.top).cast::<CursorHead>()
 }
 
@@ -353,7 +353,7 @@ impl<'a> CallGuard<'a> {
     fn new(frame: &'a Frame, nests: bool) -> Self {
         let mark = if frame.is_runtime_entered() {
             crate::output::at_first_call();
-            crate::timeline::call_start(nests)
+            crate::timeline::call_start(nests, frame.meta)
         } else {
             CallMark::none()
         };

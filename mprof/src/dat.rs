@@ -4,8 +4,12 @@
 //! CMDLINE <command line>
 //! MEM <MiB %.6f> <unix time %.4f>              RSS of the program
 //! CHLD <pid> <MiB %.6f> <unix time %.4f>       RSS of one child (--multiprocess)
-//! FUNC <name> <MiB> <t_start> <MiB> <t_end> <depth>   one profiled call
-//! SHORT <name> <calls> <seconds %.6f>          a function's calls too short to plot
+//! FUNC <name> <MiB> <t_start> <MiB> <t_end> <depth>   one profiled call, or
+//!                                              the interval covered by overlapping ones
+//! CALLS <name> <depth> <calls> <seconds %.6f>  exact totals of a function's calls at a
+//!                                              depth: their number, and the wall time
+//!                                              during which at least one of them ran
+//! SHORT <name> <calls> <seconds %.6f>          calls too short to plot (memprof before CALLS)
 //! HEAP <MiB %.6f> <unix time %.4f>             memprof's exact heap in use
 //! GPU <MiB %.6f> <unix time %.4f>              GPU memory of the program (--gpu)
 //! ```
@@ -53,6 +57,19 @@ pub struct ShortCalls {
     pub seconds: f64,
 }
 
+/// The exact totals of one profiled function's calls at one depth, from a
+/// `CALLS` line: memprof merges overlapping calls into one `FUNC` interval
+/// and leaves out intervals too short to plot, so these count what the
+/// `FUNC` lines cannot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallTotals {
+    pub name: String,
+    pub depth: u32,
+    pub calls: u64,
+    /// Wall time during which at least one of the calls ran.
+    pub covered: f64,
+}
+
 /// Everything one `.dat` file holds, each series sorted by time.
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
@@ -65,8 +82,11 @@ pub struct Profile {
     pub children: BTreeMap<u32, Vec<Sample>>,
     /// `FUNC`, in order of their start, outer calls first.
     pub calls: Vec<Call>,
-    /// `SHORT`: calls left out of `calls`, counted per function.
+    /// `SHORT`: calls left out of `calls`, counted per function (files of
+    /// memprof before `CALLS`).
     pub short: Vec<ShortCalls>,
+    /// `CALLS`: every call, counted per function and depth.
+    pub totals: Vec<CallTotals>,
     /// `HEAP`: the exact heap in use, recorded by memprof's runtime.
     pub heap: Vec<Sample>,
     /// `GPU`: GPU memory of the program.
@@ -163,6 +183,7 @@ fn parse_line(profile: &mut Profile, line: &str) -> Option<()> {
         }
         "FUNC" => profile.calls.push(call(rest)?),
         "SHORT" => profile.short.push(short_calls(rest)?),
+        "CALLS" => profile.totals.push(call_totals(rest)?),
         // Another tool's series: memory_profiler skips these too.
         _ if !prefix.is_empty() && prefix.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') => {}
         _ => return None,
@@ -224,6 +245,21 @@ fn short_calls(rest: &str) -> Option<ShortCalls> {
     })
 }
 
+/// `<name> <depth> <calls> <seconds>`.
+fn call_totals(rest: &str) -> Option<CallTotals> {
+    let mut fields = rest.split(' ');
+    let name = fields.next().filter(|n| !n.is_empty())?.to_string();
+    let depth = fields.next()?.parse().ok()?;
+    let calls = fields.next()?.parse().ok()?;
+    let covered = number(fields.next())?;
+    fields.next().is_none().then_some(CallTotals {
+        name,
+        depth,
+        calls,
+        covered,
+    })
+}
+
 fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", &text[..end]),
@@ -271,6 +307,7 @@ mod tests {
                     HEAP 1.500000 1795300840.8000\n\
                     GPU 300.000000 1795300840.8000\n\
                     SHORT app::parse 200000 0.412345\n\
+                    CALLS app::handle 0 6000 3.195877\n\
                     FUTURE 1 2 3\n";
         let (p, skipped) = Profile::parse(Path::new("x.dat"), text);
         assert_eq!(skipped.count, 0);
@@ -290,16 +327,24 @@ mod tests {
                 seconds: 0.412345
             }]
         );
+        assert_eq!(
+            p.totals,
+            [CallTotals {
+                name: "app::handle".into(),
+                depth: 0,
+                calls: 6000,
+                covered: 3.195877
+            }]
+        );
         assert_eq!(p.peak().unwrap().mib, 160.0);
     }
 
     #[test]
     fn skips_garbage_and_truncated_lines() {
-        let text =
-            "MEM 1.0 10.0\n\u{1}\u{2}garbage\nMEM 2.0\nFUNC f 1 2 3\nSHORT f x 1.0\nMEM 1.5 1";
+        let text = "MEM 1.0 10.0\n\u{1}\u{2}garbage\nMEM 2.0\nFUNC f 1 2 3\nSHORT f x 1.0\nCALLS f 1 2\nMEM 1.5 1";
         let (p, skipped) = Profile::parse(Path::new("x.dat"), text);
         assert_eq!(p.mem.len(), 2);
-        assert_eq!(skipped.count, 4);
+        assert_eq!(skipped.count, 5);
         assert_eq!(skipped.first.unwrap().0, 2);
     }
 

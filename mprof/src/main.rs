@@ -14,6 +14,7 @@ mod gpu;
 mod plot;
 mod procfs;
 mod run;
+mod summary;
 mod text;
 
 use clap::{Parser, Subcommand};

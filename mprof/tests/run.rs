@@ -6,7 +6,9 @@
 //! `#[memprof::profile]` functions, writing every page so that RSS grows as
 //! much as the heap. Every call lasts longer than a tenth of the interval, so
 //! that each has its `FUNC` line; `short_calls_are_counted_not_listed`
-//! checks what becomes of shorter ones.
+//! checks what becomes of shorter ones, and
+//! `overlapping_calls_merge_into_intervals_with_exact_totals` of calls that
+//! run at once on several threads.
 
 mod common;
 
@@ -126,6 +128,32 @@ fn batches() -> u64 {
     (0..BATCHES).map(|_| batch()).sum()
 }
 
+const REQUEST_THREADS: u64 = 8;
+const REQUESTS_EACH: u64 = 5;
+const REQUEST_TIME: Duration = Duration::from_millis(20);
+
+/// A handler that several threads run at once.
+#[memprof::profile]
+fn request(id: u64) -> Vec<u8> {
+    std::thread::sleep(REQUEST_TIME);
+    vec![id as u8; 1024]
+}
+
+/// Threads that start 3 ms apart and each handle requests one after
+/// another, so that some request is running from the first one's start to
+/// the last one's end.
+fn serve_requests() -> usize {
+    let threads: Vec<_> = (0..REQUEST_THREADS)
+        .map(|t| {
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(3 * t));
+                (0..REQUESTS_EACH).map(|i| request(i).len()).sum::<usize>()
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).sum()
+}
+
 /// The program that the tests below record; does nothing in an ordinary
 /// test run.
 #[test]
@@ -138,6 +166,10 @@ fn workload_child() {
         }
         Ok("async") => assert_eq!(run_async(), (1 << 20) + 4096),
         Ok("short") => assert_eq!(batches(), BATCHES * (SHORT_CALLS + 1)),
+        Ok("overlap") => assert_eq!(
+            serve_requests() as u64,
+            REQUEST_THREADS * REQUESTS_EACH * 1024
+        ),
         Ok("nested") => {
             // Records, then starts a second memprof program that must not.
             assert_eq!(run_async(), (1 << 20) + 4096);
@@ -185,12 +217,13 @@ struct Func {
 /// Samples as (unix time, MiB).
 type Series = Vec<(f64, f64)>;
 
-/// A `SHORT` line: the calls of one function too short to be listed.
+/// A `CALLS` line: every call of one function at one depth.
 #[derive(Debug)]
-struct Short {
+struct Totals {
     name: String,
+    depth: u32,
     calls: u64,
-    seconds: f64,
+    covered: f64,
 }
 
 /// What `parse` reads.
@@ -198,11 +231,11 @@ struct Recorded {
     mem: Series,
     heap: Series,
     funcs: Vec<Func>,
-    short: Vec<Short>,
+    totals: Vec<Totals>,
 }
 
 /// Parses the file strictly: every line must be one of memory_profiler's
-/// or memprof's, in their exact number formats. `SHORT` lines come last.
+/// or memprof's, in their exact number formats. `CALLS` lines come last.
 fn parse_all(text: &str) -> Recorded {
     let decimals = |field: &str, n: usize| {
         let (_, frac) = field.split_once('.').unwrap_or_else(|| panic!("{field}"));
@@ -210,7 +243,7 @@ fn parse_all(text: &str) -> Recorded {
         field.parse::<f64>().unwrap()
     };
     let (mut mem, mut heap, mut funcs) = (Vec::new(), Vec::new(), Vec::new());
-    let mut short: Vec<Short> = Vec::new();
+    let mut totals: Vec<Totals> = Vec::new();
     let mut lines = text.lines();
     assert!(lines.next().unwrap().starts_with("CMDLINE "));
     assert!(text.ends_with('\n'));
@@ -227,17 +260,18 @@ fn parse_all(text: &str) -> Recorded {
                 }
                 .push(sample);
             }
-            "SHORT" => {
-                assert_eq!(fields.len(), 4, "{line}");
-                short.push(Short {
+            "CALLS" => {
+                assert_eq!(fields.len(), 5, "{line}");
+                totals.push(Totals {
                     name: fields[1].to_string(),
-                    calls: fields[2].parse().unwrap(),
-                    seconds: decimals(fields[3], 6),
+                    depth: fields[2].parse().unwrap(),
+                    calls: fields[3].parse().unwrap(),
+                    covered: decimals(fields[4], 6),
                 });
             }
             "FUNC" => {
                 assert_eq!(fields.len(), 7, "{line}");
-                assert!(short.is_empty(), "FUNC after SHORT: {line}");
+                assert!(totals.is_empty(), "FUNC after CALLS: {line}");
                 funcs.push(Func {
                     name: fields[1].to_string(),
                     mem_start: decimals(fields[2], 4),
@@ -257,14 +291,30 @@ fn parse_all(text: &str) -> Recorded {
         mem,
         heap,
         funcs,
-        short,
+        totals,
     }
 }
 
-/// MEM, HEAP and FUNC, for the runs that make no short calls.
+/// MEM, HEAP and FUNC, for the runs whose calls are all long and one
+/// after another: each has its own `FUNC` line, which the `CALLS` totals
+/// count.
 fn parse(text: &str) -> (Series, Series, Vec<Func>) {
     let recorded = parse_all(text);
-    assert!(recorded.short.is_empty(), "{:?}", recorded.short);
+    for totals in &recorded.totals {
+        let lines: Vec<&Func> = recorded
+            .funcs
+            .iter()
+            .filter(|f| f.name == totals.name && f.depth == totals.depth)
+            .collect();
+        assert_eq!(lines.len() as u64, totals.calls, "{totals:?}");
+        let summed: f64 = lines.iter().map(|f| f.end - f.start).sum();
+        assert!(
+            (totals.covered - summed).abs() < 1e-3 * lines.len() as f64,
+            "{totals:?}"
+        );
+    }
+    let functions: u64 = recorded.totals.iter().map(|t| t.calls).sum();
+    assert_eq!(functions, recorded.funcs.len() as u64);
     (recorded.mem, recorded.heap, recorded.funcs)
 }
 
@@ -495,24 +545,95 @@ fn short_calls_are_counted_not_listed() {
         assert!(tiny.end - tiny.start >= INTERVAL / 10.0 - 1e-4, "{tiny:?}");
     }
 
-    // One summary line, and every call counted once.
-    assert_eq!(recorded.short.len(), 1, "{:?}", recorded.short);
-    let short = &recorded.short[0];
-    assert_eq!(short.name, "run::tiny");
-    assert_eq!(short.calls + stretched, BATCHES * (SHORT_CALLS + 1));
+    // Every call counted, once, in the totals of its depth.
+    let totals = |name: &str| {
+        recorded
+            .totals
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no CALLS line for {name}: {:?}", recorded.totals))
+    };
+    assert_eq!(recorded.totals.len(), 3, "{:?}", recorded.totals);
+    let tiny = totals("run::tiny");
+    assert_eq!((tiny.depth, tiny.calls), (2, BATCHES * (SHORT_CALLS + 1)));
+    assert_eq!(
+        (totals("run::batch").depth, totals("run::batch").calls),
+        (1, BATCHES)
+    );
+    assert_eq!(totals("run::batches").calls, 1);
     let batches = funcs.iter().find(|f| f.name == "run::batches").unwrap();
     assert!(
-        short.seconds > 0.0 && short.seconds < batches.end - batches.start,
-        "{short:?}"
+        tiny.covered > 0.0 && tiny.covered < batches.end - batches.start,
+        "{tiny:?}"
     );
 
-    // Our mprof reads the file and says what it left off the plot.
+    // Our mprof reads the file and says what the plot cannot show.
     let out = mprof(&dir, &["plot", "run.dat"]);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
+    let row = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("run::tiny "))
+        .unwrap_or_else(|| panic!("{err}"));
     let expected = format!(
-        "mprof: note: run.dat: {} calls too short to draw, not shown: run::tiny {} (",
-        short.calls, short.calls
+        "{} calls  {:>9.3} s",
+        BATCHES * (SHORT_CALLS + 1),
+        tiny.covered
     );
-    assert!(err.starts_with(&expected), "{err}");
+    assert!(row.contains(&expected), "{row:?} lacks {expected:?}");
+}
+
+#[test]
+fn overlapping_calls_merge_into_intervals_with_exact_totals() {
+    if std::env::var_os("MPROF_TEST_WORKLOAD").is_some() {
+        return;
+    }
+    let dir = scratch("overlap");
+    let output = record(&dir, "overlap", &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let recorded = parse_all(&std::fs::read_to_string(dir.join("run.dat")).unwrap());
+
+    // 40 calls of 20 ms, 8 at a time: one interval, from the first call's
+    // start to the last one's end, and one line of totals.
+    let lines: Vec<&Func> = recorded
+        .funcs
+        .iter()
+        .filter(|f| f.name == "run::request")
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    let interval = lines[0];
+    assert_eq!(interval.depth, 0);
+    assert_eq!(recorded.totals.len(), 1, "{:?}", recorded.totals);
+    let totals = &recorded.totals[0];
+    assert_eq!(
+        (totals.name.as_str(), totals.depth, totals.calls),
+        ("run::request", 0, REQUEST_THREADS * REQUESTS_EACH)
+    );
+    // The covered time is the interval's length (to the FUNC line's 4
+    // decimals), not the 0.8 s that the calls' durations add up to.
+    assert!(
+        (totals.covered - (interval.end - interval.start)).abs() <= 1e-4,
+        "{totals:?} {interval:?}"
+    );
+    let least = REQUESTS_EACH as f64 * REQUEST_TIME.as_secs_f64() + 0.021;
+    assert!(
+        totals.covered >= least && totals.covered < 0.5,
+        "{totals:?}"
+    );
+
+    // The plot's summary says the same.
+    let out = mprof(&dir, &["plot", "run.dat"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.lines().take(2).collect::<Vec<_>>(),
+        [
+            "mprof: run.dat: profiled calls, and the wall time during which at least one ran:"
+                .to_string(),
+            format!(
+                "  run::request  {:>12}  {:>9.3} s",
+                "40 calls", totals.covered
+            ),
+        ]
+    );
 }

@@ -1,6 +1,7 @@
-//! Cooperation with `mprof run`: `FUNC` lines for the profiled calls long
-//! enough to show on a plot, one `SHORT` line per function for the others,
-//! and `HEAP` samples of the exact heap, appended to the run's `.dat` file.
+//! Cooperation with `mprof run`: `FUNC` lines for the intervals covered by
+//! profiled calls long enough to show on a plot, one `CALLS` line of exact
+//! totals per function and depth, and `HEAP` samples of the exact heap,
+//! appended to the run's `.dat` file.
 //!
 //! `mprof run` sets `MEMPROF_MPROF` to the absolute path of the `.dat` file it
 //! writes, and `MEMPROF_MPROF_INTERVAL` to its sampling interval in seconds.
@@ -8,32 +9,39 @@
 //! load of [`STATE`].
 //!
 //! With it, the program:
-//! - writes `FUNC <path> <rss_start> <t_start> <rss_end> <t_end> <depth>` for
-//!   each `#[profile]` call that lasted at least a tenth of the interval (MiB
-//!   and unix seconds, `%.4f`, as memory_profiler writes them). The depth
-//!   counts the profiled calls open on the thread, as memory_profiler's
-//!   `TimeStamper` does: 0 for an outermost call, 1 inside it, and so on,
-//!   short calls included. An `async fn` may move between threads at each
-//!   `.await`, so its call takes the depth of the thread it starts on and
-//!   does not deepen the calls made inside it;
-//! - counts the shorter calls instead, and writes at exit one line per
-//!   function that had any: `SHORT <path> <calls> <seconds %.6f>`, the
-//!   number of calls left out and the time spent in them. A plot could not
-//!   show them (a tenth of an interval is under one sample), and a program
-//!   that makes millions of them would otherwise write a line, and pay a
-//!   system call, for each. memory_profiler's reader skips the prefix;
+//! - merges the calls of each function at each depth into the intervals
+//!   they cover (the union of their `[start, end]`: an interval opens with
+//!   the first call and closes with the last open one), and writes
+//!   `FUNC <path> <rss_start> <t_start> <rss_end> <t_end> <depth>` for each
+//!   interval that lasted at least a tenth of the sampling interval (MiB and
+//!   unix seconds, `%.4f`, as memory_profiler writes them). Calls one after
+//!   another stay apart, so a sequential program gets one line per call as
+//!   before; a service that runs a handler in hundreds of tasks at once gets
+//!   a line per stretch of time in which some handler ran, not one per
+//!   request. The depth counts the profiled calls open on the thread, as
+//!   memory_profiler's `TimeStamper` does: 0 for an outermost call, 1 inside
+//!   it, and so on, short calls included. An `async fn` may move between
+//!   threads at each `.await`, so its call takes the depth of the thread it
+//!   starts on and does not deepen the calls made inside it;
+//! - writes at exit, per function and depth, `CALLS <path> <depth> <calls>
+//!   <seconds %.6f>`: the number of calls, and the wall time during which at
+//!   least one of them ran (not their sum, which counts overlapping calls
+//!   again), intervals too short to draw included. memory_profiler's reader
+//!   skips the prefix;
 //! - runs a sampler thread that, every interval, reads the process's RSS
 //!   from `/proc/self/statm` into [`RSS_BITS`], writes out the `FUNC` lines
 //!   buffered since the last interval, and appends
 //!   `HEAP <MiB %.6f> <t %.4f>` with the heap in use as the counting
-//!   allocator sums it. At exit it writes the last lines, the `SHORT`
-//!   summary and one last `HEAP` sample.
+//!   allocator sums it. At exit it writes the last lines, the `CALLS`
+//!   totals and one last `HEAP` sample.
 //!
 //! So a profiled call makes no system call: it reads the clock (the vDSO),
 //! takes its start RSS from the last reading (the sampler's, at most one
-//! interval old, or the end of the last long call if later), and, if it
-//! lasted long enough to be drawn, reads `/proc/self/statm` once for its end
-//! RSS and copies its line into its thread's ring buffer. A bracket's start
+//! interval old, or the end of the last long interval if later), counts
+//! itself in its function's slot (a spin lock held for a few instructions),
+//! and, if it closes an interval long enough to be drawn, reads
+//! `/proc/self/statm` once for its end RSS and copies its line into its
+//! thread's ring buffer. A bracket's start
 //! may so miss what the last moments before the call added to RSS; its end
 //! is exact.
 //! Each thread that ends a long call leases one of [`RINGS`] fixed rings;
@@ -53,7 +61,7 @@
 //! heaps.
 //!
 //! Nothing here allocates while the program runs: lines are formatted into
-//! stack buffers, rings and the short-call table are fixed statics, and the
+//! stack buffers, rings and the interval table are fixed statics, and the
 //! sampler is a bare `pthread` with every signal blocked that only sleeps,
 //! reads, sums the allocator's slots and writes. Setting up (reading the
 //! environment, starting the thread, a thread's first lease of a ring) runs
@@ -81,6 +89,8 @@ struct Start {
     depth: u32,
     /// Whether the call counted in the thread's depth (sync calls do).
     nests: bool,
+    /// Its function's slot in the interval table, or `NO_SLOT`.
+    slot: usize,
 }
 
 #[cfg(target_os = "linux")]
@@ -93,7 +103,7 @@ pub(crate) fn recording() -> bool {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn call_start(_nests: bool) -> CallMark {
+pub(crate) fn call_start(_nests: bool, _meta: &FnMeta) -> CallMark {
     CallMark { start: None }
 }
 

@@ -1,5 +1,5 @@
 //! `mprof run` on Linux: configuration, the sampler thread and the calls'
-//! `FUNC` lines.
+//! `FUNC` and `CALLS` lines.
 
 use super::{CallMark, FnMeta, Start};
 use crate::alloc::{is_installed, process_net, untracked};
@@ -9,15 +9,17 @@ use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Once;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod intervals;
 mod lines;
 mod rings;
-mod short;
+use intervals::*;
 use lines::*;
 use rings::*;
-use short::*;
 
 // ---- configuration and start -------------------------------------------
 
@@ -37,8 +39,9 @@ static INIT: Once = Once::new();
 static FD: AtomicI32 = AtomicI32::new(-1);
 /// Sampling interval, in nanoseconds.
 static INTERVAL_NS: AtomicU64 = AtomicU64::new(100_000_000);
-/// Calls shorter than this (a tenth of the interval, in seconds, as
-/// `f64` bits) go to the `SHORT` summary instead of a `FUNC` line.
+/// Intervals of calls shorter than this (a tenth of the sampling
+/// interval, in seconds, as `f64` bits) get no `FUNC` line: a plot could
+/// not show them. They count in the `CALLS` totals.
 static MIN_CALL_BITS: AtomicU64 = AtomicU64::new(0);
 /// The RSS in MiB (`f64` bits) at the sampler's last reading; 0 before
 /// the first.
@@ -204,15 +207,15 @@ fn write_heap_sample() {
     }
 }
 
-/// The last lines, the `SHORT` summary and one last sample as the
-/// program exits, so that a run shorter than an interval still has its
-/// heap.
+/// The last lines, the `CALLS` totals and one last sample as the program
+/// exits, so that a run shorter than an interval still has its heap.
 extern "C" fn finish_at_exit() {
     untracked(|| {
         let drain = Drain::take();
         EXITED.store(true, Release);
         write_rings(&drain);
-        write_short_summary();
+        close_open_intervals();
+        write_totals();
         write_heap_sample();
         // Kept: the sampler, should it run on, writes nothing but HEAP.
         std::mem::forget(drain);
@@ -255,16 +258,16 @@ impl Drop for Drain {
 /// Notes the entry of a profiled call. `nests`: the call is synchronous
 /// and counts in the thread's depth until it returns.
 #[inline]
-pub(crate) fn call_start(nests: bool) -> CallMark {
+pub(crate) fn call_start(nests: bool, meta: &FnMeta) -> CallMark {
     if !enabled() {
         return CallMark { start: None };
     }
-    start_call(nests)
+    start_call(nests, meta)
 }
 
 #[cold]
 #[inline(never)]
-fn start_call(nests: bool) -> CallMark {
+fn start_call(nests: bool, meta: &FnMeta) -> CallMark {
     let depth = DEPTH
         .try_with(|d| {
             let depth = d.get();
@@ -274,17 +277,27 @@ fn start_call(nests: bool) -> CallMark {
             depth
         })
         .unwrap_or(0);
+    let time = unix_now();
+    let rss_mib = f64::from_bits(RSS_BITS.load(Relaxed));
+    // NOTE: the slot's name is a `&'static str`; taking a slot allocates
+    // nothing.
+    let slot = slot_of(meta, depth);
+    if let Some(slot) = INTERVALS.get(slot) {
+        slot.with(|t| t.open(time, rss_mib));
+    }
     CallMark {
         start: Some(Start {
-            rss_mib: f64::from_bits(RSS_BITS.load(Relaxed)),
-            time: unix_now(),
+            rss_mib,
+            time,
             depth,
             nests,
+            slot,
         }),
     }
 }
 
-/// Buffers the call's `FUNC` line, or counts it as a short one.
+/// Closes the call in its function's interval, and buffers the interval's
+/// `FUNC` line if it was the last open call and lasted long enough.
 #[inline]
 pub(crate) fn call_end(mark: &CallMark, meta: &FnMeta) {
     if let Some(start) = &mark.start {
@@ -299,9 +312,29 @@ fn end_call(start: &Start, meta: &FnMeta) {
         let _ = DEPTH.try_with(|d| d.set(start.depth));
     }
     let time = unix_now();
-    let seconds = (time - start.time).max(0.0);
-    if seconds < f64::from_bits(MIN_CALL_BITS.load(Relaxed)) {
-        note_short_call(meta, seconds);
+    let closed = match INTERVALS.get(start.slot) {
+        Some(slot) => slot.with(|t| t.close(time)),
+        // The table is full: the call is its own interval.
+        None => {
+            OTHERS.with(|t| {
+                t.open(start.time, start.rss_mib);
+                t.close(time)
+            });
+            Some(Closed {
+                start: start.time,
+                start_rss: start.rss_mib,
+                end: time,
+            })
+        }
+    };
+    if let Some(closed) = closed {
+        write_interval(&closed, meta.name(), start.depth);
+    }
+}
+
+/// Buffers an interval's `FUNC` line, if it is long enough to draw.
+fn write_interval(closed: &Closed, name: &str, depth: u32) {
+    if closed.end - closed.start < f64::from_bits(MIN_CALL_BITS.load(Relaxed)) {
         return;
     }
     untracked(|| {
@@ -310,14 +343,38 @@ fn end_call(start: &Start, meta: &FnMeta) {
         RSS_BITS.store(rss.to_bits(), Relaxed);
         let mut line = LineBuf::new();
         line.push_str("FUNC ");
-        line.push_name(meta.name());
+        line.push_name(name);
         let _ = writeln!(
             line,
-            " {:.4} {:.4} {rss:.4} {time:.4} {}",
-            start.rss_mib, start.time, start.depth
+            " {:.4} {:.4} {rss:.4} {:.4} {depth}",
+            closed.start_rss, closed.start, closed.end
         );
         if line.is_whole() && !push_to_thread_ring(line.as_bytes()) {
             line.write_to_dat();
         }
     });
+}
+
+/// At exit: the intervals of calls still running (the program called
+/// `process::exit`, or a task was never finished) end now.
+fn close_open_intervals() {
+    let now = unix_now();
+    for slot in &INTERVALS {
+        let Some(name) = slot.name() else {
+            continue;
+        };
+        let closed = slot.with(|t| {
+            if t.open == 0 {
+                return None;
+            }
+            // The calls still running count, ended by the exit.
+            let running = t.open;
+            t.open = 1;
+            t.calls += running - 1;
+            t.close(now)
+        });
+        if let Some(closed) = closed {
+            write_interval(&closed, name, slot.depth());
+        }
+    }
 }
