@@ -638,3 +638,72 @@ fn readme_quick_start_is_the_example_and_what_it_prints() {
         printed
     );
 }
+
+/// Polls `fut` to completion on this thread.
+fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Noop));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
+
+#[profile]
+async fn async_called_five_times(n: usize) -> usize {
+    let v = vec![0u8; n];
+    v.len()
+}
+
+#[test]
+fn child_five_async_calls() {
+    if is_child() {
+        for n in 1..=5 {
+            block_on(async_called_five_times(n * 1000));
+        }
+    }
+}
+
+fn async_tables(stdout: &str) -> usize {
+    stdout
+        .matches("Function: output::async_called_five_times")
+        .count()
+}
+
+#[test]
+fn an_async_fn_prints_under_the_rules_of_a_sync_fn() {
+    // Regression: every call of an `async fn` printed a table of its own.
+    let (out, _) = run_child_as_program("child_five_async_calls", &[]);
+    assert_eq!(async_tables(&out), 4, "{out}");
+    assert_eq!(out.matches("Calls: 5 (aggregated)").count(), 1, "{out}");
+    assert_eq!(
+        out.matches(
+            "(memprof: further calls of output::async_called_five_times are aggregated into \
+             one table at exit; MEMPROF_REPORT=call prints every call)"
+        )
+        .count(),
+        1,
+        "{out}"
+    );
+    let row = out
+        .lines()
+        .rev()
+        .find(|l| l.contains("let v = vec!"))
+        .unwrap();
+    assert!(row.contains("14.6 KiB"), "{row}");
+    let (out, _) = run_child("child_five_async_calls", &[]);
+    assert_eq!(async_tables(&out), 3, "{out}");
+    let (lines, passed) = captured_run("child_five_async_calls", &[]);
+    assert!(passed);
+    assert_eq!(lines.len(), 3, "a passing test prints no table: {lines:#?}");
+    for (mode, expected) in [("call", 5), ("exit", 1), ("off", 0)] {
+        let (out, _) = run_child("child_five_async_calls", &[("MEMPROF_REPORT", mode)]);
+        assert_eq!(async_tables(&out), expected, "{mode}: {out}");
+    }
+}

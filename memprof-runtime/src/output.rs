@@ -22,7 +22,9 @@ pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64)
         let config = crate::settings::get();
         let print_now = match config.report {
             ReportMode::Call => true,
-            ReportMode::Auto => nth <= AUTO_CALL_TABLES,
+            // NOTE: 0 is no table: an `async fn` call records into rows of
+            // its own even when it prints none (see `Frame::enter_async`).
+            ReportMode::Auto => (1..=AUTO_CALL_TABLES).contains(&nth),
             ReportMode::Exit | ReportMode::Off => false,
         };
         if !print_now {

@@ -32,7 +32,8 @@ impl<const N: usize> CallFrame<N> {
         CallGuard::new(&self.frame, true)
     }
 
-    /// Starts an `async fn` call: always printed as its own call.
+    /// Starts an `async fn` call: printed under the same rules as a
+    /// synchronous call.
     #[inline]
     pub fn enter_async(&self) -> CallGuard<'_> {
         self.frame.enter_async();

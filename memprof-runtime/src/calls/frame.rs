@@ -11,7 +11,9 @@
 //! executions out of Increment and Peak (see `LineCell`).
 //!
 //! An `async fn` call may move between threads, so it always records into
-//! rows of its own, folded into the aggregate of the thread it ends on.
+//! rows of its own, folded into the aggregate of the thread it ends on. It
+//! prints under the same rules as a synchronous call: its rows are its own
+//! whether or not it was handed a table (`nth` 0 when not).
 
 use super::meta::{FnMeta, switch_on_entry, table_every_call};
 use super::thread::{ThreadFn, thread_fn};
@@ -306,7 +308,8 @@ impl Frame {
         }
     }
 
-    /// Starts an `async fn` call: always printed as its own call.
+    /// Starts an `async fn` call: its own rows always, a table to print
+    /// under the same rules as a synchronous call.
     #[inline]
     pub(crate) fn enter_async(&self) {
         if !switch_on_entry() {
