@@ -3,7 +3,7 @@
 //! aggregated tables and `MEMPROF_JSON` at exit, and `memit!`'s line.
 
 use crate::alloc::{self, untracked};
-use crate::calls::{AUTO_CALL_TABLES, FnMeta};
+use crate::calls::{AUTO_CALL_TABLES, CallFacts, FnMeta};
 use crate::cells::LineCell;
 use crate::config::{Output, RenderSettings, ReportMode};
 use crate::measure::{MeasureGuard, Measurement};
@@ -12,12 +12,20 @@ use crate::report::{FunctionReport, call_report, function_report, registered, re
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64) {
+/// Prints a finished call's own table, if the report mode wants it, with
+/// the note under it and its title marked if the call panicked.
+pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64, facts: &CallFacts) {
+    let print = || print_call(meta, cells, nth, facts);
     if std::thread::panicking() {
-        // NOTE: the figures are kept, but printing while unwinding risks a
-        // second panic, which would abort the user's program.
-        return;
+        // NOTE: a panic escaping a destructor while unwinding would abort
+        // the user's program: whatever goes wrong here is dropped.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(print));
+    } else {
+        print();
     }
+}
+
+fn print_call(meta: &'static FnMeta, cells: &[LineCell], nth: u64, facts: &CallFacts) {
     untracked(|| {
         let config = crate::settings::get();
         let print_now = match config.report {
@@ -36,7 +44,15 @@ pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64)
         }
         let report = call_report(meta, cells);
         let mut text = crate::render::table(&report, false, &config.render);
-        text.push_str(&freed_more_note(meta, &report, &config.render));
+        if facts.panicked {
+            crate::render::mark_panicked(&mut text);
+        }
+        text.push_str(&crate::render::call_note(
+            meta.scope,
+            &report,
+            facts,
+            &config.render,
+        ));
         if config.report == ReportMode::Auto && nth == AUTO_CALL_TABLES {
             text.push_str(&if config.test_binary {
                 format!(

@@ -7,6 +7,13 @@
 //! highest point reached while it was open, however deeply its inner regions
 //! reset the thread's `peak`.
 //!
+//! A region's peak is also at least the peak of every region nested in it
+//! that closed through this module or a call's exit (see [`nest_open`]): in
+//! process scope, a rise of the heap inside a statement counts for the call
+//! even when other threads freed as much before it started, and in either
+//! scope a call that freed older memory before a temporary still shows the
+//! temporary.
+//!
 //! Figures are read in *context* terms: a thread's real counters shifted by
 //! `adjust_*`. Outside async code the shift is zero. While an async task is
 //! polled (see `calls::task`) the shift makes the counters read as that
@@ -14,6 +21,39 @@
 //! count across `.await`.
 
 use crate::alloc::{self, THREAD, ThreadCounters};
+use std::cell::Cell;
+
+thread_local! {
+    /// The highest peak of the regions closed inside the innermost open
+    /// region that takes part (see [`nest_open`]). Swapped per poll for an
+    /// async task (see `calls::task`).
+    static NESTED_PEAK: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Opens a level of the nested-peak carry: returns the enclosing level's
+/// value, to hand back to [`nest_close`].
+#[inline]
+pub(crate) fn nest_open() -> u64 {
+    NESTED_PEAK.try_with(|c| c.replace(0)).unwrap_or(0)
+}
+
+/// Closes the level [`nest_open`] opened: `peak` raised to the peak of every
+/// region that closed inside it, which the enclosing level then sees too.
+#[inline]
+pub(crate) fn nest_close(saved: u64, peak: u64) -> u64 {
+    NESTED_PEAK
+        .try_with(|c| {
+            let peak = peak.max(c.get());
+            c.set(saved.max(peak));
+            peak
+        })
+        .unwrap_or(peak)
+}
+
+/// Swaps the calling context's nested-peak carry for `value` (async polls).
+pub(crate) fn swap_nested_peak(value: u64) -> u64 {
+    NESTED_PEAK.try_with(|c| c.replace(value)).unwrap_or(0)
+}
 
 /// Whose allocations a region counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +86,7 @@ pub(crate) struct Region {
     /// The count when the region opened.
     pub(crate) start: i64,
     /// Thread scope: the enclosing region's watermark when this one opened.
+    /// Process scope: the enclosing level's nested peak (see [`nest_open`]).
     pub(crate) saved: i64,
     /// Process scope: the process-wide watermark.
     pub(crate) watch: Option<alloc::Watch>,
@@ -69,10 +110,11 @@ impl Region {
 
     #[cold]
     fn open_process() -> Region {
+        let saved = nest_open() as i64;
         let watch = alloc::watch_begin();
         Region {
             start: alloc::process_net(),
-            saved: 0,
+            saved,
             watch: Some(watch),
         }
     }
@@ -85,7 +127,9 @@ impl Region {
             None => with_thread(|t| close_in(t, self.start, self.saved)),
             Some(watch) => {
                 let end = alloc::process_net();
-                stats(self.start, end, alloc::watch_end(watch))
+                let mut stats = stats(self.start, end, alloc::watch_end(watch));
+                stats.peak = nest_close(self.saved as u64, stats.peak);
+                stats
             }
         }
     }

@@ -13,6 +13,6 @@ mod thread;
 
 pub use cursor::{Cursor, TailGuard};
 pub use frame::AUTO_CALL_TABLES;
-pub(crate) use frame::Frame;
+pub(crate) use frame::{CallFacts, Frame};
 pub use meta::{FnMeta, Registration, is_off};
 pub use task::Instrumented;
