@@ -707,3 +707,73 @@ fn an_async_fn_prints_under_the_rules_of_a_sync_fn() {
         assert_eq!(async_tables(&out), expected, "{mode}: {out}");
     }
 }
+
+const PANICS_LINE: u32 = line!() + 1;
+#[profile]
+fn panics_midway(n: usize) -> usize {
+    let v = vec![0u8; n];
+    assert!(n < 10, "too big: {n}");
+    v.len()
+}
+
+#[test]
+fn child_panics_in_a_profiled_call() {
+    if is_child() {
+        panics_midway(1024);
+    }
+}
+
+#[test]
+fn a_panicking_call_prints_its_table_up_to_the_panic() {
+    // Regression: a call that panicked printed nothing.
+    let (lines, passed) = captured_run("child_panics_in_a_profiled_call", &[]);
+    assert!(!passed);
+    let captured: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .skip_while(|l| *l != "---- child_panics_in_a_profiled_call stdout ----")
+        .collect();
+    let title = captured
+        .iter()
+        .position(|l| l.starts_with("Filename: tests/output.rs"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(
+        captured[title],
+        "Filename: tests/output.rs   Function: output::panics_midway   (panicked)"
+    );
+    let row = |text: &str| {
+        *captured[title..]
+            .iter()
+            .find(|l| l.contains(text))
+            .unwrap_or_else(|| panic!("{lines:#?}"))
+    };
+    let at = |offset: u32| format!("{:>7}", PANICS_LINE + offset);
+    // Mem usage counts the heap before the call, which libtest decides.
+    let allocated = row("let v = vec!");
+    assert!(allocated.starts_with(&at(2)), "{allocated}");
+    assert!(
+        allocated.ends_with("    1.0 KiB      1.0 KiB             1       let v = vec![0u8; n];"),
+        "{allocated}"
+    );
+    // The panicking line ran once; the line after it never did.
+    assert!(row("assert!(n < 10").ends_with("             1       assert!(n < 10, \"too big: {n}\");"));
+    assert_eq!(row("v.len()"), format!("{}                                                                v.len()", at(4)));
+    // The panic itself is the user's, unchanged: its message and location.
+    assert!(
+        captured.iter().any(|l| *l
+            == format!(
+                "thread 'child_panics_in_a_profiled_call' panicked at tests/output.rs:{}:5:",
+                PANICS_LINE + 3
+            )
+            || l.starts_with("thread 'child_panics_in_a_profiled_call' (")
+                && l.ends_with(&format!(") panicked at tests/output.rs:{}:5:", PANICS_LINE + 3))),
+        "{lines:#?}"
+    );
+    assert!(captured.contains(&"too big: 1024"), "{lines:#?}");
+}
+
+#[test]
+fn a_panicking_call_keeps_its_payload() {
+    let err = std::panic::catch_unwind(|| panics_midway(4096)).unwrap_err();
+    assert_eq!(err.downcast_ref::<String>().unwrap(), "too big: 4096");
+}
