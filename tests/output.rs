@@ -780,3 +780,56 @@ fn a_panicking_call_keeps_its_payload() {
     let err = std::panic::catch_unwind(|| panics_midway(4096)).unwrap_err();
     assert_eq!(err.downcast_ref::<String>().unwrap(), "too big: 4096");
 }
+
+#[profile]
+async fn keeps_what_a_task_returns() -> Vec<u8> {
+    let part = tokio::spawn(async { vec![1u8; 4 << 20] }).await.unwrap();
+    part
+}
+
+#[profile]
+async fn drops_what_a_task_returns() -> usize {
+    let part = tokio::spawn(async { vec![1u8; 4 << 20] }).await.unwrap();
+    part.len()
+}
+
+#[test]
+fn child_awaits_spawned_tasks() {
+    if is_child() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let kept = rt.block_on(keeps_what_a_task_returns());
+        assert_eq!(rt.block_on(drops_what_a_task_returns()), kept.len());
+    }
+}
+
+/// The `(memprof: ...)` line under the table of `function` in `out`.
+fn note_under(out: &str, function: &str) -> String {
+    let title = format!("Function: output::{function}");
+    out.lines()
+        .skip_while(|l| !l.contains(&title))
+        .skip(1)
+        .take_while(|l| !l.starts_with("Filename:"))
+        .find(|l| l.starts_with("(memprof:"))
+        .unwrap_or_else(|| panic!("no note under {function}:\n{out}"))
+        .to_owned()
+}
+
+#[test]
+fn what_other_tasks_allocated_or_freed_is_said_under_the_table() {
+    let (out, _) = run_child("child_awaits_spawned_tasks", &[]);
+    // Regression: the spawned task's 4 MiB showed nowhere.
+    assert_eq!(
+        note_under(&out, "keeps_what_a_task_returns"),
+        "(memprof: other threads or tasks allocated 4.0 MiB more than they freed during this \
+         call, which thread scope does not count; #[profile(scope = \"process\")] counts them)"
+    );
+    assert_eq!(
+        note_under(&out, "drops_what_a_task_returns"),
+        "(memprof: this call freed 4.0 MiB more than its thread allocated during it: memory \
+         allocated before, or by other threads or tasks, which thread scope does not count, so \
+         Mem usage can read low or below zero; #[profile(scope = \"process\")] counts every thread)"
+    );
+}
