@@ -83,9 +83,20 @@ pub use memprof_macros::profile;
 /// kept)` as IPython's `%memit` does, and returns its value.
 ///
 /// X is the process heap at the highest point during the expression, Y is X
-/// minus the heap before it, both from the calling thread's exact counts. Z
-/// is the net change, which tables and [`measure`] call the increment
-/// (`freed` instead of `kept` when it is negative).
+/// minus the heap before it, from memprof's exact counts. Z is the net
+/// change, which tables and [`measure`] call the increment (`freed` instead
+/// of `kept` when it is negative).
+///
+/// # Options
+/// - `scope = "process"` (default): count every thread, as `%memit` reads
+///   the whole process: work the expression hands to a thread pool counts.
+///   So do other threads that allocate meanwhile, such as tests running
+///   beside it.
+/// - `scope = "thread"`: count the calling thread (or async task) only.
+///   When other threads changed the process's figures meanwhile, a line
+///   under the figures says so: `note: other threads allocated meanwhile,
+///   which thread scope does not count: process-wide, increment: Y (net Z
+///   kept); memit!(.., scope = "process") counts them`.
 ///
 /// Without the `enabled` feature, `memit!(e)` is `e` and prints nothing.
 ///
@@ -93,6 +104,11 @@ pub use memprof_macros::profile;
 /// ```
 /// let v = memprof::memit!(vec![0u8; 1 << 20]);
 /// assert_eq!(v.len(), 1 << 20);
+/// let n = memprof::memit!(vec![0u8; 4096].len(), scope = "thread");
+/// assert_eq!(n, 4096);
+/// ```
+/// ```compile_fail
+/// memprof::memit!(vec![0u8; 10], scope = "everywhere");
 /// ```
 #[doc(inline)]
 pub use memprof_macros::memit;
@@ -102,9 +118,17 @@ pub use memprof_macros::memit;
 ///
 /// Conditions bound `peak`, `increment` (bytes; units B, KB, MB, GB, KiB,
 /// MiB, GiB, where MB means MiB as in pytest-memray), `allocations` or
-/// `deallocations` (counts), with `<`, `<=`, `==`, `>=` or `>`. The figures
-/// are the calling thread's, as [`measure`] gives them, so tests running in
-/// parallel do not disturb each other.
+/// `deallocations` (counts), with `<`, `<=`, `==`, `>=` or `>`.
+///
+/// # Options
+/// - `scope = "thread"` (default): the calling thread's figures, as
+///   [`measure`] gives them, so that tests running in parallel do not
+///   disturb each other. Work handed to other threads is not counted.
+/// - `scope = "process"`: every thread's, as [`measure_in`] with
+///   [`Scope::Process`]; for code that fans out, in a test that runs alone.
+///
+/// Written among the conditions: `assert_memory!(scope = "process", peak <
+/// 10 MiB, { expr })`.
 ///
 /// Without the `enabled` feature nothing is measured, so nothing is checked:
 /// `assert_memory!(.., e)` is `e`.
@@ -116,6 +140,12 @@ pub use memprof_macros::memit;
 ///     scratch.len()
 /// });
 /// assert_eq!(n, 1 << 20);
+/// ```
+/// ```
+/// let v = memprof::assert_memory!(scope = "process", increment >= 4 KiB, {
+///     std::thread::scope(|s| s.spawn(|| vec![0u8; 4096]).join().unwrap())
+/// });
+/// # drop(v);
 /// ```
 /// ```should_panic
 /// // memory assertion failed: `peak < 1 KiB`, but peak was 4.0 KiB (4096 B)
@@ -173,7 +203,9 @@ pub use memprof_runtime::config::{Output, RenderSettings, ReportMode, Unit};
 /// task), without printing anything.
 ///
 /// [`Measurement::increment`] is the net change, [`Measurement::peak`] the
-/// highest rise above the start, both in exact bytes.
+/// highest rise above the start, both in exact bytes. What other threads
+/// allocate meanwhile, a pool's workers included, is not counted: see
+/// [`measure_in`].
 ///
 /// ```
 /// let (v, m) = memprof::measure(|| vec![0u8; 1024]);
@@ -186,15 +218,32 @@ pub use memprof_runtime::config::{Output, RenderSettings, ReportMode, Unit};
 ///
 /// Without the `enabled` feature it runs `f` and returns all-zero figures.
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
+    measure_in(Scope::Thread, f)
+}
+
+/// [`measure`] in `scope`: [`Scope::Process`] counts every thread of the
+/// process (allocation counts included), for code that fans out; other
+/// threads that allocate meanwhile count too.
+///
+/// ```
+/// use memprof::Scope;
+/// let work = || std::thread::scope(|s| s.spawn(|| vec![0u8; 1 << 20]).join().unwrap());
+/// let (v, m) = memprof::measure_in(Scope::Process, work);
+/// assert!(m.increment >= 1 << 20);
+/// let (w, m) = memprof::measure_in(Scope::Thread, work);
+/// assert!(m.increment < 1 << 20);
+/// # drop((v, w));
+/// ```
+pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
     if cfg!(feature = "enabled") {
-        memprof_runtime::measure(f)
+        memprof_runtime::measure_in(scope, f)
     } else {
         (f(), Measurement::default())
     }
 }
 
 pub use memprof_runtime::{
-    Allocator, FunctionReport, LineReport, Measurement, Report, process_heap, report, reset,
+    Allocator, FunctionReport, LineReport, Measurement, Report, Scope, process_heap, report, reset,
 };
 
 #[cfg(feature = "global-allocator")]

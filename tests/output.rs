@@ -833,3 +833,64 @@ fn what_other_tasks_allocated_or_freed_is_said_under_the_table() {
          Mem usage can read low or below zero; #[profile(scope = \"process\")] counts every thread)"
     );
 }
+
+/// Four scoped workers, each returning a 1 MiB buffer and dropping a 2 MiB
+/// scratch one, one after another: the calling thread allocates only the
+/// `Vec` of their results and what spawning takes.
+fn fan_out() -> Vec<Vec<u8>> {
+    let mut parts = Vec::with_capacity(4);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let part = s
+                .spawn(|| {
+                    let scratch = vec![0u8; 2 << 20];
+                    drop(scratch);
+                    vec![1u8; 1 << 20]
+                })
+                .join()
+                .unwrap();
+            parts.push(part);
+        }
+    });
+    parts
+}
+
+#[test]
+fn child_memit_fans_out() {
+    if is_child() {
+        let parts = memit!(fan_out());
+        drop(parts);
+        let parts = memit!(fan_out(), scope = "thread");
+        drop(parts);
+        let parts = memit!(fan_out(), scope = "process",);
+        drop(parts);
+    }
+}
+
+#[test]
+fn memit_counts_a_fan_out_and_says_what_thread_scope_missed() {
+    // Regression: memit! counted the calling thread only, silently.
+    let (out, _) = run_child("child_memit_fans_out", &[]);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter_map(|l| {
+            ["peak memory:", "note:"]
+                .iter()
+                .find_map(|p| l.find(p).map(|at| &l[at..]))
+        })
+        .collect();
+    let figures = |line: &str| line.split_once(", ").unwrap().1.to_owned();
+    assert_eq!(lines.len(), 4, "{out}");
+    // The workers' 4 MiB kept, and at the peak the last one's scratch too.
+    assert_eq!(figures(lines[0]), "increment: 5.0 MiB (net 4.0 MiB kept)");
+    // In thread scope, what spawning took on the calling thread: bytes.
+    let thread = figures(lines[1]);
+    assert!(thread.ends_with(" B kept)") && !thread.contains("KiB"), "{thread}");
+    assert_eq!(
+        lines[2],
+        "note: other threads allocated meanwhile, which thread scope does not count: \
+         process-wide, increment: 5.0 MiB (net 4.0 MiB kept); \
+         memit!(.., scope = \"process\") counts them"
+    );
+    assert_eq!(figures(lines[3]), "increment: 5.0 MiB (net 4.0 MiB kept)");
+}

@@ -218,12 +218,32 @@ impl MeasureGuard {
     /// Ends the measurement and prints `peak memory: X, increment: Y` as
     /// `%memit` does.
     pub fn finish_memit(self) {
-        let (m, before) = self.finish();
-        print_memit(before, &m);
+        let (m, before, beside) = self.finish();
+        print_memit(before, &m, beside);
     }
 }
 
-fn print_memit(heap_before: i64, stats: &Measurement) {
+/// "increment: Y (net Z kept)", `memit!`'s figures of a peak and a net change.
+fn memit_figures(peak: u64, increment: i64, settings: &RenderSettings) -> String {
+    // NOTE: "increment" keeps %memit's meaning (peak minus start); the net
+    // change, which tables and `measure` call increment, is named.
+    let (net, kept) = match increment {
+        n if n < 0 => (n.saturating_neg(), "freed"),
+        n => (n, "kept"),
+    };
+    format!(
+        "increment: {} (net {} {kept})",
+        crate::render::bytes(peak as i64, settings),
+        crate::render::bytes(net, settings),
+    )
+}
+
+/// What other threads must have changed, in the process's peak or net
+/// change, for a thread-scope `memit!` to say so: less is a busy program's
+/// noise.
+const OTHERS_NOTED: u64 = 1024;
+
+fn print_memit(heap_before: i64, stats: &Measurement, beside: crate::measure::Beside) {
     untracked(|| {
         if !alloc::is_installed() {
             warn_not_installed();
@@ -231,31 +251,20 @@ fn print_memit(heap_before: i64, stats: &Measurement) {
         }
         let settings = crate::settings::get().render;
         let peak = heap_before.max(0) as u64 + stats.peak;
-        // NOTE: "increment" keeps %memit's meaning (peak minus start); the
-        // net change, which tables and `measure` call increment, is named.
-        let (net, kept) = match stats.increment {
-            n if n < 0 => (n.saturating_neg(), "freed"),
-            n => (n, "kept"),
-        };
         let mut line = format!(
-            "peak memory: {}, increment: {} (net {} {kept})",
+            "peak memory: {}, {}",
             crate::render::bytes(peak as i64, &settings),
-            crate::render::bytes(stats.peak as i64, &settings),
-            crate::render::bytes(net, &settings),
+            memit_figures(stats.peak, stats.increment, &settings),
         );
-        if let (Some(peak), Some(increment)) = (stats.gpu_peak, stats.gpu_increment) {
+        if let Some((increment, process_peak)) = beside
+            && (process_peak.abs_diff(stats.peak) >= OTHERS_NOTED
+                || increment.abs_diff(stats.increment) >= OTHERS_NOTED)
+        {
             line.push_str(&format!(
-                "; GPU peak: +{}, GPU increment: {}",
-                crate::render::bytes(peak as i64, &settings),
-                crate::render::bytes(increment, &settings),
+                "\nnote: other threads allocated meanwhile, which thread scope does not \
+                 count: process-wide, {}; memit!(.., scope = \"process\") counts them",
+                memit_figures(process_peak, increment, &settings),
             ));
-            if let Some(driver) = stats.gpu_driver_increment {
-                let sign = if driver >= 0 { "+" } else { "" };
-                line.push_str(&format!(
-                    ", GPU driver view: {sign}{}",
-                    crate::render::bytes(driver, &settings)
-                ));
-            }
         }
         // A blank line after, as after a table, so that a table printed next
         // does not run into it.

@@ -55,12 +55,17 @@ pub(crate) fn swap_nested_peak(value: u64) -> u64 {
     NESTED_PEAK.try_with(|c| c.replace(value)).unwrap_or(0)
 }
 
-/// Whose allocations a region counts.
+/// Whose allocations a measurement counts: `memprof::measure_in`'s
+/// argument, and what `scope = ".."` of `#[profile]`, `memit!` and
+/// `assert_memory!` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
-    /// The thread, or async task, running the region.
+    /// The thread, or async task, running the code: exact, and blind to
+    /// other threads, such as tests running beside it or a pool's workers.
     Thread,
-    /// Every thread of the process.
+    /// Every thread of the process, as memory_profiler's RSS does. While a
+    /// process-scope measurement is open, every thread's allocations take
+    /// the allocator's slower path.
     Process,
 }
 
