@@ -30,8 +30,14 @@ fn thread_and_process_scope_measure_a_fan_out() {
     assert_eq!(parts.len(), 2);
     // The first part kept, the second being made: 1 + 3 MiB over the start,
     // and a little more than 2 MiB for the threads' own start-up.
-    assert!(m.increment >= 2 << 20 && m.increment < (2 << 20) + (64 << 10), "{m:?}");
-    assert!(m.peak >= 4 << 20 && m.peak < (4 << 20) + (64 << 10), "{m:?}");
+    assert!(
+        m.increment >= 2 << 20 && m.increment < (2 << 20) + (64 << 10),
+        "{m:?}"
+    );
+    assert!(
+        m.peak >= 4 << 20 && m.peak < (4 << 20) + (64 << 10),
+        "{m:?}"
+    );
     assert!(m.allocations >= 5, "{m:?}");
     drop(parts);
 

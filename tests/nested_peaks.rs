@@ -64,6 +64,8 @@ fn frees_then_allocates_p(message: Vec<u8>) -> usize {
     big.len()
 }
 
+// The `let` gives the nested call a statement row of its own.
+#[allow(clippy::let_and_return)]
 #[profile(scope = "process")]
 fn calls_one_that_frees_p(message: Vec<u8>) -> usize {
     let n = frees_then_allocates_p(message);
@@ -95,11 +97,23 @@ fn a_call_peaks_at_least_as_high_as_the_rows_inside_it() {
     // Thread scope. Regression: the `fn` rows read peak 0.
     assert_eq!(frees_then_calls(message()), TEMP);
     assert_eq!(fig("frees_then_calls", "temporary()"), (0, TEMP as u64));
-    assert_eq!(fig("frees_then_calls", "fn frees_then_calls"), (freed, TEMP as u64));
+    assert_eq!(
+        fig("frees_then_calls", "fn frees_then_calls"),
+        (freed, TEMP as u64)
+    );
     assert_eq!(calls_one_that_frees(message()), TEMP);
-    assert_eq!(fig("frees_then_allocates", "let big"), (TEMP as i64, TEMP as u64));
-    assert_eq!(fig("frees_then_allocates", "fn frees_then_allocates"), (freed, TEMP as u64));
-    assert_eq!(fig("calls_one_that_frees", "fn calls_one_that_frees"), (freed, TEMP as u64));
+    assert_eq!(
+        fig("frees_then_allocates", "let big"),
+        (TEMP as i64, TEMP as u64)
+    );
+    assert_eq!(
+        fig("frees_then_allocates", "fn frees_then_allocates"),
+        (freed, TEMP as u64)
+    );
+    assert_eq!(
+        fig("calls_one_that_frees", "fn calls_one_that_frees"),
+        (freed, TEMP as u64)
+    );
     let failed = panic_message(|| {
         limited(message());
     });
@@ -115,11 +129,23 @@ fn a_call_peaks_at_least_as_high_as_the_rows_inside_it() {
     // too.
     assert_eq!(frees_then_calls_p(message()), TEMP);
     assert_eq!(fig("frees_then_calls_p", "temporary_p()"), (0, TEMP as u64));
-    assert_eq!(fig("frees_then_calls_p", "fn frees_then_calls_p"), (freed, TEMP as u64));
+    assert_eq!(
+        fig("frees_then_calls_p", "fn frees_then_calls_p"),
+        (freed, TEMP as u64)
+    );
     assert_eq!(calls_one_that_frees_p(message()), TEMP);
-    assert_eq!(fig("frees_then_allocates_p", "fn frees_then_allocates_p"), (freed, TEMP as u64));
-    assert_eq!(fig("calls_one_that_frees_p", "let n ="), (freed, TEMP as u64));
-    assert_eq!(fig("calls_one_that_frees_p", "fn calls_one_that_frees_p"), (freed, TEMP as u64));
+    assert_eq!(
+        fig("frees_then_allocates_p", "fn frees_then_allocates_p"),
+        (freed, TEMP as u64)
+    );
+    assert_eq!(
+        fig("calls_one_that_frees_p", "let n ="),
+        (freed, TEMP as u64)
+    );
+    assert_eq!(
+        fig("calls_one_that_frees_p", "fn calls_one_that_frees_p"),
+        (freed, TEMP as u64)
+    );
     let failed = panic_message(|| {
         limited_p(message());
     });

@@ -756,7 +756,9 @@ fn a_panicking_call_prints_its_table_up_to_the_panic() {
         "{allocated}"
     );
     // The panicking line ran once; the line after it never did.
-    assert!(row("assert!(n < 10").ends_with("             1       assert!(n < 10, \"too big: {n}\");"));
+    assert!(
+        row("assert!(n < 10").ends_with("             1       assert!(n < 10, \"too big: {n}\");")
+    );
     assert_eq!(
         row("v.len()").split_whitespace().collect::<Vec<_>>(),
         [(PANICS_LINE + 4).to_string().as_str(), "v.len()"]
@@ -769,7 +771,10 @@ fn a_panicking_call_prints_its_table_up_to_the_panic() {
                 PANICS_LINE + 3
             )
             || l.starts_with("thread 'child_panics_in_a_profiled_call' (")
-                && l.ends_with(&format!(") panicked at tests/output.rs:{}:5:", PANICS_LINE + 3))),
+                && l.ends_with(&format!(
+                    ") panicked at tests/output.rs:{}:5:",
+                    PANICS_LINE + 3
+                ))),
         "{lines:#?}"
     );
     assert!(captured.contains(&"too big: 1024"), "{lines:#?}");
@@ -885,7 +890,10 @@ fn memit_counts_a_fan_out_and_says_what_thread_scope_missed() {
     assert_eq!(figures(lines[0]), "increment: 5.0 MiB (net 4.0 MiB kept)");
     // In thread scope, what spawning took on the calling thread: bytes.
     let thread = figures(lines[1]);
-    assert!(thread.ends_with(" B kept)") && !thread.contains("KiB"), "{thread}");
+    assert!(
+        thread.ends_with(" B kept)") && !thread.contains("KiB"),
+        "{thread}"
+    );
     assert_eq!(
         lines[2],
         "note: other threads allocated meanwhile, which thread scope does not count: \

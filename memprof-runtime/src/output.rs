@@ -14,7 +14,12 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// Prints a finished call's own table, if the report mode wants it, with
 /// the note under it and its title marked if the call panicked.
-pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64, facts: &CallFacts) {
+pub(crate) fn call_finished(
+    meta: &'static FnMeta,
+    cells: &[LineCell],
+    nth: u64,
+    facts: &CallFacts,
+) {
     let print = || print_call(meta, cells, nth, facts);
     if std::thread::panicking() {
         // NOTE: a panic escaping a destructor while unwinding would abort

@@ -187,7 +187,10 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
     // which does the same for a call's own rows): so is the highest over
     // calls, also for calls that recorded into the aggregate.
     let highest = lines.iter().filter_map(|l| l.peak).max();
-    if let Some(fn_row) = meta.cell_rows.first().and_then(|&r| lines.get_mut(r as usize))
+    if let Some(fn_row) = meta
+        .cell_rows
+        .first()
+        .and_then(|&r| lines.get_mut(r as usize))
         && let Some(peak) = &mut fn_row.peak
     {
         *peak = highest.unwrap_or(*peak);
