@@ -24,35 +24,50 @@ use crate::alloc::{self, THREAD, ThreadCounters};
 use std::cell::Cell;
 
 thread_local! {
-    /// The highest peak of the regions closed inside the innermost open
-    /// region that takes part (see [`nest_open`]). Swapped per poll for an
-    /// async task (see `calls::task`).
-    static NESTED_PEAK: Cell<u64> = const { Cell::new(0) };
+    /// Per scope, the highest peak of the regions closed inside the
+    /// innermost open region of that scope that takes part (see
+    /// [`nest_open`]). Swapped per poll for an async task (see
+    /// `calls::task`).
+    static NESTED_PEAK: [Cell<u64>; 2] = const { [Cell::new(0), Cell::new(0)] };
 }
 
-/// Opens a level of the nested-peak carry: returns the enclosing level's
-/// value, to hand back to [`nest_close`].
+/// Opens a level of `scope`'s nested-peak carry: returns the enclosing
+/// level's value, to hand back to [`nest_close`].
 #[inline]
-pub(crate) fn nest_open() -> u64 {
-    NESTED_PEAK.try_with(|c| c.replace(0)).unwrap_or(0)
+pub(crate) fn nest_open(scope: Scope) -> u64 {
+    NESTED_PEAK
+        .try_with(|c| c[scope as usize].replace(0))
+        .unwrap_or(0)
 }
 
 /// Closes the level [`nest_open`] opened: `peak` raised to the peak of every
 /// region that closed inside it, which the enclosing level then sees too.
+/// A thread-scope peak also counts for the process-scope region around it
+/// (a rise of one thread is one of the process); a process-scope peak,
+/// which other threads may have made, does not count for a thread-scope
+/// region around it.
 #[inline]
-pub(crate) fn nest_close(saved: u64, peak: u64) -> u64 {
+pub(crate) fn nest_close(scope: Scope, saved: u64, peak: u64) -> u64 {
     NESTED_PEAK
         .try_with(|c| {
-            let peak = peak.max(c.get());
-            c.set(saved.max(peak));
+            let own = &c[scope as usize];
+            let peak = peak.max(own.get());
+            own.set(saved.max(peak));
+            if scope == Scope::Thread {
+                let process = &c[Scope::Process as usize];
+                process.set(process.get().max(peak));
+            }
             peak
         })
         .unwrap_or(peak)
 }
 
-/// Swaps the calling context's nested-peak carry for `value` (async polls).
-pub(crate) fn swap_nested_peak(value: u64) -> u64 {
-    NESTED_PEAK.try_with(|c| c.replace(value)).unwrap_or(0)
+/// Swaps the calling context's nested-peak carries for `value` (async
+/// polls).
+pub(crate) fn swap_nested_peak(value: [u64; 2]) -> [u64; 2] {
+    NESTED_PEAK
+        .try_with(|c| [c[0].replace(value[0]), c[1].replace(value[1])])
+        .unwrap_or([0, 0])
 }
 
 /// Whose allocations a measurement counts: `memprof::measure_in`'s
@@ -115,7 +130,7 @@ impl Region {
 
     #[cold]
     fn open_process() -> Region {
-        let saved = nest_open() as i64;
+        let saved = nest_open(Scope::Process) as i64;
         let watch = alloc::watch_begin();
         Region {
             start: alloc::process_net(),
@@ -133,7 +148,7 @@ impl Region {
             Some(watch) => {
                 let end = alloc::process_net();
                 let mut stats = stats(self.start, end, alloc::watch_end(watch));
-                stats.peak = nest_close(self.saved as u64, stats.peak);
+                stats.peak = nest_close(Scope::Process, self.saved as u64, stats.peak);
                 stats
             }
         }

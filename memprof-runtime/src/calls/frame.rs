@@ -408,7 +408,7 @@ impl Frame {
         self.row(0).opened();
         let unwinding_at_entry = std::thread::panicking();
         let nested = match meta.scope {
-            Scope::Thread => crate::region::nest_open(),
+            Scope::Thread => crate::region::nest_open(Scope::Thread),
             // `Region` keeps its own level.
             Scope::Process => 0,
         };
@@ -464,7 +464,7 @@ impl Frame {
             stats.peak = statements.fold(stats.peak, u64::max);
         }
         if thread_scope {
-            stats.peak = crate::region::nest_close(entry.nested, stats.peak);
+            stats.peak = crate::region::nest_close(Scope::Thread, entry.nested, stats.peak);
         }
         let others_kept = if thread_scope && own.is_some() {
             alloc::process_net() - process_at_entry - stats.increment

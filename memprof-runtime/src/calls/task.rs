@@ -15,8 +15,8 @@ struct TaskCounters {
     allocs: u64,
     deallocs: u64,
     watermark: i64,
-    /// The task's nested-peak carry (see `region::nest_open`).
-    nested: u64,
+    /// The task's nested-peak carries (see `region::nest_open`).
+    nested: [u64; 2],
 }
 
 /// What a poll replaced in the thread's context, restored when it ends.
@@ -27,7 +27,7 @@ struct PollScope {
     adjust_deallocs: u64,
     outer_watermark: i64,
     outer_hi: i64,
-    outer_nested: u64,
+    outer_nested: [u64; 2],
 }
 
 fn poll_enter(task: &TaskCounters) -> PollScope {
@@ -39,7 +39,7 @@ fn poll_enter(task: &TaskCounters) -> PollScope {
             adjust_deallocs: t.adjust_deallocs.get(),
             outer_watermark: (t.peak.get() + t.adjust_net.get()).max(t.carry.get()),
             outer_hi: t.hi.get().max(t.peak.get()),
-            outer_nested: 0,
+            outer_nested: [0, 0],
         };
         t.adjust_net.set(task.net - t.net());
         t.adjust_allocs
@@ -95,7 +95,7 @@ impl<F> Instrumented<F> {
                 allocs: 0,
                 deallocs: 0,
                 watermark: i64::MIN,
-                nested: 0,
+                nested: [0, 0],
             },
         }
     }
