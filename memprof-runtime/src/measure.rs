@@ -67,8 +67,10 @@ impl MeasureGuard {
     }
 
     fn open(scope: Scope, beside: bool) -> Self {
+        // NOTE: the GPU figures keep the view they had before measurements
+        // took a scope; only the heap's follows `scope`.
         let gpu = crate::gpu::active()
-            .then(|| crate::gpu::begin(scope == Scope::Process))
+            .then(|| crate::gpu::begin(false))
             .flatten();
         let driver = gpu.and_then(|_| crate::gpu::driver());
         let beside = (beside && scope == Scope::Thread).then(|| Region::open(Scope::Process));

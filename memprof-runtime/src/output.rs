@@ -261,6 +261,20 @@ fn print_memit(heap_before: i64, stats: &Measurement, beside: crate::measure::Be
             crate::render::bytes(peak as i64, &settings),
             memit_figures(stats.peak, stats.increment, &settings),
         );
+        if let (Some(peak), Some(increment)) = (stats.gpu_peak, stats.gpu_increment) {
+            line.push_str(&format!(
+                "; GPU peak: +{}, GPU increment: {}",
+                crate::render::bytes(peak as i64, &settings),
+                crate::render::bytes(increment, &settings),
+            ));
+            if let Some(driver) = stats.gpu_driver_increment {
+                let sign = if driver >= 0 { "+" } else { "" };
+                line.push_str(&format!(
+                    ", GPU driver view: {sign}{}",
+                    crate::render::bytes(driver, &settings)
+                ));
+            }
+        }
         if let Some((increment, process_peak)) = beside
             && (process_peak.abs_diff(stats.peak) >= OTHERS_NOTED
                 || increment.abs_diff(stats.increment) >= OTHERS_NOTED)
