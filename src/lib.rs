@@ -222,15 +222,23 @@ pub use memprof_macros::profile;
 /// kept)` as IPython's `%memit` does, and returns its value.
 ///
 /// X is the process heap at the highest point during the expression, Y is X
-/// minus the heap before it, both from the calling thread's exact counts. Z
-/// is the net change, which tables and [`measure`] call the increment
-/// (`freed` instead of `kept` when it is negative). The line goes where
-/// `MEMPROF_OUTPUT` says (stdout by default), in `MEMPROF_UNIT`'s unit.
+/// minus the heap before it, from memprof's exact counts. Z is the net
+/// change, which tables and [`measure`] call the increment (`freed` instead
+/// of `kept` when it is negative). The line goes where `MEMPROF_OUTPUT` says
+/// (stdout by default), in `MEMPROF_UNIT`'s unit. Any expression works, a
+/// block included; its temporaries are freed before the figures are read,
+/// and `memit!(&temp())` extends its temporary as `let x = &temp();` does.
 ///
 /// # Options
-/// None: `memit!` takes one expression, any expression. Its temporaries are
-/// freed before the figures are read, and `memit!(&temp())` extends its
-/// temporary as `let x = &temp();` does.
+/// - `scope = "process"` (default): count every thread, as `%memit` reads
+///   the whole process: work the expression hands to a thread pool counts.
+///   So do other threads that allocate meanwhile, such as tests running
+///   beside it.
+/// - `scope = "thread"`: count the calling thread (or async task) only.
+///   When other threads changed the process's figures meanwhile, a line
+///   under the figures says so: `note: other threads allocated meanwhile,
+///   which thread scope does not count: process-wide, increment: Y (net Z
+///   kept); memit!(.., scope = "process") counts them`.
 ///
 /// Without the `enabled` feature, `memit!(e)` is `e` and prints nothing.
 ///
@@ -245,11 +253,18 @@ pub use memprof_macros::profile;
 ///     scratch.len()
 /// });
 /// assert_eq!(n, 1024);
+///
+/// // The calling thread only.
+/// let n = memprof::memit!(vec![0u8; 4096].len(), scope = "thread");
+/// assert_eq!(n, 4096);
 /// ```
 ///
 /// ```compile_fail
 /// // `memit!` needs an expression to measure, as in `memit!(build())`
 /// memprof::memit!();
+/// ```
+/// ```compile_fail
+/// memprof::memit!(vec![0u8; 10], scope = "everywhere");
 /// ```
 #[doc(inline)]
 pub use memprof_macros::memit;
@@ -258,10 +273,9 @@ pub use memprof_macros::memit;
 /// condition, and returns the expression's value otherwise.
 ///
 /// `assert_memory!(condition, condition, .., expression)`: one or more
-/// conditions, then the expression, last. The figures are the calling
-/// thread's, as [`measure`] gives them, so tests running in parallel do not
-/// disturb each other. A failure panics at the `assert_memory!` line, as
-/// `assert!` does, naming each failed condition with the figure measured.
+/// conditions, then the expression, last. A failure panics at the
+/// `assert_memory!` line, as `assert!` does, naming each failed condition
+/// with the figure measured.
 ///
 /// # Options
 /// Each condition is `<quantity> <comparison> <bound>`:
@@ -273,6 +287,14 @@ pub use memprof_macros::memit;
 ///   where MB means MiB as in pytest-memray; no unit means bytes. A negative
 ///   bound is written `-5 MiB`, for an increment that frees.
 /// - bound, for counts: a whole number.
+///
+/// And, written among the conditions, the scope:
+/// - `scope = "thread"` (default): the calling thread's figures, as
+///   [`measure`] gives them, so that tests running in parallel do not
+///   disturb each other. Work handed to other threads is not counted.
+/// - `scope = "process"`: every thread's, as [`measure_in`] with
+///   [`Scope::Process`]; for code that fans out, in a test that runs alone:
+///   `assert_memory!(scope = "process", peak < 10 MiB, { expr })`.
 ///
 /// Without the `enabled` feature nothing is measured, so nothing is checked:
 /// `assert_memory!(.., e)` is `e`.
@@ -287,6 +309,12 @@ pub use memprof_macros::memit;
 ///
 /// let kept = memprof::assert_memory!(increment >= "4 KiB", allocations == 1, vec![0u8; 4096]);
 /// memprof::assert_memory!(increment == -4096 B, deallocations == 1, drop(kept));
+/// ```
+/// ```
+/// let v = memprof::assert_memory!(scope = "process", increment >= 4 KiB, {
+///     std::thread::scope(|s| s.spawn(|| vec![0u8; 4096]).join().unwrap())
+/// });
+/// # drop(v);
 /// ```
 /// ```should_panic
 /// // memory assertion failed: `peak < 1 KiB`, but peak was 4.0 KiB (4096 B)
@@ -369,7 +397,9 @@ pub use memprof_runtime::config::{Output, RenderSettings, ReportMode, Unit};
 /// task), without printing anything.
 ///
 /// [`Measurement::increment`] is the net change, [`Measurement::peak`] the
-/// highest rise above the start, both in exact bytes.
+/// highest rise above the start, both in exact bytes. What other threads
+/// allocate meanwhile, a pool's workers included, is not counted: see
+/// [`measure_in`].
 ///
 /// ```
 /// let (v, m) = memprof::measure(|| vec![0u8; 1024]);
@@ -382,15 +412,32 @@ pub use memprof_runtime::config::{Output, RenderSettings, ReportMode, Unit};
 ///
 /// Without the `enabled` feature it runs `f` and returns all-zero figures.
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
+    measure_in(Scope::Thread, f)
+}
+
+/// [`measure`] in `scope`: [`Scope::Process`] counts every thread of the
+/// process (allocation counts included), for code that fans out; other
+/// threads that allocate meanwhile count too.
+///
+/// ```
+/// use memprof::Scope;
+/// let work = || std::thread::scope(|s| s.spawn(|| vec![0u8; 1 << 20]).join().unwrap());
+/// let (v, m) = memprof::measure_in(Scope::Process, work);
+/// assert!(m.increment >= 1 << 20);
+/// let (w, m) = memprof::measure_in(Scope::Thread, work);
+/// assert!(m.increment < 1 << 20);
+/// # drop((v, w));
+/// ```
+pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
     if cfg!(feature = "enabled") {
-        memprof_runtime::measure(f)
+        memprof_runtime::measure_in(scope, f)
     } else {
         (f(), Measurement::default())
     }
 }
 
 pub use memprof_runtime::{
-    Allocator, FunctionReport, LineReport, Measurement, Report, process_heap, report, reset,
+    Allocator, FunctionReport, LineReport, Measurement, Report, Scope, process_heap, report, reset,
 };
 
 #[cfg(feature = "global-allocator")]

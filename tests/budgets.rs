@@ -311,3 +311,26 @@ fn a_failed_budget_names_the_user_s_function_first() {
         "{err}"
     );
 }
+
+#[profile(limit = "1 MiB")]
+fn frees_then_overshoots(message: Vec<u8>) -> usize {
+    drop(message);
+    let big = vec![1u8; 2 << 20];
+    big.len()
+}
+
+#[test]
+fn a_failed_budget_says_what_the_call_freed_of_older_memory() {
+    // Regression: the note under a passing call's table was missing here.
+    let message = vec![7u8; 8 << 20];
+    let failed = panic_message(|| {
+        frees_then_overshoots(message);
+    });
+    assert!(failed.contains("peak 2.0 MiB > limit 1.0 MiB"), "{failed}");
+    assert_eq!(
+        failed.lines().last().unwrap(),
+        "(memprof: this call freed 8.0 MiB more than its thread allocated during it: memory \
+         allocated before, or by other threads or tasks, which thread scope does not count, so \
+         Mem usage can read low or below zero; #[profile(scope = \"process\")] counts every thread)"
+    );
+}

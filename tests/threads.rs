@@ -176,8 +176,8 @@ Filename: tests/threads.rs   Function: threads::drops_what_threads_return
 ========================================================================
 {rows}\
 (memprof: this call freed 16 MiB more than its thread allocated during it: memory allocated \
-before, or by other threads, which thread scope does not count, so Mem usage can read low or \
-below zero; #[profile(scope = \"process\")] counts every thread)
+before, or by other threads or tasks, which thread scope does not count, so Mem usage can read \
+low or below zero; #[profile(scope = \"process\")] counts every thread)
 
 "
     );

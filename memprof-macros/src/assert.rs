@@ -7,6 +7,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Token};
 
+use crate::attr::{Scope, scope_option};
 use crate::size::{SizeError, parse_size};
 
 struct Condition {
@@ -19,6 +20,7 @@ struct Condition {
 
 struct AssertMemory {
     conditions: Vec<Condition>,
+    scope: Scope,
     expr: Expr,
 }
 
@@ -145,7 +147,26 @@ impl Condition {
 impl Parse for AssertMemory {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut conditions = Vec::new();
+        let mut scope: Option<Scope> = None;
         loop {
+            let option = input.fork();
+            let is_scope = option.parse::<Ident>().is_ok_and(|i| i == "scope")
+                && option.peek(Token![=])
+                && !option.peek(Token![==]);
+            if is_scope {
+                let span = input.span();
+                if scope
+                    .replace(scope_option(input, "assert_memory!")?)
+                    .is_some()
+                {
+                    return Err(syn::Error::new(
+                        span,
+                        "`assert_memory!` option `scope` is given twice",
+                    ));
+                }
+                input.parse::<Token![,]>()?;
+                continue;
+            }
             let fork = input.fork();
             let starts_condition = fork.parse::<Ident>().is_ok()
                 && (fork.peek(Token![<]) || fork.peek(Token![>]) || fork.peek(Token![==]));
@@ -166,12 +187,22 @@ impl Parse for AssertMemory {
         if !input.is_empty() {
             return Err(input.error("`assert_memory!` expected the expression to come last"));
         }
-        Ok(AssertMemory { conditions, expr })
+        Ok(AssertMemory {
+            conditions,
+            // NOTE: thread scope unless asked otherwise, as `measure`: tests
+            // run side by side in one process.
+            scope: scope.unwrap_or(Scope::Thread),
+            expr,
+        })
     }
 }
 
 pub(crate) fn assert_memory(input: TokenStream) -> syn::Result<TokenStream> {
-    let AssertMemory { conditions, expr } = syn::parse2(input)?;
+    let AssertMemory {
+        conditions,
+        scope,
+        expr,
+    } = syn::parse2(input)?;
     let guard = crate::expand::local("__memprof_guard");
     let value = crate::expand::local("__memprof_value");
     let span = expr.span();
@@ -214,7 +245,7 @@ pub(crate) fn assert_memory(input: TokenStream) -> syn::Result<TokenStream> {
     };
     Ok(quote_spanned! {span=>
         {
-            let #guard = ::memprof::__private::MeasureGuard::start();
+            let #guard = ::memprof::__private::MeasureGuard::start(#scope);
             let #value = #expr;
             #check
             #value

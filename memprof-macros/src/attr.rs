@@ -20,6 +20,43 @@ pub(crate) enum Scope {
     Process,
 }
 
+impl quote::ToTokens for Scope {
+    fn to_tokens(&self, tokens: &mut proc_macro2::TokenStream) {
+        tokens.extend(match self {
+            Scope::Thread => quote::quote!(::memprof::__private::Scope::Thread),
+            Scope::Process => quote::quote!(::memprof::__private::Scope::Process),
+        });
+    }
+}
+
+/// `scope = "thread" | "process"`, an option of `memit!` and
+/// `assert_memory!` (named `what` in errors).
+pub(crate) fn scope_option(input: ParseStream<'_>, what: &str) -> syn::Result<Scope> {
+    let key: syn::Ident = input.parse()?;
+    if key != "scope" {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("unknown `{what}` option `{key}`: {EXPECTED}"),
+        ));
+    }
+    input.parse::<Token![=]>()?;
+    let value: syn::Lit = input.parse()?;
+    let syn::Lit::Str(value) = value else {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!("`{what}` option `scope` takes a string: {EXPECTED}"),
+        ));
+    };
+    match value.value().as_str() {
+        "thread" => Ok(Scope::Thread),
+        "process" => Ok(Scope::Process),
+        other => Err(syn::Error::new_spanned(
+            &value,
+            format!("unknown `{what}` scope {other:?}: {EXPECTED}"),
+        )),
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct ProfileArgs {
     pub(crate) scope: Scope,

@@ -2,7 +2,7 @@
 //! `assert_memory!`, which fail a call or an expression that uses too much.
 
 use crate::alloc::untracked;
-use crate::calls::FnMeta;
+use crate::calls::{CallFacts, FnMeta};
 use crate::cells::LineCell;
 use crate::measure::Measurement;
 use crate::region::RegionStats;
@@ -27,8 +27,9 @@ impl Budget {
     }
 
     /// `memory limit exceeded in <fn> (<file>:<line>): peak <X> > limit <L>`,
-    /// then the call's table with the lines responsible marked.
-    pub(crate) fn message(&self, meta: &FnMeta, cells: &[LineCell]) -> String {
+    /// then the call's table with the lines responsible marked, and the note
+    /// a passing call's table would have under it.
+    pub(crate) fn message(&self, meta: &FnMeta, cells: &[LineCell], facts: &CallFacts) -> String {
         untracked(|| {
             let settings = crate::settings::get().render;
             let b = |n: u64| crate::render::bytes(n as i64, &settings);
@@ -47,12 +48,13 @@ impl Budget {
                 mark(&mut report, limit, "increment", |l| l.increment);
             }
             format!(
-                "memory limit exceeded in {} ({}:{}): {}\n\n{}",
+                "memory limit exceeded in {} ({}:{}): {}\n\n{}{}",
                 report.name,
                 meta.file,
                 meta.fn_line(),
                 what.join(", "),
-                crate::render::table(&report, false, &settings)
+                crate::render::table(&report, false, &settings),
+                crate::render::call_note(meta.scope, &report, facts, &settings),
             )
         })
     }

@@ -49,14 +49,20 @@ pub mod units;
 pub use alloc::{Allocator, process_heap};
 pub use calls::AUTO_CALL_TABLES;
 pub use measure::Measurement;
+pub use region::Scope;
 pub use report::{FunctionReport, LineReport, Report, report, reset};
 
 /// Runs `f` and measures the heap it used on the calling thread (or async
 /// task), without printing anything. Documented at `memprof::measure`.
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
-    let guard = measure::MeasureGuard::start();
+    measure_in(Scope::Thread, f)
+}
+
+/// [`measure`] in `scope`. Documented at `memprof::measure_in`.
+pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
+    let guard = measure::MeasureGuard::start(scope);
     let value = f();
-    let (measurement, _) = guard.finish();
+    let (measurement, _, _) = guard.finish();
     if !alloc::is_installed() {
         alloc::untracked(output::warn_not_installed);
     }

@@ -1,5 +1,5 @@
 //! `measure`, `memit!` and `assert_memory!`: one region around an expression,
-//! with its allocation counts and GPU figures.
+//! in thread or process scope, with its allocation counts and GPU figures.
 
 use crate::alloc;
 use crate::region::{Region, Scope, context_counts};
@@ -31,43 +31,72 @@ pub struct Measurement {
     pub gpu_driver_increment: Option<i64>,
 }
 
-/// An open measurement of the calling context; see [`crate::measure`].
+/// An open measurement; see [`crate::measure`].
 #[derive(Debug)]
 pub struct MeasureGuard {
+    scope: Scope,
     region: Region,
     counts: (u64, u64),
     heap_before: i64,
     open: bool,
+    /// `memit!` in thread scope: the whole process, measured beside, for
+    /// the note on what other threads did meanwhile.
+    beside: Option<Region>,
     /// Where the GPU figures started, when the GPU is watched.
     gpu: Option<crate::gpu::GpuMark>,
     /// The driver's view at the start, while counting.
     driver: Option<i64>,
 }
 
+/// What other threads did during a thread-scope `memit!`: the figures
+/// process scope would have shown, (increment, peak).
+pub(crate) type Beside = Option<(i64, u64)>;
+
 impl MeasureGuard {
-    /// Starts measuring the calling thread or task.
+    /// Starts measuring `scope`: the calling thread (or task), or the whole
+    /// process.
     #[inline]
-    pub fn start() -> Self {
+    pub fn start(scope: Scope) -> Self {
+        Self::open(scope, false)
+    }
+
+    /// [`MeasureGuard::start`] for `memit!`, which in thread scope also
+    /// watches the process, to say what thread scope missed.
+    pub fn start_memit(scope: Scope) -> Self {
+        Self::open(scope, true)
+    }
+
+    fn open(scope: Scope, beside: bool) -> Self {
+        // NOTE: the GPU figures keep the view they had before measurements
+        // took a scope; only the heap's follows `scope`.
         let gpu = crate::gpu::active()
             .then(|| crate::gpu::begin(false))
             .flatten();
         let driver = gpu.and_then(|_| crate::gpu::driver());
-        let region = Region::open(Scope::Thread);
+        let beside = (beside && scope == Scope::Thread).then(|| Region::open(Scope::Process));
+        let region = Region::open(scope);
         MeasureGuard {
-            counts: context_counts(),
+            scope,
+            counts: counts(scope),
             heap_before: alloc::process_net(),
             region,
             open: true,
+            beside,
             gpu,
             driver,
         }
     }
 
-    /// Ends the measurement: its figures, and the process heap at its start.
-    pub(crate) fn finish(mut self) -> (Measurement, i64) {
-        let (allocs, deallocs) = context_counts();
+    /// Ends the measurement: its figures, the process heap at its start, and
+    /// what process scope would have shown beside a thread-scope `memit!`.
+    pub(crate) fn finish(mut self) -> (Measurement, i64, Beside) {
+        let (allocs, deallocs) = counts(self.scope);
         self.open = false;
         let stats = self.region.close();
+        let beside = self.beside.take().map(|mut r| {
+            let s = r.close();
+            (s.increment, s.peak)
+        });
         let gpu = self.gpu.take().and_then(crate::gpu::end);
         let (gpu_increment, gpu_peak) = (gpu.map(|g| g.increment), gpu.map(|g| g.peak));
         let gpu_driver_increment = self
@@ -83,7 +112,7 @@ impl MeasureGuard {
             gpu_peak,
             gpu_driver_increment,
         };
-        (m, self.heap_before)
+        (m, self.heap_before, beside)
     }
 
     /// Ends the measurement and returns its figures.
@@ -92,10 +121,21 @@ impl MeasureGuard {
     }
 }
 
+/// Allocation and deallocation counts of `scope`, as running totals.
+fn counts(scope: Scope) -> (u64, u64) {
+    match scope {
+        Scope::Thread => context_counts(),
+        Scope::Process => alloc::watch_counts(),
+    }
+}
+
 impl Drop for MeasureGuard {
     fn drop(&mut self) {
         if self.open {
             self.region.close();
+        }
+        if let Some(mut beside) = self.beside.take() {
+            beside.close();
         }
         if let Some(mark) = self.gpu.take() {
             crate::gpu::end(mark);

@@ -3,7 +3,7 @@
 //! aggregated tables and `MEMPROF_JSON` at exit, and `memit!`'s line.
 
 use crate::alloc::{self, untracked};
-use crate::calls::{AUTO_CALL_TABLES, FnMeta};
+use crate::calls::{AUTO_CALL_TABLES, CallFacts, FnMeta};
 use crate::cells::LineCell;
 use crate::config::{Output, RenderSettings, ReportMode};
 use crate::measure::{MeasureGuard, Measurement};
@@ -12,19 +12,31 @@ use crate::report::{FunctionReport, call_report, function_report, registered, re
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64) {
+/// Prints a finished call's own table, if the report mode wants it, with
+/// the note under it and its title marked if the call panicked.
+pub(crate) fn call_finished(
+    meta: &'static FnMeta,
+    cells: &[LineCell],
+    nth: u64,
+    facts: &CallFacts,
+) {
+    let print = || print_call(meta, cells, nth, facts);
     if std::thread::panicking() {
-        // NOTE: the figures are kept, but printing while unwinding risks a
-        // second panic, which would abort the user's program.
-        return;
+        // NOTE: a panic escaping a destructor while unwinding would abort
+        // the user's program: whatever goes wrong here is dropped.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(print));
+    } else {
+        print();
     }
+}
+
+fn print_call(meta: &'static FnMeta, cells: &[LineCell], nth: u64, facts: &CallFacts) {
     untracked(|| {
         let config = crate::settings::get();
         let print_now = match config.report {
             ReportMode::Call => true,
-            // NOTE: 0 is "no table of its own": an `async fn` call past the
-            // first few still owns its rows (it may change threads), and
-            // must not print them.
+            // NOTE: 0 is no table: an `async fn` call records into rows of
+            // its own even when it prints none (see `Frame::enter_async`).
             ReportMode::Auto => (1..=AUTO_CALL_TABLES).contains(&nth),
             ReportMode::Exit | ReportMode::Off => false,
         };
@@ -37,7 +49,15 @@ pub(crate) fn call_finished(meta: &'static FnMeta, cells: &[LineCell], nth: u64)
         }
         let report = call_report(meta, cells);
         let mut text = crate::render::table(&report, false, &config.render);
-        text.push_str(&freed_more_note(meta, &report, &config.render));
+        if facts.panicked {
+            crate::render::mark_panicked(&mut text);
+        }
+        text.push_str(&crate::render::call_note(
+            meta.scope,
+            &report,
+            facts,
+            &config.render,
+        ));
         if config.report == ReportMode::Auto && nth == AUTO_CALL_TABLES {
             text.push_str(&if config.test_binary {
                 format!(
@@ -203,12 +223,32 @@ impl MeasureGuard {
     /// Ends the measurement and prints `peak memory: X, increment: Y` as
     /// `%memit` does.
     pub fn finish_memit(self) {
-        let (m, before) = self.finish();
-        print_memit(before, &m);
+        let (m, before, beside) = self.finish();
+        print_memit(before, &m, beside);
     }
 }
 
-fn print_memit(heap_before: i64, stats: &Measurement) {
+/// "increment: Y (net Z kept)", `memit!`'s figures of a peak and a net change.
+fn memit_figures(peak: u64, increment: i64, settings: &RenderSettings) -> String {
+    // NOTE: "increment" keeps %memit's meaning (peak minus start); the net
+    // change, which tables and `measure` call increment, is named.
+    let (net, kept) = match increment {
+        n if n < 0 => (n.saturating_neg(), "freed"),
+        n => (n, "kept"),
+    };
+    format!(
+        "increment: {} (net {} {kept})",
+        crate::render::bytes(peak as i64, settings),
+        crate::render::bytes(net, settings),
+    )
+}
+
+/// What other threads must have changed, in the process's peak or net
+/// change, for a thread-scope `memit!` to say so: less is a busy program's
+/// noise.
+const OTHERS_NOTED: u64 = 1024;
+
+fn print_memit(heap_before: i64, stats: &Measurement, beside: crate::measure::Beside) {
     untracked(|| {
         if !alloc::is_installed() {
             warn_not_installed();
@@ -216,17 +256,10 @@ fn print_memit(heap_before: i64, stats: &Measurement) {
         }
         let settings = crate::settings::get().render;
         let peak = heap_before.max(0) as u64 + stats.peak;
-        // NOTE: "increment" keeps %memit's meaning (peak minus start); the
-        // net change, which tables and `measure` call increment, is named.
-        let (net, kept) = match stats.increment {
-            n if n < 0 => (n.saturating_neg(), "freed"),
-            n => (n, "kept"),
-        };
         let mut line = format!(
-            "peak memory: {}, increment: {} (net {} {kept})",
+            "peak memory: {}, {}",
             crate::render::bytes(peak as i64, &settings),
-            crate::render::bytes(stats.peak as i64, &settings),
-            crate::render::bytes(net, &settings),
+            memit_figures(stats.peak, stats.increment, &settings),
         );
         if let (Some(peak), Some(increment)) = (stats.gpu_peak, stats.gpu_increment) {
             line.push_str(&format!(
@@ -241,6 +274,16 @@ fn print_memit(heap_before: i64, stats: &Measurement) {
                     crate::render::bytes(driver, &settings)
                 ));
             }
+        }
+        if let Some((increment, process_peak)) = beside
+            && (process_peak.abs_diff(stats.peak) >= OTHERS_NOTED
+                || increment.abs_diff(stats.increment) >= OTHERS_NOTED)
+        {
+            line.push_str(&format!(
+                "\nnote: other threads allocated meanwhile, which thread scope does not \
+                 count: process-wide, {}; memit!(.., scope = \"process\") counts them",
+                memit_figures(process_peak, increment, &settings),
+            ));
         }
         // A blank line after, as after a table, so that a table printed next
         // does not run into it.

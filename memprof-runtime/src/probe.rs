@@ -322,7 +322,8 @@ impl<const N: usize> CallFrame<N> {
         }
     }
 
-    /// Starts an `async fn` call: always printed as its own call.
+    /// Starts an `async fn` call: printed under the same rules as a
+    /// synchronous call.
     #[inline]
     pub fn enter_async(&self) -> CallGuard<'_> {
         self.frame.enter_async();
@@ -384,12 +385,12 @@ fn finish(frame: &Frame, mark: &CallMark) {
     // The call's own table, for a budget message, before it is merged.
     let message = over_budget
         .filter(|_| !std::thread::panicking())
-        .map(|budget| budget.message(meta, frame.cells()));
+        .map(|budget| budget.message(meta, frame.cells(), &exit.facts));
     if let Some((table, nth)) = exit.table
         && message.is_none()
     {
         // A failed call's table is in its message, and printed only there.
-        crate::output::call_finished(meta, table.cells(), nth);
+        crate::output::call_finished(meta, table.cells(), nth, &exit.facts);
     }
     if let Some(message) = message {
         // A budget is an assertion: the call fails after it returns, as

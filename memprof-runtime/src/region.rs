@@ -7,6 +7,13 @@
 //! highest point reached while it was open, however deeply its inner regions
 //! reset the thread's `peak`.
 //!
+//! A region's peak is also at least the peak of every region nested in it
+//! that closed through this module or a call's exit (see [`nest_open`]): in
+//! process scope, a rise of the heap inside a statement counts for the call
+//! even when other threads freed as much before it started, and in either
+//! scope a call that freed older memory before a temporary still shows the
+//! temporary.
+//!
 //! Figures are read in *context* terms: a thread's real counters shifted by
 //! `adjust_*`. Outside async code the shift is zero. While an async task is
 //! polled (see `calls::task`) the shift makes the counters read as that
@@ -14,13 +21,66 @@
 //! count across `.await`.
 
 use crate::alloc::{self, THREAD, ThreadCounters};
+use std::cell::Cell;
 
-/// Whose allocations a region counts.
+thread_local! {
+    /// Per scope, the highest peak of the regions closed inside the
+    /// innermost open region of that scope that takes part (see
+    /// [`nest_open`]). Swapped per poll for an async task (see
+    /// `calls::task`).
+    static NESTED_PEAK: [Cell<u64>; 2] = const { [Cell::new(0), Cell::new(0)] };
+}
+
+/// Opens a level of `scope`'s nested-peak carry: returns the enclosing
+/// level's value, to hand back to [`nest_close`].
+#[inline]
+pub(crate) fn nest_open(scope: Scope) -> u64 {
+    NESTED_PEAK
+        .try_with(|c| c[scope as usize].replace(0))
+        .unwrap_or(0)
+}
+
+/// Closes the level [`nest_open`] opened: `peak` raised to the peak of every
+/// region that closed inside it, which the enclosing level then sees too.
+/// A thread-scope peak also counts for the process-scope region around it
+/// (a rise of one thread is one of the process); a process-scope peak,
+/// which other threads may have made, does not count for a thread-scope
+/// region around it.
+#[inline]
+pub(crate) fn nest_close(scope: Scope, saved: u64, peak: u64) -> u64 {
+    NESTED_PEAK
+        .try_with(|c| {
+            let own = &c[scope as usize];
+            let peak = peak.max(own.get());
+            own.set(saved.max(peak));
+            if scope == Scope::Thread {
+                let process = &c[Scope::Process as usize];
+                process.set(process.get().max(peak));
+            }
+            peak
+        })
+        .unwrap_or(peak)
+}
+
+/// Swaps the calling context's nested-peak carries for `value` (async
+/// polls).
+pub(crate) fn swap_nested_peak(value: [u64; 2]) -> [u64; 2] {
+    NESTED_PEAK
+        .try_with(|c| [c[0].replace(value[0]), c[1].replace(value[1])])
+        .unwrap_or([0, 0])
+}
+
+/// Whose allocations a measurement counts: `memprof::measure_in`'s
+/// argument, and what `scope = ".."` of `#[profile]`, `memit!` and
+/// `assert_memory!` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
-    /// The thread, or async task, running the region.
+    /// The thread, or async task, running the code: exact, and blind to
+    /// other threads, such as tests running beside it or a pool's workers.
     Thread,
-    /// Every thread of the process.
+    /// Every thread of the process, as memory_profiler's RSS does. While a
+    /// process-scope measurement is open, every thread's allocations take
+    /// the allocator's slower path.
     Process,
 }
 
@@ -46,6 +106,7 @@ pub(crate) struct Region {
     /// The count when the region opened.
     pub(crate) start: i64,
     /// Thread scope: the enclosing region's watermark when this one opened.
+    /// Process scope: the enclosing level's nested peak (see [`nest_open`]).
     pub(crate) saved: i64,
     /// Process scope: the process-wide watermark.
     pub(crate) watch: Option<alloc::Watch>,
@@ -69,10 +130,11 @@ impl Region {
 
     #[cold]
     fn open_process() -> Region {
+        let saved = nest_open(Scope::Process) as i64;
         let watch = alloc::watch_begin();
         Region {
             start: alloc::process_net(),
-            saved: 0,
+            saved,
             watch: Some(watch),
         }
     }
@@ -85,7 +147,9 @@ impl Region {
             None => with_thread(|t| close_in(t, self.start, self.saved)),
             Some(watch) => {
                 let end = alloc::process_net();
-                stats(self.start, end, alloc::watch_end(watch))
+                let mut stats = stats(self.start, end, alloc::watch_end(watch));
+                stats.peak = nest_close(Scope::Process, self.saved as u64, stats.peak);
+                stats
             }
         }
     }

@@ -1,6 +1,8 @@
 //! Text rendering: byte figures and line tables.
 
+use crate::calls::CallFacts;
 use crate::config::{RenderSettings, Unit};
+use crate::region::Scope;
 use crate::report::{FunctionReport, Report};
 use std::fmt;
 use tabled::builder::Builder;
@@ -223,9 +225,55 @@ pub(crate) fn freed_more_note(
     };
     Some(format!(
         "(memprof: {who} {freed} than {whose}: memory allocated before, or by other \
-         threads, which thread scope does not count, so Mem usage can read low or below \
-         zero; #[profile(scope = \"process\")] counts every thread)\n"
+         threads or tasks, which thread scope does not count, so Mem usage can read low \
+         or below zero; #[profile(scope = \"process\")] counts every thread)\n"
     ))
+}
+
+/// The note under one call's table, if any: in thread scope, what it freed
+/// of memory it did not allocate, or else what other threads or tasks left
+/// allocated during it, which its figures do not count (the result of a task
+/// it spawned and awaited, say). Empty when there is nothing to say.
+pub(crate) fn call_note(
+    scope: Scope,
+    function: &FunctionReport,
+    facts: &CallFacts,
+    settings: &RenderSettings,
+) -> String {
+    if scope == Scope::Process {
+        return String::new();
+    }
+    if let Some(note) = freed_more_note(function, settings) {
+        return note;
+    }
+    let own_peak = function
+        .lines
+        .iter()
+        .find(|l| l.increment.is_some())
+        .and_then(|l| l.peak)
+        .unwrap_or(0);
+    let others = facts.others_kept;
+    if others < OTHERS_NOTED || (others as u64) < own_peak {
+        return String::new();
+    }
+    format!(
+        "(memprof: other threads or tasks allocated {} more than they freed during this call, \
+         which thread scope does not count; #[profile(scope = \"process\")] counts them)\n",
+        bytes(others, settings)
+    )
+}
+
+/// What other threads or tasks must leave allocated during a thread-scope
+/// call, and at least the call's own peak, for its table to say so: less is
+/// the noise of a busy program.
+const OTHERS_NOTED: i64 = 1024;
+
+/// Marks a call's table, in its title, as ended by a panic: its rows hold
+/// what ran until then, the panicking line included.
+pub(crate) fn mark_panicked(table: &mut String) {
+    if let Some(end) = table.find('\n') {
+        table.insert_str(end, "   (panicked)");
+    }
 }
 
 // ---- `Display` for the report types: their tables ------------------------------

@@ -38,7 +38,7 @@ pub use slots::process_heap;
 use slots::{EMPTY, Slot, claim_slot};
 pub(crate) use slots::{OVERFLOW, SLOTS, SLOTS_USED, process_net, release as release_slot};
 use watch::{WATCH_MASK, watch_record};
-pub(crate) use watch::{Watch, watch_begin, watch_end};
+pub(crate) use watch::{Watch, watch_begin, watch_counts, watch_end};
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -250,7 +250,7 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
         }
     }
     if WATCH_MASK.load(Relaxed) != 0 {
-        watch_record(delta);
+        watch_record(delta, allocs, deallocs);
     }
 }
 

@@ -12,6 +12,10 @@ pub(super) static WATCH_MASK: AtomicU64 = AtomicU64::new(0);
 /// Net bytes allocated while any watcher was active: a running delta, only
 /// ever read as differences.
 static WATCH_NET: AtomicI64 = AtomicI64::new(0);
+/// Allocations and deallocations made while any watcher was active: running
+/// counts, only ever read as differences (process-scope `measure`).
+static WATCH_ALLOCS: AtomicU64 = AtomicU64::new(0);
+static WATCH_DEALLOCS: AtomicU64 = AtomicU64::new(0);
 static WATCH_PEAK: [AtomicI64; WATCHERS] = [const { AtomicI64::new(0) }; WATCHERS];
 
 /// Sends every thread's allocator to the slow path, which feeds the
@@ -21,7 +25,13 @@ fn set_watched(on: bool) {
 }
 
 #[cold]
-pub(super) fn watch_record(delta: i64) {
+pub(super) fn watch_record(delta: i64, allocs: u64, deallocs: u64) {
+    if allocs != 0 {
+        WATCH_ALLOCS.fetch_add(allocs, Relaxed);
+    }
+    if deallocs != 0 {
+        WATCH_DEALLOCS.fetch_add(deallocs, Relaxed);
+    }
     let now = WATCH_NET.fetch_add(delta, Relaxed) + delta;
     if delta > 0 {
         let mut mask = WATCH_MASK.load(Relaxed);
@@ -31,6 +41,12 @@ pub(super) fn watch_record(delta: i64) {
             mask &= mask - 1;
         }
     }
+}
+
+/// Allocations and deallocations counted so far while a watch was open:
+/// their differences across an open watch are the whole process's.
+pub(crate) fn watch_counts() -> (u64, u64) {
+    (WATCH_ALLOCS.load(Relaxed), WATCH_DEALLOCS.load(Relaxed))
 }
 
 /// A process-wide watermark, open from [`watch_begin`] to [`watch_end`].

@@ -11,7 +11,9 @@
 //! executions out of Increment and Peak (see `LineCell`).
 //!
 //! An `async fn` call may move between threads, so it always records into
-//! rows of its own, folded into the aggregate of the thread it ends on.
+//! rows of its own, folded into the aggregate of the thread it ends on. It
+//! prints under the same rules as a synchronous call: its rows are its own
+//! whether or not it was handed a table (`nth` 0 when not).
 
 use super::meta::{FnMeta, switch_on_entry, table_every_call};
 use super::thread::{ThreadFn, thread_fn};
@@ -139,6 +141,11 @@ pub(crate) struct Entry {
     gpu_start: Option<crate::gpu::GpuMark>,
     /// The driver's view at the call's entry, while counting.
     driver_start: Option<i64>,
+    /// Thread scope: the enclosing level's nested peak (`region::nest_open`).
+    nested: u64,
+    /// The thread was unwinding already when the call began (a call made by
+    /// a destructor), so unwinding at its end is no panic of its own.
+    unwinding_at_entry: bool,
 }
 
 /// What [`Frame::exit`] hands back.
@@ -147,6 +154,19 @@ pub(crate) struct Exit {
     pub(crate) stats: RegionStats,
     /// The call's own table, when it wanted one, and which one it is.
     pub(crate) table: Option<(OwnTable, u64)>,
+    /// What the call's own table says below its rows.
+    pub(crate) facts: CallFacts,
+}
+
+/// What a finished call's table says beside its rows.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallFacts {
+    /// The call ended by a panic of its own.
+    pub(crate) panicked: bool,
+    /// Thread scope, calls with a table of their own: net bytes that other
+    /// threads or tasks left allocated during the call, which its figures
+    /// do not count; 0 otherwise.
+    pub(crate) others_kept: i64,
 }
 
 /// A finished call's own rows. Dropping it folds them into the aggregate of
@@ -275,7 +295,8 @@ impl Frame {
         }
     }
 
-    /// Starts an `async fn` call: always printed as its own call.
+    /// Starts an `async fn` call: its own rows always, a table to print
+    /// under the same rules as a synchronous call.
     #[inline]
     pub(crate) fn enter_async(&self) {
         if !switch_on_entry() {
@@ -354,6 +375,12 @@ impl Frame {
             None
         };
         self.row(0).opened();
+        let unwinding_at_entry = std::thread::panicking();
+        let nested = match meta.scope {
+            Scope::Thread => crate::region::nest_open(Scope::Thread),
+            // `Region` keeps its own level.
+            Scope::Process => 0,
+        };
         let region = match (meta.scope, self.counters()) {
             (Scope::Thread, Some(t)) => {
                 let (start, saved) = open_in(t);
@@ -375,6 +402,8 @@ impl Frame {
             region,
             gpu_start,
             driver_start,
+            nested,
+            unwinding_at_entry,
         }));
     }
 
@@ -386,11 +415,34 @@ impl Frame {
             return Exit {
                 stats: RegionStats::default(),
                 table: None,
+                facts: CallFacts::default(),
             };
         };
-        let stats = match (&entry.region.watch, self.counters()) {
+        let process_at_entry = get(&self.head.base) + entry.region.start;
+        let thread_scope = entry.region.watch.is_none();
+        let mut stats = match (&entry.region.watch, self.counters()) {
             (None, Some(t)) => close_in(t, entry.region.start, entry.region.saved),
             _ => entry.region.close(),
+        };
+        let own = self.state().own.take();
+        if let Some(cells) = &own {
+            // At least the peak of each statement of the call: a statement's
+            // rise can exceed the call's when the call freed older memory
+            // before it.
+            let statements = cells.iter().skip(1).map(|c| c.read().peak);
+            stats.peak = statements.fold(stats.peak, u64::max);
+        }
+        if thread_scope {
+            stats.peak = crate::region::nest_close(Scope::Thread, entry.nested, stats.peak);
+        }
+        let others_kept = if thread_scope && own.is_some() {
+            alloc::process_net() - process_at_entry - stats.increment
+        } else {
+            0
+        };
+        let facts = CallFacts {
+            panicked: std::thread::panicking() && !entry.unwinding_at_entry,
+            others_kept,
         };
         let fn_row = self.row(0);
         if let Some(gpu) = entry.gpu_start.and_then(crate::gpu::end) {
@@ -413,7 +465,7 @@ impl Frame {
         {
             t.depth.set(t.depth.get() - 1);
         }
-        let table = match self.state().own.take() {
+        let table = match own {
             Some(cells) => Some((
                 OwnTable {
                     meta: self.meta,
@@ -430,7 +482,11 @@ impl Frame {
                 None
             }
         };
-        Exit { stats, table }
+        Exit {
+            stats,
+            table,
+            facts,
+        }
     }
 
     /// Whether the runtime entered the call (a kernel-entered call has no
