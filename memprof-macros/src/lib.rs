@@ -13,6 +13,8 @@ mod assert;
 mod attr;
 mod expand;
 mod impl_block;
+mod instrument;
+mod memit;
 mod off_branch;
 mod size;
 
@@ -28,7 +30,7 @@ pub fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Prints the peak and increment of one expression; see `memprof::memit`.
 #[proc_macro]
 pub fn memit(input: TokenStream) -> TokenStream {
-    expand::memit(input.into())
+    memit::memit(input.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

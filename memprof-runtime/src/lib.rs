@@ -11,11 +11,17 @@
 //!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
 //!    a stand-in answering "no GPU" without the `gpu` feature);
 //! 3. per-statement recording: `region`, `cells`;
-//! 4. calls and their per-thread aggregates: `calls`; `measure`;
+//! 4. calls, the side stack their state lives on, and their per-thread
+//!    aggregates: `calls`; `measure`;
 //! 5. aggregation and reports: `report`; `mprof run`'s timeline, `timeline`;
 //! 6. rendering: `render`;
 //! 7. budgets and output: `budget`, `output`, `track`;
 //! 8. what generated code calls: `probe`, and `__private` below.
+//!
+//! The hot path crosses the layers once: generated code calls `probe`, whose
+//! steady-state work is one call into `kernel` (see there), which reads and
+//! writes the state that `alloc` and `calls` own through their `repr(C)`
+//! heads.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]

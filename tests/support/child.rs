@@ -64,3 +64,22 @@ pub fn scratch_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// What libtest printed of a child run with its output captured: the lines
+/// that are not timings.
+pub fn captured_run(name: &str, env: &[(&str, &str)]) -> (Vec<String>, bool) {
+    let out = child_command(&std::env::current_exe().unwrap(), name, env)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
+    let lines = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| match l.split_once("; finished in") {
+            Some((summary, _)) => summary.to_owned(),
+            None => l.to_owned(),
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    (lines, out.status.success())
+}

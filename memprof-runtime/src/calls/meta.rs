@@ -3,12 +3,10 @@
 
 use crate::cells::{LineCell, RowFigures};
 use crate::config::ReportMode;
-use crate::kernel::layout::FnHead;
+use crate::kernel::layout::{FnHead, ThreadFnHead};
 use crate::region::Scope;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
-
-use super::thread::ThreadFn;
 
 /// Static description of one `#[profile]` function, emitted by the macro.
 ///
@@ -51,7 +49,7 @@ pub struct FnMeta {
 
 /// A live thread's aggregate of one function, as listed in its [`FnMeta`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ThreadFnPtr(pub(crate) *const ThreadFn);
+pub(crate) struct ThreadFnPtr(pub(crate) *const ThreadFnHead);
 
 // SAFETY: the pointee is shared only through its atomics (see `ThreadFn`),
 // and is freed only after being removed from the list under its lock.
@@ -146,7 +144,9 @@ impl FnMeta {
                 continue;
             }
             calls += thread.calls.load(Relaxed);
-            for (sum, cell) in rows.iter_mut().zip(thread.cells()) {
+            // SAFETY: an aggregate's head leads to its rows, one per cell.
+            let cells = unsafe { std::slice::from_raw_parts(thread.cells, self.cell_count()) };
+            for (sum, cell) in rows.iter_mut().zip(cells) {
                 sum.add(&cell.read());
             }
         }

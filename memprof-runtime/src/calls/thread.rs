@@ -165,7 +165,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
         meta.threads
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(ThreadFnPtr(thread_fn));
+            .push(ThreadFnPtr(thread_fn.cast::<ThreadFnHead>()));
         // SAFETY: only this thread touches its table.
         let fns = unsafe { &mut *table.fns.get() };
         if fns.len() <= index {
@@ -184,7 +184,7 @@ fn retire(thread_fn: *const ThreadFn) {
     // and is still listed, hence alive.
     let meta = unsafe { (*thread_fn).meta };
     let mut threads = meta.threads.lock().unwrap_or_else(|e| e.into_inner());
-    threads.retain(|listed| listed.0 != thread_fn);
+    threads.retain(|listed| listed.0 != thread_fn.cast::<ThreadFnHead>());
     // SAFETY: unlisted under the lock, so no reader can reach it any more.
     let owned = unsafe { Box::from_raw(thread_fn.cast_mut()) };
     if owned.generation.load(Relaxed) != meta.head.generation.load(Relaxed) {

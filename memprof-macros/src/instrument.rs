@@ -1,0 +1,299 @@
+//! The statement probes of `#[profile]`: [`Instrumenter`] walks a body's
+//! blocks, groups statements by line, gives each group a row (a cell) and
+//! puts a cursor step before it, and the scope-end and tail steps after.
+
+use crate::expand::{close_line_of, line_of, local};
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::visit_mut::VisitMut;
+use syn::{Block, Expr, Ident, Stmt, Type, parse_quote};
+
+pub(crate) struct Instrumenter {
+    pub(crate) first_line: u32,
+    pub(crate) last_line: u32,
+    /// Lines of the statements enclosing the current one (and the `fn` line):
+    /// a statement on one of them is already covered by that row.
+    pub(crate) ancestors: Vec<u32>,
+    /// For each cell, its row. Cell 0 is the `fn` line.
+    pub(crate) cell_rows: Vec<u32>,
+    pub(crate) frame: Ident,
+    pub(crate) cursor: Ident,
+    /// `cursor.enter(0);`, cloned for each statement. PERF: parsing it anew
+    /// for each of thousands of statements showed in compile times.
+    pub(crate) enter_template: Stmt,
+    /// `frame.enter(0);`, for the statements of a body that steps its
+    /// frame (see `body_on_frame`).
+    pub(crate) frame_enter_template: Stmt,
+    /// The next block instrumented is a synchronous function's body, whose
+    /// statements step the frame (`SyncCall`) rather than a cursor of their
+    /// own.
+    pub(crate) body_on_frame: bool,
+}
+
+fn stmt_line(stmt: &Stmt) -> u32 {
+    let span = match stmt {
+        Stmt::Local(local) => local.let_token.span,
+        Stmt::Item(_) => return 0,
+        Stmt::Expr(expr, _) => first_span(expr),
+        Stmt::Macro(mac) => mac
+            .mac
+            .path
+            .segments
+            .first()
+            .map_or_else(Span::call_site, |s| s.ident.span()),
+    };
+    line_of(span)
+}
+
+/// The span of an expression's first token, found by walking down its left
+/// edge. PERF: converting whole expressions to tokens for this made the macro
+/// quadratic in nesting depth.
+fn first_span(expr: &Expr) -> Span {
+    fn label(label: &Option<syn::Label>, otherwise: Span) -> Span {
+        label.as_ref().map_or(otherwise, |l| l.name.apostrophe)
+    }
+    fn path(path: &syn::Path) -> Span {
+        match (&path.leading_colon, path.segments.first()) {
+            (Some(colon), _) => colon.spans[0],
+            (None, Some(segment)) => segment.ident.span(),
+            (None, None) => Span::call_site(),
+        }
+    }
+    match expr {
+        Expr::Array(e) if e.attrs.is_empty() => e.bracket_token.span.open(),
+        Expr::Assign(e) if e.attrs.is_empty() => first_span(&e.left),
+        Expr::Await(e) if e.attrs.is_empty() => first_span(&e.base),
+        Expr::Binary(e) if e.attrs.is_empty() => first_span(&e.left),
+        Expr::Block(e) if e.attrs.is_empty() => label(&e.label, e.block.brace_token.span.open()),
+        Expr::Break(e) if e.attrs.is_empty() => e.break_token.span,
+        Expr::Call(e) if e.attrs.is_empty() => first_span(&e.func),
+        Expr::Cast(e) if e.attrs.is_empty() => first_span(&e.expr),
+        Expr::Continue(e) if e.attrs.is_empty() => e.continue_token.span,
+        Expr::Field(e) if e.attrs.is_empty() => first_span(&e.base),
+        Expr::ForLoop(e) if e.attrs.is_empty() => label(&e.label, e.for_token.span),
+        Expr::Group(e) if e.attrs.is_empty() => first_span(&e.expr),
+        Expr::If(e) if e.attrs.is_empty() => e.if_token.span,
+        Expr::Index(e) if e.attrs.is_empty() => first_span(&e.expr),
+        Expr::Let(e) if e.attrs.is_empty() => e.let_token.span,
+        Expr::Lit(e) if e.attrs.is_empty() => e.lit.span(),
+        Expr::Loop(e) if e.attrs.is_empty() => label(&e.label, e.loop_token.span),
+        Expr::Macro(e) if e.attrs.is_empty() => path(&e.mac.path),
+        Expr::Match(e) if e.attrs.is_empty() => e.match_token.span,
+        Expr::MethodCall(e) if e.attrs.is_empty() => first_span(&e.receiver),
+        Expr::Paren(e) if e.attrs.is_empty() => e.paren_token.span.open(),
+        Expr::Path(e) if e.attrs.is_empty() && e.qself.is_none() => path(&e.path),
+        Expr::Reference(e) if e.attrs.is_empty() => e.and_token.span,
+        Expr::Return(e) if e.attrs.is_empty() => e.return_token.span,
+        Expr::Struct(e) if e.attrs.is_empty() && e.qself.is_none() => path(&e.path),
+        Expr::Try(e) if e.attrs.is_empty() => first_span(&e.expr),
+        Expr::Tuple(e) if e.attrs.is_empty() => e.paren_token.span.open(),
+        Expr::Unsafe(e) if e.attrs.is_empty() => e.unsafe_token.span,
+        Expr::While(e) if e.attrs.is_empty() => label(&e.label, e.while_token.span),
+        // Rarer shapes, and anything with attributes: the first token.
+        _ => {
+            let mut tokens = expr.to_token_stream().into_iter().peekable();
+            while let Some(proc_macro2::TokenTree::Punct(p)) = tokens.peek() {
+                if p.as_char() != '#' {
+                    break;
+                }
+                tokens.next();
+                tokens.next();
+            }
+            tokens.next().map_or_else(Span::call_site, |t| t.span())
+        }
+    }
+}
+
+/// Statements of a block that start on one line and share one row.
+struct Group {
+    line: u32,
+    stmts: Vec<Stmt>,
+    probed: bool,
+}
+
+impl Instrumenter {
+    fn in_table(&self, line: u32) -> bool {
+        line >= self.first_line && line <= self.last_line
+    }
+
+    fn new_cell(&mut self, line: u32) -> u32 {
+        self.cell_rows.push(line - self.first_line);
+        self.cell_rows.len() as u32 - 1
+    }
+
+    pub(crate) fn instrument_block(&mut self, block: &mut Block) {
+        let on_frame = std::mem::take(&mut self.body_on_frame);
+        let stmts = std::mem::take(&mut block.stmts);
+        let has_tail = matches!(stmts.last(), Some(Stmt::Expr(_, None)));
+        let binds_locals = stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
+
+        let tail_from = cfg_tail_start(&stmts);
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, stmt) in stmts.into_iter().enumerate() {
+            let line = stmt_line(&stmt);
+            match groups.last_mut() {
+                // A tail that `#[cfg]` picks among blocks is one group: no
+                // probe may stand between the candidates (see
+                // `cfg_tail_start`).
+                Some(group) if i > tail_from => group.stmts.push(stmt),
+                Some(group) if line != 0 && group.line == line && i != tail_from => {
+                    group.stmts.push(stmt)
+                }
+                _ => groups.push(Group {
+                    line,
+                    stmts: vec![stmt],
+                    probed: false,
+                }),
+            }
+        }
+        for group in &mut groups {
+            group.probed = self.in_table(group.line)
+                && !self.ancestors.contains(&group.line)
+                && group.stmts.iter().any(|s| match s {
+                    Stmt::Item(_) => false,
+                    Stmt::Local(local) => local.init.is_some(),
+                    _ => true,
+                });
+            self.ancestors.push(group.line);
+            for stmt in &mut group.stmts {
+                self.visit_stmt_mut(stmt);
+            }
+            self.ancestors.pop();
+        }
+
+        // What the block's locals free as it ends goes to its closing brace,
+        // if that line has a row of its own.
+        let close_line = close_line_of(&block.brace_token.span);
+        let scope_end = binds_locals
+            && self.in_table(close_line)
+            && !self.ancestors.contains(&close_line)
+            && groups.iter().all(|g| g.line != close_line);
+        if !scope_end && groups.iter().all(|g| !g.probed) {
+            block.stmts = groups.into_iter().flat_map(|g| g.stmts).collect();
+            return;
+        }
+        let end_cell = if scope_end {
+            self.new_cell(close_line)
+        } else {
+            NO_CELL
+        };
+
+        // PERF: one cursor per block, one call per statement: no local, drop
+        // or unwind path per statement. (A guard `let` per statement nested
+        // so many scopes that rustc's debug-info builder overflowed its stack
+        // on a 2,000-statement function.)
+        let frame = self.frame.clone();
+        let (cursor, mut out, template): (_, Vec<Stmt>, _) = if on_frame {
+            (frame, Vec::new(), &self.frame_enter_template)
+        } else {
+            let cursor = self.cursor.clone();
+            let declared = parse_quote!(let #cursor = #frame.cursor(););
+            (cursor, vec![declared], &self.enter_template)
+        };
+        let template = template.clone();
+        let tail_guard = local("__memprof_tail");
+        let count = groups.len();
+        let mut open = false;
+        for (i, group) in groups.into_iter().enumerate() {
+            let is_tail = has_tail && i + 1 == count;
+            let runs = group.stmts.iter().any(|s| !matches!(s, Stmt::Item(_)));
+            if group.probed {
+                let cell = self.new_cell(group.line);
+                // A lone `#[cfg]`-ed statement takes its probe with it.
+                let cfgs: Vec<_> = match group.stmts.as_slice() {
+                    [Stmt::Local(l)] => cfg_attrs(&l.attrs),
+                    [Stmt::Macro(m)] => cfg_attrs(&m.attrs),
+                    _ => Vec::new(),
+                };
+                if is_tail {
+                    out.push(parse_quote!(let #tail_guard = #cursor.tail(#cell, #end_cell);));
+                } else {
+                    let mut enter = template.clone();
+                    if let Stmt::Expr(Expr::MethodCall(call), _) = &mut enter {
+                        call.args[0] = cell_literal(cell);
+                        call.attrs.extend(cfgs);
+                    }
+                    out.push(enter);
+                    open = true;
+                }
+            } else if open && runs {
+                // A statement with no row of its own (it shares an enclosing
+                // statement's line) must not count towards the previous one.
+                out.push(parse_quote!(#[allow(unreachable_code)] #cursor.leave(#NO_CELL);));
+                open = false;
+            }
+            out.extend(group.stmts);
+        }
+        if !has_tail {
+            out.push(parse_quote!(#[allow(unreachable_code)] #cursor.leave(#end_cell);));
+        }
+        block.stmts = out;
+    }
+}
+
+/// Where a block's tail begins when `#[cfg]` chooses it: in
+/// `{ Some(x) } #[cfg(feature = "a")] { None }` the first block is the tail
+/// once the second is configured out, which happens after this macro runs.
+/// The trailing expression statements without semicolons, the last of them
+/// `#[cfg]`-ed, are then one tail: the ones with a `#[cfg]` and the one
+/// before them. `usize::MAX` when the block's tail is a plain one.
+fn cfg_tail_start(stmts: &[Stmt]) -> usize {
+    let is_bare_expr = |s: &Stmt| matches!(s, Stmt::Expr(_, None));
+    let has_cfg = |s: &Stmt| {
+        let mut tokens = s.to_token_stream().into_iter();
+        matches!(tokens.next(), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '#')
+            && matches!(tokens.next(), Some(proc_macro2::TokenTree::Group(g))
+                if g.stream().into_iter().next().is_some_and(|t| t.to_string() == "cfg"))
+    };
+    match stmts.last() {
+        Some(last) if is_bare_expr(last) && has_cfg(last) => {}
+        _ => return usize::MAX,
+    }
+    let mut start = stmts.len() - 1;
+    while start > 0 && is_bare_expr(&stmts[start - 1]) && has_cfg(&stmts[start - 1]) {
+        start -= 1;
+    }
+    if start > 0 && is_bare_expr(&stmts[start - 1]) {
+        start -= 1;
+    }
+    start
+}
+
+/// No row: the runtime's `u32::MAX`.
+const NO_CELL: u32 = u32::MAX;
+
+fn cell_literal(cell: u32) -> Expr {
+    Expr::Lit(syn::ExprLit {
+        attrs: Vec::new(),
+        lit: syn::Lit::Int(syn::LitInt::new(&cell.to_string(), Span::call_site())),
+    })
+}
+
+fn cfg_attrs(attrs: &[syn::Attribute]) -> Vec<syn::Attribute> {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("cfg"))
+        .cloned()
+        .collect()
+}
+
+impl VisitMut for Instrumenter {
+    fn visit_block_mut(&mut self, block: &mut Block) {
+        self.instrument_block(block);
+    }
+
+    // Left as written: they run at another time (closures, async blocks), at
+    // compile time (const contexts, types), or are separate functions (items).
+    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
+    fn visit_expr_async_mut(&mut self, _: &mut syn::ExprAsync) {}
+    fn visit_expr_const_mut(&mut self, _: &mut syn::ExprConst) {}
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    fn visit_type_mut(&mut self, _: &mut Type) {}
+    fn visit_pat_mut(&mut self, _: &mut syn::Pat) {}
+    fn visit_generic_argument_mut(&mut self, _: &mut syn::GenericArgument) {}
+
+    fn visit_expr_repeat_mut(&mut self, repeat: &mut syn::ExprRepeat) {
+        // The length is a const context.
+        self.visit_expr_mut(&mut repeat.expr);
+    }
+}
