@@ -226,9 +226,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     };
     let body = if is_async {
         quote!(::memprof::__private::Instrumented::new(async move { #body }).await)
-    } else if !moved
-        && crate::off_branch::fits(&func.sig.ident, &func.sig.output, &as_written, ncells)
-    {
+    } else if !moved && crate::off_branch::fits(&func, &as_written, ncells) {
         // PERF: under `MEMPROF=off` a call costs one load and a branch,
         // in unoptimized builds too.
         quote! {

@@ -14,10 +14,14 @@
 //! - at most `MAX_CELLS` probed rows, which bounds the extra compile time
 //!   (the 2,000-statement function of the compile-cost bench has none);
 //! - the function does not call itself by name: unoptimized, a frame holds
-//!   the locals of both copies, and a recursion would reach less deep.
+//!   the locals of both copies, and a recursion would reach less deep;
+//! - it is not `#[inline(always)]`: unoptimized builds inline it anyway,
+//!   with the locals of both copies, into callers that may be such
+//!   functions too, so frames would double at each level (aho-corasick's
+//!   SIMD searchers reached 2.3 MiB, past a test thread's stack).
 
 use syn::visit::Visit;
-use syn::{Block, Expr, Ident, ReturnType};
+use syn::{Block, Expr, Ident, ItemFn};
 
 /// Rows above which a function keeps one body: its statements then cost
 /// more than the per-call test saves.
@@ -62,13 +66,22 @@ const ITEM_FREE_MACROS: &[&str] = &[
 
 /// Whether a function with this return type, body and number of rows gets
 /// the `MEMPROF=off` branch.
-pub(crate) fn fits(name: &Ident, output: &ReturnType, body: &Block, cells: usize) -> bool {
-    if cells > MAX_CELLS || crate::expand::nameable_return(output).is_none() {
+pub(crate) fn fits(func: &ItemFn, body: &Block, cells: usize) -> bool {
+    if cells > MAX_CELLS
+        || crate::expand::nameable_return(&func.sig.output).is_none()
+        || func.attrs.iter().any(is_inline_always)
+    {
         return false;
     }
+    let name = &func.sig.ident;
     let mut check = Independent { name, fits: true };
     check.visit_block(body);
     check.fits
+}
+
+/// `#[inline(always)]`.
+fn is_inline_always(attr: &syn::Attribute) -> bool {
+    attr.path().is_ident("inline") && attr.parse_args::<Ident>().is_ok_and(|arg| arg == "always")
 }
 
 /// Stays true while nothing in the body would differ or clash when emitted
@@ -112,5 +125,48 @@ impl<'a> Visit<'a> for Independent<'_> {
         if !known {
             self.fits = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fits_fn(source: &str) -> bool {
+        let func: ItemFn = syn::parse_str(source).unwrap();
+        fits(&func, &func.block, 3)
+    }
+
+    #[test]
+    fn a_plain_body_gets_the_off_branch() {
+        assert!(fits_fn(
+            "fn f(x: u64) -> u64 { let a = x * 3; println!(\"{a}\"); a + 1 }"
+        ));
+    }
+
+    #[test]
+    fn bodies_that_two_copies_could_break_keep_one() {
+        // Two copies of an item, or of a macro that may define one.
+        assert!(!fits_fn("fn f() { impl S { fn g() {} } }"));
+        assert!(!fits_fn("fn f() { inventory::submit!(X); }"));
+        // Two closures of two types behind one `impl Trait`.
+        assert!(!fits_fn("fn f() -> impl Fn() { || () }"));
+    }
+
+    #[test]
+    fn recursion_and_inline_always_keep_one_body() {
+        assert!(!fits_fn(
+            "fn f(n: u32) -> u32 { if n == 0 { 0 } else { f(n - 1) } }"
+        ));
+        assert!(!fits_fn("fn f(&self) -> u32 { self.f() }"));
+        assert!(!fits_fn("#[inline(always)] fn f(x: u8) -> u8 { x }"));
+        assert!(fits_fn("#[inline] fn f(x: u8) -> u8 { x }"));
+    }
+
+    #[test]
+    fn big_bodies_keep_one() {
+        let func: ItemFn = syn::parse_str("fn f() {}").unwrap();
+        assert!(fits(&func, &func.block, MAX_CELLS));
+        assert!(!fits(&func, &func.block, MAX_CELLS + 1));
     }
 }
