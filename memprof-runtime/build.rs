@@ -12,13 +12,16 @@ fn main() {
     println!("cargo::rerun-if-changed=src/kernel");
     println!("cargo::rerun-if-env-changed=MEMPROF_KERNEL");
     println!("cargo::rustc-check-cfg=cfg(memprof_kernel)");
-    // PERF: in optimized builds the user's crate is optimized too, and the
-    // pure-Rust kernel inlined into it beats a call into the library:
-    // consecutive steps share their loads. Debug assertions tell the dev
-    // profile (`cargo test`) from the release one, as the user set them.
-    if std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_none() {
+    println!("cargo::rustc-check-cfg=cfg(memprof_unoptimized)");
+    // PERF: in optimized builds the user's crate is optimized too (a
+    // profile's opt-level applies to every package unless the user set one
+    // per package), and the pure-Rust kernel inlined into it beats a call
+    // into the library: consecutive steps share their loads. Only
+    // `opt-level = 0` (the dev profile of `cargo test`) takes the library.
+    if std::env::var("OPT_LEVEL").is_ok_and(|level| level != "0") {
         return;
     }
+    println!("cargo::rustc-cfg=memprof_unoptimized");
     match build() {
         Ok(dir) => {
             println!("cargo::rustc-link-search=native={}", dir.display());

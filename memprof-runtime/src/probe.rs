@@ -22,9 +22,9 @@ use std::marker::PhantomData;
 /// statement is a test around one call into the kernel, which does the
 /// whole work for a function's steady-state calls; the runtime's slower
 /// paths are out of line. In optimized builds these are inlined into the
-/// user's code. In builds with debug assertions (the dev profile) they are
-/// calls, because an unoptimized caller keeps every inlined local in its
-/// own frame: inlined, a dozen statements' worth of temporaries would
+/// user's code. In unoptimized builds (`opt-level = 0`, the dev profile)
+/// they are calls, because an unoptimized caller keeps every inlined local
+/// in its own frame: inlined, a dozen statements' worth of temporaries would
 /// multiply the stack each level of a recursion takes. The frame doubles as
 /// the body's cursor for the same reason: a pointer less per call.
 #[derive(Debug)]
@@ -92,8 +92,8 @@ fn tail(cursor: &*const CursorHead, cell: u32, end: u32) -> StackTail<'_> {
 
 impl SyncCall {
     /// Starts a call of `meta`'s function.
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn start(meta: &'static FnMeta) -> SyncCall {
         // SAFETY: a function's head and the runtime's globals.
         let top = unsafe { crate::kernel::enter(&meta.head, &KERNEL_GLOBALS) };
@@ -107,8 +107,8 @@ impl SyncCall {
     }
 
     /// The statement cursor of one nested block.
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn cursor(&self) -> StackCursor {
         // SAFETY: this thread's innermost open call, or null.
         let cursor = unsafe { crate::kernel::cursor(self.top) };
@@ -124,32 +124,32 @@ impl SyncCall {
 
     /// Ends the current statement's region of the body, if any, and starts
     /// cell `cell`'s.
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn enter(&self, cell: u32) {
         step(self.top, cell);
     }
 
     /// Ends the current statement's region; then starts the body's closing
     /// brace's region, cell `end`, unless it is `u32::MAX` (no such row).
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn leave(&self, end: u32) {
         step(self.top, end);
     }
 
     /// Starts the body's tail expression (cell `cell`); when the returned
     /// guard drops, right after the tail, the cursor moves on to `end`.
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn tail(&self, cell: u32, end: u32) -> StackTail<'_> {
         tail(&self.top, cell, end)
     }
 }
 
 impl Drop for SyncCall {
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     fn drop(&mut self) {
         // SAFETY: this thread's innermost open call, if any.
         if !self.top.is_null() && unsafe { crate::kernel::exit(self.top) } != 0 {
@@ -160,32 +160,32 @@ impl Drop for SyncCall {
 
 impl StackCursor {
     /// Ends the current statement's region, if any, and starts cell `cell`'s.
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn enter(&self, cell: u32) {
         step(self.cursor, cell);
     }
 
     /// Ends the current statement's region; then starts the closing brace's
     /// region, cell `end`, unless it is `u32::MAX` (no such row).
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn leave(&self, end: u32) {
         step(self.cursor, end);
     }
 
     /// Starts a block's tail expression (cell `cell`); when the returned
     /// guard drops, right after the tail, the cursor moves on to `end`.
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn tail(&self, cell: u32, end: u32) -> StackTail<'_> {
         tail(&self.cursor, cell, end)
     }
 }
 
 impl Drop for StackCursor {
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     fn drop(&mut self) {
         // SAFETY: this thread's innermost cursor, or null.
         if unsafe { crate::kernel::cursor_end(self.cursor) } != 0 {
@@ -195,8 +195,8 @@ impl Drop for StackCursor {
 }
 
 impl Drop for StackTail<'_> {
-    #[cfg_attr(debug_assertions, inline(never))]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(memprof_unoptimized, inline(never))]
+    #[cfg_attr(not(memprof_unoptimized), inline(always))]
     fn drop(&mut self) {
         // SAFETY: this thread's live cursor, or null.
         if let Some(head) = unsafe { self.cursor.as_ref() } {

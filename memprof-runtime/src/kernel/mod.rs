@@ -3,8 +3,8 @@
 //! every build.
 //!
 //! PERF: `cargo test` builds the runtime without optimization, where each
-//! field access of the step is a dozen instructions. So in builds with debug
-//! assertions (the dev profile) the build script compiles these files a
+//! field access of the step is a dozen instructions. So in unoptimized
+//! builds (`opt-level = 0`, the dev profile) the build script compiles these files a
 //! second time, on their own, as a `no_std` static library at
 //! `-Copt-level=3` (`lib.rs` is its root), and the runtime calls its
 //! `extern "C"` functions: the step costs a few nanoseconds in a dev build
