@@ -502,9 +502,13 @@ fn overlapping_calls_merge_into_intervals_with_exact_totals() {
         (totals.covered - (interval.end - interval.start)).abs() <= 1e-4,
         "{totals:?} {interval:?}"
     );
+    // At least one thread's requests one after another; less than all the
+    // calls' durations summed, which they cover at once. NOTE: a loose upper
+    // bound: on a loaded machine the threads start late.
     let least = REQUESTS_EACH as f64 * REQUEST_TIME.as_secs_f64() + 0.021;
+    let summed = (REQUEST_THREADS * REQUESTS_EACH) as f64 * REQUEST_TIME.as_secs_f64();
     assert!(
-        totals.covered >= least && totals.covered < 0.5,
+        totals.covered >= least && totals.covered < summed,
         "{totals:?}"
     );
 
