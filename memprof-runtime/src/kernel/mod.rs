@@ -12,8 +12,8 @@
 //! `core`, `MEMPROF_KERNEL=rust`), the build script says so in one warning
 //! and the runtime calls the same functions compiled into itself: the same
 //! code, slower in dev builds only. In optimized builds the runtime always
-//! does so, as the functions are then inlined into the user's optimized
-//! code, where consecutive steps share their loads.
+//! does so: the runtime is optimized then, and the functions are called out
+//! of line, as the library's are.
 //!
 //! Layers: the lowest of the runtime; it imports nothing from it. Both
 //! builds compile `layout` (the `repr(C)` state shared with the runtime),
@@ -75,7 +75,47 @@ mod entry {
 
 #[cfg(not(memprof_kernel))]
 mod entry {
-    pub(crate) use super::region::{cursor, cursor_end, enter, exit, step};
+    //! The same functions compiled into the runtime. PERF: out of line, as
+    //! the library's are: inlined into every statement of an optimized
+    //! caller, they made memchr's profiled test build (opt-level 3) take
+    //! many minutes to compile, for a few nanoseconds a call.
+    use super::layout::{CursorHead, FnHead, Globals};
+    use super::region;
+
+    /// [`region::step`].
+    #[inline(never)]
+    pub(crate) unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
+        // SAFETY: as the caller promises.
+        unsafe { region::step(cursor, next) }
+    }
+
+    /// [`region::enter`].
+    #[inline(never)]
+    pub(crate) unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
+        // SAFETY: as the caller promises.
+        unsafe { region::enter(meta, g) }
+    }
+
+    /// [`region::exit`].
+    #[inline(never)]
+    pub(crate) unsafe fn exit(top: *const CursorHead) -> u32 {
+        // SAFETY: as the caller promises.
+        unsafe { region::exit(top) }
+    }
+
+    /// [`region::cursor`].
+    #[inline(never)]
+    pub(crate) unsafe fn cursor(top: *const CursorHead) -> *mut CursorHead {
+        // SAFETY: as the caller promises.
+        unsafe { region::cursor(top) }
+    }
+
+    /// [`region::cursor_end`].
+    #[inline(never)]
+    pub(crate) unsafe fn cursor_end(cursor: *const CursorHead) -> u32 {
+        // SAFETY: as the caller promises.
+        unsafe { region::cursor_end(cursor) }
+    }
 }
 
 /// Whether the runtime calls the kernel's library (`true`) or the same
