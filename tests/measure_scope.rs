@@ -2,26 +2,14 @@
 //! calling thread, process scope every thread, allocation counts included.
 //! Its own test binary, one test: process scope counts every thread.
 
+#[path = "support/fan_out.rs"]
+mod fan_out;
+
 use memprof::{Scope, assert_memory, measure_in};
 
-/// Two scoped workers, one after another, each returning a 1 MiB buffer and
-/// dropping a 3 MiB scratch one; the calling thread allocates only bytes.
+/// The workers of every test here.
 fn fan_out() -> Vec<Vec<u8>> {
-    let mut parts = Vec::with_capacity(2);
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            let part = s
-                .spawn(|| {
-                    let scratch = vec![0u8; 3 << 20];
-                    drop(scratch);
-                    vec![1u8; 1 << 20]
-                })
-                .join()
-                .unwrap();
-            parts.push(part);
-        }
-    });
-    parts
+    fan_out::fan_out(2, 3 << 20)
 }
 
 #[test]

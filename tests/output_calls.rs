@@ -9,6 +9,9 @@
 #[path = "support/child.rs"]
 mod child;
 
+#[path = "support/fan_out.rs"]
+mod fan_out;
+
 use child::{captured_run, is_child, run_child, run_child_as_program};
 use memprof::{memit, profile};
 
@@ -212,25 +215,9 @@ fn what_other_tasks_allocated_or_freed_is_said_under_the_table() {
     );
 }
 
-/// Four scoped workers, each returning a 1 MiB buffer and dropping a 2 MiB
-/// scratch one, one after another: the calling thread allocates only the
-/// `Vec` of their results and what spawning takes.
+/// The workers of every test here.
 fn fan_out() -> Vec<Vec<u8>> {
-    let mut parts = Vec::with_capacity(4);
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            let part = s
-                .spawn(|| {
-                    let scratch = vec![0u8; 2 << 20];
-                    drop(scratch);
-                    vec![1u8; 1 << 20]
-                })
-                .join()
-                .unwrap();
-            parts.push(part);
-        }
-    });
-    parts
+    fan_out::fan_out(4, 2 << 20)
 }
 
 #[test]

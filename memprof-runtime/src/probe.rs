@@ -121,30 +121,6 @@ impl SyncCall {
             },
         }
     }
-
-    /// Ends the current statement's region of the body, if any, and starts
-    /// cell `cell`'s.
-    #[cfg_attr(memprof_unoptimized, inline(never))]
-    #[cfg_attr(not(memprof_unoptimized), inline(always))]
-    pub fn enter(&self, cell: u32) {
-        step(self.top, cell);
-    }
-
-    /// Ends the current statement's region; then starts the body's closing
-    /// brace's region, cell `end`, unless it is `u32::MAX` (no such row).
-    #[cfg_attr(memprof_unoptimized, inline(never))]
-    #[cfg_attr(not(memprof_unoptimized), inline(always))]
-    pub fn leave(&self, end: u32) {
-        step(self.top, end);
-    }
-
-    /// Starts the body's tail expression (cell `cell`); when the returned
-    /// guard drops, right after the tail, the cursor moves on to `end`.
-    #[cfg_attr(memprof_unoptimized, inline(never))]
-    #[cfg_attr(not(memprof_unoptimized), inline(always))]
-    pub fn tail(&self, cell: u32, end: u32) -> StackTail<'_> {
-        tail(&self.top, cell, end)
-    }
 }
 
 impl Drop for SyncCall {
@@ -158,30 +134,42 @@ impl Drop for SyncCall {
     }
 }
 
-impl StackCursor {
-    /// Ends the current statement's region, if any, and starts cell `cell`'s.
-    #[cfg_attr(memprof_unoptimized, inline(never))]
-    #[cfg_attr(not(memprof_unoptimized), inline(always))]
-    pub fn enter(&self, cell: u32) {
-        step(self.cursor, cell);
-    }
+/// The statement steps of a cursor held in field `$head`: the same for the
+/// body's cursor ([`SyncCall`]) and a nested block's ([`StackCursor`]).
+macro_rules! statement_steps {
+    ($type:ty, $head:ident) => {
+        impl $type {
+            /// Ends the current statement's region, if any, and starts cell
+            /// `cell`'s.
+            #[cfg_attr(memprof_unoptimized, inline(never))]
+            #[cfg_attr(not(memprof_unoptimized), inline(always))]
+            pub fn enter(&self, cell: u32) {
+                step(self.$head, cell);
+            }
 
-    /// Ends the current statement's region; then starts the closing brace's
-    /// region, cell `end`, unless it is `u32::MAX` (no such row).
-    #[cfg_attr(memprof_unoptimized, inline(never))]
-    #[cfg_attr(not(memprof_unoptimized), inline(always))]
-    pub fn leave(&self, end: u32) {
-        step(self.cursor, end);
-    }
+            /// Ends the current statement's region; then starts the closing
+            /// brace's region, cell `end`, unless it is `u32::MAX` (no such
+            /// row).
+            #[cfg_attr(memprof_unoptimized, inline(never))]
+            #[cfg_attr(not(memprof_unoptimized), inline(always))]
+            pub fn leave(&self, end: u32) {
+                step(self.$head, end);
+            }
 
-    /// Starts a block's tail expression (cell `cell`); when the returned
-    /// guard drops, right after the tail, the cursor moves on to `end`.
-    #[cfg_attr(memprof_unoptimized, inline(never))]
-    #[cfg_attr(not(memprof_unoptimized), inline(always))]
-    pub fn tail(&self, cell: u32, end: u32) -> StackTail<'_> {
-        tail(&self.cursor, cell, end)
-    }
+            /// Starts a block's tail expression (cell `cell`); when the
+            /// returned guard drops, right after the tail, the cursor moves
+            /// on to `end`.
+            #[cfg_attr(memprof_unoptimized, inline(never))]
+            #[cfg_attr(not(memprof_unoptimized), inline(always))]
+            pub fn tail(&self, cell: u32, end: u32) -> StackTail<'_> {
+                tail(&self.$head, cell, end)
+            }
+        }
+    };
 }
+
+statement_steps!(SyncCall, top);
+statement_steps!(StackCursor, cursor);
 
 impl Drop for StackCursor {
     #[cfg_attr(memprof_unoptimized, inline(never))]
