@@ -185,36 +185,19 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     // SAFETY: a synchronous call's counters are its thread's, which live as
     // long as the thread.
     let t = unsafe { &*counters };
-    // PERF: `close_in` then `open_in`, with the thread's counters read once:
-    // written through raw pointers, the row in between would make the
-    // compiler read them all again.
-    let adjust = get(&t.adjust_net);
-    let peak = get(&t.peak);
-    let net = t.net();
-    let mut carry = get(&t.carry);
     let cell = get(&cursor.cell);
     if cell != NO_CELL {
-        let start = get(&cursor.start);
-        let watermark = max(peak + adjust, carry);
-        carry = max(get(&cursor.saved), watermark);
-        let end = net + adjust;
-        let increment = end - start;
-        let rise = max(watermark - start, increment);
-        let rise = if rise > 0 { rise as u64 } else { 0 };
+        let stats = close_in(t, get(&cursor.start), get(&cursor.saved));
         call.row(cell)
-            .closed(increment, rise, get(&call.base) + end);
+            .closed(stats.increment, stats.peak, get(&call.base) + stats.end);
     }
     set(&cursor.cell, next);
-    if next == NO_CELL {
-        set(&t.carry, carry);
-        return 0;
+    if next != NO_CELL {
+        call.row(next).opened();
+        let (start, saved) = open_in(t);
+        set(&cursor.start, start);
+        set(&cursor.saved, saved);
     }
-    call.row(next).opened();
-    set(&t.hi, max(get(&t.hi), peak));
-    set(&t.peak, net);
-    set(&t.carry, i64::MIN);
-    set(&cursor.start, net + adjust);
-    set(&cursor.saved, max(peak + adjust, carry));
     0
 }
 
