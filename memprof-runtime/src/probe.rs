@@ -5,8 +5,9 @@
 //! wires a call's end to the budgets, the `mprof run` timeline and the
 //! printed tables.
 
+use crate::alloc::KERNEL_GLOBALS;
 use crate::calls::stack::{self, Place};
-use crate::calls::{Cursor, FnMeta, Frame, KERNEL_GLOBALS};
+use crate::calls::{Cursor, FnMeta, Frame};
 use crate::kernel::layout::{CallHead, CursorHead};
 use crate::timeline::CallMark;
 use std::alloc::Layout;

@@ -33,10 +33,11 @@ pub use allocator::Allocator;
 
 use classes::{ClassTally, count_classes};
 pub(crate) use classes::{SIZE_CLASSES, take_size_classes};
+use slots::OVERFLOW;
 pub use slots::in_use as slots_in_use;
 pub use slots::process_heap;
 use slots::{EMPTY, Slot, claim_slot};
-pub(crate) use slots::{OVERFLOW, SLOTS, SLOTS_USED, process_net, release as release_slot};
+pub(crate) use slots::{KERNEL_GLOBALS, process_net, release as release_slot};
 use watch::{WATCH_MASK, watch_record};
 pub(crate) use watch::{Watch, watch_begin, watch_counts, watch_end};
 

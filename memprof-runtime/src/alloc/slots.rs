@@ -2,6 +2,7 @@
 //! thread, written only by its owner, summed by readers.
 
 use super::{COUNTING, OVERFLOW_SLOT, THREAD, TRACKING, set_mode};
+use crate::kernel::layout::Globals;
 use std::sync::atomic::{
     AtomicBool, AtomicI64, AtomicUsize,
     Ordering::{Relaxed, Release, SeqCst},
@@ -21,10 +22,10 @@ impl Slot {
     }
 }
 
-pub(crate) static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
+pub(super) static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
 /// How many slots have ever been claimed: readers sum only these.
-pub(crate) static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
-pub(crate) static OVERFLOW: Slot = Slot::new();
+static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
+pub(super) static OVERFLOW: Slot = Slot::new();
 /// Where a thread's `slot` points until it first allocates: always zero,
 /// never written.
 pub(super) static EMPTY: Slot = Slot::new();
@@ -73,17 +74,17 @@ pub(crate) fn release() {
 /// Net heap bytes of the whole process: the sum of every thread's slot. Costs
 /// one pass over the slots of the threads alive (see [`release`]).
 pub(crate) fn process_net() -> i64 {
-    let used = SLOTS_USED.load(Relaxed);
-    let mut sum = OVERFLOW.net.load(Relaxed);
-    // PERF: a plain loop, cheap in unoptimized builds too; every profiled
-    // call reads this once.
-    let mut i = 0;
-    while i < used {
-        sum += SLOTS[i].net.load(Relaxed);
-        i += 1;
-    }
-    sum
+    crate::kernel::region::process_net(&KERNEL_GLOBALS)
 }
+
+/// The process-wide state the kernel's call entry reads: the slots (this
+/// module's) and the thread-pointer offset (`tls`'s).
+pub(crate) static KERNEL_GLOBALS: Globals = Globals {
+    tls_offset: &crate::tls::OFFSET,
+    slots: SLOTS.as_ptr(),
+    slots_used: &SLOTS_USED,
+    overflow: &OVERFLOW,
+};
 
 /// Heap bytes in use by the whole process, as counted by memprof: what every
 /// thread has allocated through the [`Allocator`](super::Allocator) and not

@@ -20,22 +20,12 @@ use super::thread::{ThreadFn, thread_fn};
 use crate::alloc::{self, ThreadCounters};
 use crate::cells::LineCell;
 use crate::config::ReportMode;
-use crate::kernel::layout::Globals;
 use crate::kernel::layout::{CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters};
 use crate::owned::{get, set};
 use crate::region::{Region, RegionStats, Scope, close_in, open_in};
 use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering::Relaxed;
-
-/// What the kernel's call entry reads of the process: each module's own
-/// static.
-pub(crate) static KERNEL_GLOBALS: Globals = Globals {
-    tls_offset: &crate::tls::OFFSET,
-    slots: crate::alloc::SLOTS.as_ptr(),
-    slots_used: &crate::alloc::SLOTS_USED,
-    overflow: &crate::alloc::OVERFLOW,
-};
 
 /// Under `MEMPROF_REPORT=auto`, this many calls of a function print their own
 /// table; later ones only feed the table printed at exit.

@@ -15,7 +15,7 @@ mod thread;
 
 pub use cursor::{Cursor, TailGuard};
 pub use frame::AUTO_CALL_TABLES;
-pub(crate) use frame::{CallFacts, Frame, KERNEL_GLOBALS};
+pub(crate) use frame::{CallFacts, Frame};
 pub(crate) use meta::switch_on_entry;
 pub use meta::{FnMeta, Registration, is_off};
 pub use task::Instrumented;

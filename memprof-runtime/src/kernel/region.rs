@@ -201,10 +201,10 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     0
 }
 
-/// The process's net heap: the sum of the slots in use (see
-/// `alloc::slots::process_net`, the runtime's own reading of it).
+/// The process's net heap: the sum of the slots in use. The runtime reads
+/// it through this too (`alloc::process_net`).
 #[inline(always)]
-fn process_net(g: &Globals) -> i64 {
+pub fn process_net(g: &Globals) -> i64 {
     // SAFETY: `Globals` points at the runtime's statics.
     let (used, overflow) = unsafe { (&*g.slots_used, &*g.overflow) };
     let used = used.load(Ordering::Relaxed);
