@@ -203,8 +203,8 @@ pub(crate) fn assert_memory(input: TokenStream) -> syn::Result<TokenStream> {
         scope,
         expr,
     } = syn::parse2(input)?;
-    let guard = crate::expand::local("__memprof_guard");
-    let value = crate::expand::local("__memprof_value");
+    let guard = crate::syntax::local("__memprof_guard");
+    let value = crate::syntax::local("__memprof_value");
     let span = expr.span();
     if !cfg!(feature = "enabled") {
         // Nothing is measured, so nothing is checked: the same shape, without

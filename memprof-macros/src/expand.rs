@@ -17,10 +17,11 @@
 
 use crate::attr::{ProfileArgs, Scope};
 use crate::instrument::Instrumenter;
+use crate::syntax::{close_line_of, line_of, local, nameable_return};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
 use syn::visit_mut::VisitMut;
-use syn::{Expr, Ident, ItemFn, ReturnType, Type, parse_quote};
+use syn::{Expr, ItemFn, parse_quote};
 
 pub(crate) fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
     let arg_tokens = args.clone();
@@ -107,20 +108,8 @@ fn first_token_span(item: &syn::Item) -> Span {
     }
 }
 
-pub(crate) fn line_of(span: Span) -> u32 {
-    span.unwrap().line() as u32
-}
 
-/// The line of a block's closing brace. NOTE: braces that another macro
-/// re-emitted around new tokens (as `#[tokio::test]` does) may carry one span
-/// for the whole group: its end is still the closing brace.
-pub(crate) fn close_line_of(braces: &proc_macro2::extra::DelimSpan) -> u32 {
-    braces.close().unwrap().end().line() as u32
-}
 
-pub(crate) fn local(name: &str) -> Ident {
-    Ident::new(name, Span::mixed_site())
-}
 
 fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     let fn_line = line_of(func.sig.fn_token.span);
@@ -333,28 +322,6 @@ impl VisitMut for MovedBody<'_> {
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }
 
-/// The return type, if it can be written in a `let` (no `impl Trait`, `!` or
-/// `_`).
-pub(crate) fn nameable_return(output: &ReturnType) -> Option<TokenStream> {
-    let ty = match output {
-        ReturnType::Default => return Some(quote!(())),
-        ReturnType::Type(_, ty) => ty,
-    };
-    struct Unnameable(bool);
-    impl<'a> syn::visit::Visit<'a> for Unnameable {
-        fn visit_type(&mut self, ty: &'a Type) {
-            match ty {
-                Type::ImplTrait(_) | Type::Never(_) | Type::Infer(_) | Type::Macro(_) => {
-                    self.0 = true
-                }
-                _ => syn::visit::visit_type(self, ty),
-            }
-        }
-    }
-    let mut check = Unnameable(false);
-    syn::visit::Visit::visit_type(&mut check, ty);
-    (!check.0).then(|| ty.to_token_stream())
-}
 
 /// Source text of lines `first..=last`, read at compile time so the binary
 /// needs no source files. Falls back to the signature alone when the file

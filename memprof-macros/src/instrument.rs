@@ -2,7 +2,7 @@
 //! blocks, groups statements by line, gives each group a row (a cell) and
 //! puts a cursor step before it, and the scope-end and tail steps after.
 
-use crate::expand::{close_line_of, line_of, local};
+use crate::syntax::{close_line_of, line_of, local};
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::visit_mut::VisitMut;

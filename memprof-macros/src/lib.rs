@@ -17,6 +17,7 @@ mod instrument;
 mod memit;
 mod off_branch;
 mod size;
+mod syntax;
 
 use proc_macro::TokenStream;
 

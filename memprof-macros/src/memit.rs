@@ -1,7 +1,7 @@
 //! Code generation for `memit!`.
 
 use crate::attr::Scope;
-use crate::expand::local;
+use crate::syntax::local;
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::Expr;

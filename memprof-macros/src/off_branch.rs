@@ -68,7 +68,7 @@ const ITEM_FREE_MACROS: &[&str] = &[
 /// the `MEMPROF=off` branch.
 pub(crate) fn fits(func: &ItemFn, body: &Block, cells: usize) -> bool {
     if cells > MAX_CELLS
-        || crate::expand::nameable_return(&func.sig.output).is_none()
+        || crate::syntax::nameable_return(&func.sig.output).is_none()
         || func.attrs.iter().any(is_inline_always)
     {
         return false;
