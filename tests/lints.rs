@@ -105,8 +105,51 @@ impl Default for Profiled {
     }
 }
 
+// Arguments taken by value are moved into the body (see ownership.rs):
+// `mut`, patterns, `self` and `mut self`, with and without the body kept as
+// written for `MEMPROF=off` (a body with an item has no such copy).
+#[profile]
+fn consumes(mut v: Vec<u8>, (a, mut b): (String, String), _unused: Vec<u8>) -> usize {
+    v.push(1);
+    b.push_str(&a);
+    v.len() + b.len()
+}
+
+#[profile]
+fn consumes_with_item(mut v: Vec<u8>) -> usize {
+    fn helper(v: &mut Vec<u8>) {
+        v.push(2);
+    }
+    helper(&mut v);
+    v.len()
+}
+
+struct Owner(Vec<u8>);
+
+impl Owner {
+    #[profile]
+    fn into_len(self) -> usize {
+        self.0.len()
+    }
+
+    #[profile]
+    fn grown(mut self) -> Self {
+        self.0.push(3);
+        self
+    }
+
+    #[profile]
+    fn described(self) -> String {
+        format!("{} bytes", self.0.len())
+    }
+}
+
 #[test]
 fn lint_clean_functions_run() {
+    assert_eq!(consumes(vec![0], ("a".into(), "b".into()), Vec::new()), 4);
+    assert_eq!(consumes_with_item(Vec::new()), 1);
+    assert_eq!(Owner(vec![1]).grown().into_len(), 2);
+    assert_eq!(Owner(vec![1]).described(), "1 bytes");
     unit();
     assert_eq!(returns_early(0), 1);
     assert_eq!(returns_early(2), 5);

@@ -61,10 +61,30 @@ fn process_scope_counts_other_threads_and_thread_scope_does_not() {
     drop((kept, kept_too));
 }
 
+#[profile(scope = "process")]
+fn consume_process(v: Vec<u8>) -> usize {
+    let n = v.len();
+    n
+}
+
+/// What a by-value argument frees is the call's, in process scope too: its
+/// `fn` row is what `measure_in(Scope::Process, ..)` gives for the call.
+fn a_consumed_argument_is_freed_in_a_process_scope_call() {
+    let v = vec![1u8; 1 << 20];
+    let (n, measured) = memprof::measure_in(memprof::Scope::Process, || consume_process(v));
+    assert_eq!(n, 1 << 20);
+    let report = memprof::report();
+    let table = report.function("consume_process").unwrap();
+    let fn_row = table.line_containing("fn consume_process").unwrap();
+    assert_eq!(measured.increment, -(1 << 20));
+    assert_eq!(fn_row.increment, Some(-(1 << 20)));
+}
+
 // NOTE: no libtest harness (`harness = false`): its main thread records each
 // test it starts (a name, a table entry) while the test runs, and process
 // scope would count those bytes.
 fn main() {
     process_scope_counts_other_threads_and_thread_scope_does_not();
+    a_consumed_argument_is_freed_in_a_process_scope_call();
     println!("process_scope: ok");
 }

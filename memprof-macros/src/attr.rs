@@ -192,3 +192,15 @@ fn parse_scope(value: &LitStr) -> syn::Result<Scope> {
         )),
     }
 }
+
+/// `#[profile]`, `#[memprof::profile]` or `#[::memprof::profile]`, with or
+/// without arguments.
+pub(crate) fn is_profile(attr: &syn::Attribute) -> bool {
+    let path = attr.path();
+    let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    match names.as_slice() {
+        [name] => path.leading_colon.is_none() && name == "profile",
+        [krate, name] => krate == "memprof" && name == "profile",
+        _ => false,
+    }
+}

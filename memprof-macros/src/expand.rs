@@ -15,8 +15,9 @@
 //! body that an attribute expanded first (`#[tokio::test]` above
 //! `#[profile]`) moved into an `async` block: see [`MovedBody`].
 
-use crate::attr::{ProfileArgs, Scope};
+use crate::attr::{ProfileArgs, Scope, is_profile};
 use crate::instrument::Instrumenter;
+use crate::ownership::MovedArgs;
 use crate::syntax::{close_line_of, line_of, local, nameable_return};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
@@ -35,6 +36,13 @@ pub(crate) fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     if let Some(constness) = func.sig.constness {
         let err = syn::Error::new_spanned(constness, "`#[profile]` cannot instrument a `const fn`");
+        return with_item(err, item);
+    }
+    if let Some(again) = func.attrs.iter().find(|a| is_profile(a)) {
+        let err = syn::Error::new_spanned(
+            again,
+            "`#[profile]` is applied to this function twice: remove one",
+        );
         return with_item(err, item);
     }
     if !cfg!(feature = "enabled") {
@@ -108,9 +116,6 @@ fn first_token_span(item: &syn::Item) -> Span {
     }
 }
 
-
-
-
 fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     let fn_line = line_of(func.sig.fn_token.span);
     let attr_line = line_of(Span::call_site());
@@ -141,6 +146,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             parse_quote!(#[allow(unreachable_code)] #frame.enter(0);)
         },
         body_on_frame: false,
+        prelude: Vec::new(),
     };
     // Kept as written for the `MEMPROF=off` branch, if the function has one.
     let as_written = func.block.clone();
@@ -157,7 +163,12 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     };
     moved.visit_block_mut(&mut func.block);
     let moved = moved.found;
-    if !moved {
+    // What the arguments free is counted in the call: they are moved into
+    // the body. (A body moved by another attribute has no arguments.)
+    let moved_args = (!moved).then(|| MovedArgs::plan(&func.sig, &func.block));
+    if let Some(args) = &moved_args {
+        args.rename_self(&mut func.block);
+        instrumenter.prelude = args.lets.clone();
         // PERF: a synchronous call's frame is its body's cursor too: one
         // pointer less on the user's stack per call.
         instrumenter.body_on_frame = func.sig.asyncness.is_none();
@@ -189,6 +200,11 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             let #frame = ::memprof::__private::SyncCall::start(&__MEMPROF_META);
         }
     };
+    let kept_as_written =
+        !is_async && !moved && crate::off_branch::fits(&func, &as_written, ncells);
+    if let Some(args) = &moved_args {
+        args.adjust(&mut func.sig, &mut func.block, kept_as_written);
+    }
     let block = &func.block;
     let body = match nameable_return(&func.sig.output) {
         _ if moved => {
@@ -215,7 +231,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     };
     let body = if is_async {
         quote!(::memprof::__private::Instrumented::new(async move { #body }).await)
-    } else if !moved && crate::off_branch::fits(&func, &as_written, ncells) {
+    } else if kept_as_written {
         // PERF: under `MEMPROF=off` a call costs one load and a branch,
         // in unoptimized builds too.
         quote! {
@@ -321,7 +337,6 @@ impl VisitMut for MovedBody<'_> {
     fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }
-
 
 /// Source text of lines `first..=last`, read at compile time so the binary
 /// needs no source files. Falls back to the signature alone when the file

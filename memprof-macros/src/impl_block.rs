@@ -7,6 +7,7 @@
 //! carry a `#[profile]` of their own (whose arguments win), and every other
 //! item of the block.
 
+use crate::attr::is_profile;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::{ImplItem, ItemImpl};
@@ -42,16 +43,4 @@ pub(crate) fn profile_methods(args: &TokenStream, mut block: ItemImpl) -> syn::R
         ));
     }
     Ok(block.into_token_stream())
-}
-
-/// `#[profile]`, `#[memprof::profile]` or `#[::memprof::profile]`, with or
-/// without arguments.
-fn is_profile(attr: &syn::Attribute) -> bool {
-    let path = attr.path();
-    let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    match names.as_slice() {
-        [name] => path.leading_colon.is_none() && name == "profile",
-        [krate, name] => krate == "memprof" && name == "profile",
-        _ => false,
-    }
 }

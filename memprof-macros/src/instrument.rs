@@ -28,6 +28,10 @@ pub(crate) struct Instrumenter {
     /// statements step the frame (`SyncCall`) rather than a cursor of their
     /// own.
     pub(crate) body_on_frame: bool,
+    /// Statements that start the next block instrumented, the body: the
+    /// moves of its by-value arguments (see `ownership`). They are locals of
+    /// the body, freed at its closing brace.
+    pub(crate) prelude: Vec<Stmt>,
 }
 
 fn stmt_line(stmt: &Stmt) -> u32 {
@@ -123,9 +127,10 @@ impl Instrumenter {
 
     pub(crate) fn instrument_block(&mut self, block: &mut Block) {
         let on_frame = std::mem::take(&mut self.body_on_frame);
+        let prelude = std::mem::take(&mut self.prelude);
         let stmts = std::mem::take(&mut block.stmts);
         let has_tail = matches!(stmts.last(), Some(Stmt::Expr(_, None)));
-        let binds_locals = stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
+        let binds_locals = !prelude.is_empty() || stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
 
         let tail_from = cfg_tail_start(&stmts);
         let mut groups: Vec<Group> = Vec::new();
@@ -169,7 +174,10 @@ impl Instrumenter {
             && !self.ancestors.contains(&close_line)
             && groups.iter().all(|g| g.line != close_line);
         if !scope_end && groups.iter().all(|g| !g.probed) {
-            block.stmts = groups.into_iter().flat_map(|g| g.stmts).collect();
+            block.stmts = prelude
+                .into_iter()
+                .chain(groups.into_iter().flat_map(|g| g.stmts))
+                .collect();
             return;
         }
         let end_cell = if scope_end {
@@ -190,6 +198,7 @@ impl Instrumenter {
             let declared = parse_quote!(let #cursor = #frame.cursor(););
             (cursor, vec![declared], &self.enter_template)
         };
+        out.extend(prelude);
         let template = template.clone();
         let tail_guard = local("__memprof_tail");
         let count = groups.len();

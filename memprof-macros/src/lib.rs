@@ -16,6 +16,7 @@ mod impl_block;
 mod instrument;
 mod memit;
 mod off_branch;
+mod ownership;
 mod size;
 mod syntax;
 
