@@ -6,6 +6,9 @@
 //! Each test profiles functions of its own, so tests running in parallel
 //! never share a table.
 
+// The point is to allocate on the heap.
+#![allow(clippy::useless_vec)]
+
 use memprof::{FunctionReport, measure, profile};
 use std::hint::black_box;
 

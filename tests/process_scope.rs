@@ -63,8 +63,7 @@ fn process_scope_counts_other_threads_and_thread_scope_does_not() {
 
 #[profile(scope = "process")]
 fn consume_process(v: Vec<u8>) -> usize {
-    let n = v.len();
-    n
+    v.len()
 }
 
 /// What a by-value argument frees is the call's, in process scope too: its
