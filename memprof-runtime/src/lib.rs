@@ -15,7 +15,8 @@
 //!    aggregates: `calls`; `measure`;
 //! 5. aggregation and reports: `report`; `mprof run`'s timeline, `timeline`;
 //! 6. rendering: `render`;
-//! 7. budgets and output: `budget`, `output`, `track`;
+//! 7. budgets and output: `budget`, `output` (with `json_file`, the
+//!    `MEMPROF_JSON` file it writes), `track`;
 //! 8. what generated code calls: `probe`, and `__private` below.
 //!
 //! The hot path crosses the layers once: generated code calls `probe`, whose
@@ -38,6 +39,7 @@ mod gpu;
 mod gpu;
 #[doc(hidden)]
 pub mod gpu_rule;
+mod json_file;
 mod kernel;
 mod measure;
 use kernel::owned;

@@ -148,12 +148,13 @@ fn freed_more_note(meta: &FnMeta, function: &FunctionReport, settings: &RenderSe
     }
 }
 
-/// `MEMPROF_JSON`: the aggregated report, written at exit.
+/// `MEMPROF_JSON`: the aggregated report, written at exit, with those of
+/// the run's earlier processes (see `json_file`).
 fn write_json() {
     let Some(path) = &crate::settings::get().json else {
         return;
     };
-    if let Err(err) = std::fs::write(path, report().to_json()) {
+    if let Err(err) = crate::json_file::write(path, &report()) {
         eprintln!(
             "memprof: cannot write MEMPROF_JSON={}: {err}",
             path.display()

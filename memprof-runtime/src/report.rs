@@ -37,7 +37,9 @@ pub struct Report {
 }
 
 /// One profiled function's table.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize, miniserde::Deserialize,
+)]
 pub struct FunctionReport {
     /// The function's path, e.g. `quickstart::addition`.
     pub name: String,
@@ -61,7 +63,9 @@ pub struct FunctionReport {
 ///
 /// The figures are `None` on lines that hold no statement, or whose
 /// statements never ran.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize, miniserde::Deserialize,
+)]
 pub struct LineReport {
     /// Source line number.
     pub line: u32,
@@ -92,6 +96,36 @@ pub struct LineReport {
     pub gpu_driver_increment: Option<i64>,
     /// The source text of the line.
     pub contents: String,
+}
+
+impl LineReport {
+    /// Another process's executions of this line: sums add, highs take the
+    /// higher.
+    fn add(&mut self, other: &LineReport) {
+        fn sum(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+            if a.is_none() && b.is_none() {
+                return None;
+            }
+            Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0)))
+        }
+        self.mem_usage = self.mem_usage.max(other.mem_usage);
+        self.increment = sum(self.increment, other.increment);
+        self.peak = self.peak.max(other.peak);
+        self.occurrences += other.occurrences;
+        self.gpu_usage = self.gpu_usage.max(other.gpu_usage);
+        self.gpu_increment = sum(self.gpu_increment, other.gpu_increment);
+        self.gpu_peak = self.gpu_peak.max(other.gpu_peak);
+        self.gpu_driver_usage = self.gpu_driver_usage.max(other.gpu_driver_usage);
+        self.gpu_driver_increment = sum(self.gpu_driver_increment, other.gpu_driver_increment);
+    }
+}
+
+/// `MEMPROF_JSON`'s document: `to_json`'s, and the run that wrote it.
+#[derive(miniserde::Serialize, miniserde::Deserialize)]
+struct RunDocument {
+    schema: u64,
+    functions: Vec<FunctionReport>,
+    run: String,
 }
 
 /// What `to_json` writes: the report's fields after a schema version, so that
@@ -134,6 +168,40 @@ impl Report {
         })
     }
 
+    /// The report in the JSON that `MEMPROF_JSON`'s file holds: `to_json`'s
+    /// document with the run that wrote it (see `json_file`).
+    pub(crate) fn to_json_of_run(&self, run: &str) -> String {
+        miniserde::json::to_string(&RunDocument {
+            schema: Self::JSON_SCHEMA,
+            functions: self.functions.clone(),
+            run: run.to_owned(),
+        })
+    }
+
+    /// The report that `text` holds, if `to_json_of_run` wrote it for `run`.
+    pub(crate) fn from_json_of_run(text: &str, run: &str) -> Option<Report> {
+        let document: RunDocument = miniserde::json::from_str(text).ok()?;
+        (document.schema == Self::JSON_SCHEMA && document.run == run).then_some(Report {
+            functions: document.functions,
+        })
+    }
+
+    /// Adds another process's report of the same program to this one: a
+    /// function in both (same path and file) sums its calls and rows as one
+    /// process's calls would; the others are appended.
+    pub(crate) fn add(&mut self, other: &Report) {
+        for function in &other.functions {
+            match self
+                .functions
+                .iter_mut()
+                .find(|f| f.name == function.name && f.file == function.file)
+            {
+                Some(mine) => mine.add(function),
+                None => self.functions.push(function.clone()),
+            }
+        }
+    }
+
     /// The function whose path is `name`, or ends with `::name`.
     pub fn function(&self, name: &str) -> Option<&FunctionReport> {
         self.functions
@@ -143,6 +211,18 @@ impl Report {
 }
 
 impl FunctionReport {
+    fn add(&mut self, other: &FunctionReport) {
+        self.calls += other.calls;
+        self.gpu = self.gpu.take().or_else(|| other.gpu.clone());
+        self.gpu_driver = self.gpu_driver.take().or_else(|| other.gpu_driver.clone());
+        for line in &other.lines {
+            match self.lines.iter_mut().find(|l| l.line == line.line) {
+                Some(mine) => mine.add(line),
+                None => self.lines.push(line.clone()),
+            }
+        }
+    }
+
     /// The row of source line `line`.
     pub fn line(&self, line: u32) -> Option<&LineReport> {
         self.lines.iter().find(|l| l.line == line)

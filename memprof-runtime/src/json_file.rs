@@ -1,0 +1,141 @@
+//! `MEMPROF_JSON`'s file: one report for every process of one run.
+//!
+//! `cargo test` runs each test binary and each doctest as a process of its
+//! own, one after another, and every one of them writes `MEMPROF_JSON` at
+//! exit. Each process locks the file, reads what the processes before it in
+//! the same run wrote, adds its own report to it and writes the sum back, so
+//! that `MEMPROF_JSON=base.json cargo test` gathers the whole run. A file left
+//! by an earlier run is replaced.
+//!
+//! A run is known by the nearest `cargo` process above this one (its pid and
+//! start time, so that a reused pid is another run). Without one, as for a
+//! program started directly, each process is a run of its own and replaces
+//! the file, as before.
+
+use crate::report::Report;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::path::Path;
+
+/// Writes `report` to `path`, added to what earlier processes of this run
+/// wrote there.
+pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    let _lock = Lock::exclusive(&file)?;
+    let mut earlier = String::new();
+    (&file).read_to_string(&mut earlier)?;
+    let run = run_id();
+    let merged = match Report::from_json_of_run(&earlier, &run) {
+        Some(mut earlier) => {
+            earlier.add(report);
+            earlier
+        }
+        None => report.clone(),
+    };
+    let text = merged.to_json_of_run(&run);
+    file.set_len(0)?;
+    (&file).rewind()?;
+    (&file).write_all(text.as_bytes())?;
+    (&file).flush()
+}
+
+/// An exclusive `flock` on a file, released when dropped.
+struct Lock<'f>(&'f File);
+
+impl<'f> Lock<'f> {
+    fn exclusive(file: &'f File) -> io::Result<Self> {
+        use std::os::fd::AsRawFd;
+        loop {
+            // SAFETY: a valid open descriptor, borrowed for the lock's life.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(Lock(file));
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+    }
+}
+
+impl Drop for Lock<'_> {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the descriptor the lock was taken on, still open.
+        unsafe {
+            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
+        }
+    }
+}
+
+/// This process's run: `cargo:PID:START` for the nearest `cargo` above it,
+/// else `process:PID:START` for itself.
+fn run_id() -> String {
+    let own = std::process::id();
+    let mut pid = own;
+    // A test binary's parent is cargo; a doctest's is rustdoc, whose
+    // parent is cargo; `cargo nextest` sits between cargo and the test.
+    for _ in 0..8 {
+        let Some(stat) = Stat::read(pid) else { break };
+        if pid != own && stat.command == "cargo" {
+            return format!("cargo:{pid}:{}", stat.start);
+        }
+        if stat.parent <= 1 {
+            break;
+        }
+        pid = stat.parent;
+    }
+    let start = Stat::read(own).map_or(0, |s| s.start);
+    format!("process:{own}:{start}")
+}
+
+/// The fields of `/proc/PID/stat` that tell a process apart.
+struct Stat {
+    command: String,
+    parent: u32,
+    /// Start time, in clock ticks after boot.
+    start: u64,
+}
+
+impl Stat {
+    fn read(pid: u32) -> Option<Stat> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        Stat::parse(&text)
+    }
+
+    /// `PID (COMMAND) STATE PPID ... STARTTIME ...`: the command may hold
+    /// spaces and parentheses, so fields are counted after its last `)`.
+    fn parse(text: &str) -> Option<Stat> {
+        let open = text.find('(')?;
+        let close = text.rfind(')')?;
+        let command = text.get(open + 1..close)?.to_owned();
+        let fields: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+        // After the command: state is field 3 of the whole line, ppid 4,
+        // starttime 22.
+        Some(Stat {
+            command,
+            parent: fields.get(1)?.parse().ok()?,
+            start: fields.get(19)?.parse().ok()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_after_the_command() {
+        let line = "4242 (my (odd) prog) S 17 4242 4242 0 -1 4194560 100 0 0 0 \
+                    1 2 0 0 20 0 1 0 987654 1000 200";
+        let stat = Stat::parse(line).unwrap();
+        assert_eq!(stat.command, "my (odd) prog");
+        assert_eq!(stat.parent, 17);
+        assert_eq!(stat.start, 987654);
+    }
+}

@@ -1,0 +1,4 @@
+#[test]
+fn first() {
+    assert_eq!(memprof_json_run::from_first(), 100);
+}

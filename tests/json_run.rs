@@ -1,0 +1,80 @@
+//! `MEMPROF_JSON=FILE cargo test` gathers every process of the run into the
+//! file: each test binary and each doctest adds its functions to what the
+//! run's earlier processes wrote, and a later run replaces the file.
+//!
+//! The check runs `cargo test` on `tests/crates/json-run`, a crate of its own
+//! with two test binaries and a doctest, each calling a function of its own.
+
+use std::path::Path;
+use std::process::Command;
+
+/// (name, calls, the `fn` row's increment) of each function in the file.
+fn functions(json: &Path) -> Vec<(String, u64, i64)> {
+    let text = std::fs::read_to_string(json).expect("MEMPROF_JSON was written");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["schema"], 1);
+    let mut found: Vec<(String, u64, i64)> = doc["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let fn_row = f["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["contents"].as_str().unwrap().contains("pub fn"))
+                .unwrap();
+            (
+                f["name"].as_str().unwrap().to_owned(),
+                f["calls"].as_u64().unwrap(),
+                fn_row["increment"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+fn cargo_test(fixture: &Path, json: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The workspace's exact dependency versions, with nothing to resolve.
+    std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock"))
+        .expect("fixture is writable");
+    let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["test", "--quiet", "--manifest-path"])
+        .arg(fixture.join("Cargo.toml"))
+        // Shared with tests/disabled.rs's control build: memprof is built once.
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("disabled"),
+        )
+        .env("MEMPROF_JSON", json)
+        .env("MEMPROF_REPORT", "off")
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo test of the fixture failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn one_cargo_test_writes_every_binary_and_doctest_into_one_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixture = root.join("tests/crates/json-run");
+    let json = Path::new(env!("CARGO_TARGET_TMPDIR")).join("json-run.json");
+    let _ = std::fs::remove_file(&json);
+    let expected = vec![
+        ("memprof_json_run::from_doctest".to_owned(), 1, 0),
+        ("memprof_json_run::from_first".to_owned(), 1, 0),
+        ("memprof_json_run::from_second".to_owned(), 2, 400),
+    ];
+    cargo_test(&fixture, &json);
+    assert_eq!(functions(&json), expected);
+    // A second run replaces the first one's figures rather than adding to
+    // them.
+    cargo_test(&fixture, &json);
+    assert_eq!(functions(&json), expected);
+}
