@@ -328,3 +328,27 @@ fn a_block_left_early_charges_its_frees_to_the_statement_running() {
     assert_eq!(figures(&t, "if stop"), (-300, 0, 2));
     assert_eq!(figures(&t, "fn leaves_early"), (0, 1000, 2));
 }
+
+/// A rustdoc block above a profiled function
+/// stays out of its table,
+/// however long it is.
+#[inline(never)]
+#[profile]
+fn documented() -> usize {
+    black_box(1)
+}
+
+#[test]
+fn a_table_starts_at_the_attributes_not_at_the_doc_comment() {
+    assert_eq!(documented(), 1);
+    let t = table("documented");
+    let first: Vec<&str> = t.lines.iter().take(3).map(|l| l.contents.trim()).collect();
+    assert_eq!(
+        first,
+        [
+            "#[inline(never)]",
+            "#[profile]",
+            "fn documented() -> usize {"
+        ]
+    );
+}

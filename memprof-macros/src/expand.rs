@@ -119,9 +119,12 @@ fn first_token_span(item: &syn::Item) -> Span {
 fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     let fn_line = line_of(func.sig.fn_token.span);
     let attr_line = line_of(Span::call_site());
+    // NOTE: doc comments are left out: a table starts at the attributes
+    // and the signature, not at a page of rustdoc above them.
     let first_attr_line = func
         .attrs
-        .first()
+        .iter()
+        .find(|a| !a.path().is_ident("doc"))
         .map(|a| line_of(a.pound_token.span))
         .unwrap_or(fn_line);
     let first_line = attr_line.min(first_attr_line).min(fn_line);
