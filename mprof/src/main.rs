@@ -75,8 +75,11 @@ the highest of any one call, Kept/call the bytes a call leaves allocated (the
 `fn` row's increment over the calls; with --lines, each line's increment over
 the calls). GPU peak shows where a run counted device allocations. --fail-over
 checks the functions of both runs; new and removed ones are listed, not checked.
+A function renamed between the runs (a dependency's new version changes trait
+paths in names) is matched by its file and `fn` line, and shown with both names.
 Exit status: 0; 1 when a figure grew past --fail-over; 2 when a report cannot be
-read (missing, not JSON, not memprof's, or of another schema version).";
+read (missing, not JSON, not memprof's, or of another schema version), or when
+the base has no profiled function that ran and --allow-empty-base is not given.";
 
 #[derive(Debug, clap::Args)]
 struct DiffArgs {
@@ -89,9 +92,18 @@ struct DiffArgs {
     #[arg(long)]
     lines: bool,
     /// Exit with status 1 when a function in both runs grew its peak, kept/call or GPU peak
-    /// by more than this: a percentage (10%) or a size (1MiB; binary units, MB = MiB)
-    #[arg(long, value_name = "LIMIT", value_parser = diff::parse_threshold)]
-    fail_over: Option<diff::Threshold>,
+    /// by more than this: a percentage (10%) or a size with its unit (1MiB, 512B; binary
+    /// units, MB = MiB). Kept/call grows only above 0: a call that frees its input does
+    /// not grow when it frees less
+    #[arg(long, value_name = "LIMIT", value_parser = diff::parse_limit)]
+    fail_over: Option<diff::Limit>,
+    /// With --fail-over: growth of this size or less never fails (--fail-over 10% --min 64KiB)
+    #[arg(long, value_name = "SIZE", requires = "fail_over", value_parser = parse_min)]
+    min: Option<u64>,
+    /// Accept a base with no profiled function that ran (the first change that adds
+    /// memprof); without it such a base is an error, since nothing could be checked
+    #[arg(long)]
+    allow_empty_base: bool,
     /// The report's form
     #[arg(long, value_enum, default_value = "text")]
     format: diff::Format,
@@ -147,6 +159,14 @@ struct PlotArgs {
     /// Plot only this time range, in seconds: START,END
     #[arg(short = 'w', long, value_name = "START,END", value_parser = parse_window, allow_hyphen_values = true)]
     window: Option<(f64, f64)>,
+}
+
+/// `--min`: a size with its unit, as `--fail-over`'s.
+fn parse_min(text: &str) -> Result<u64, String> {
+    match diff::parse_limit(text)? {
+        diff::Limit::Bytes(n) => Ok(n),
+        diff::Limit::Percent(_) => Err("expected a size, such as 64KiB".to_owned()),
+    }
 }
 
 fn parse_interval(text: &str) -> Result<f64, String> {
@@ -230,7 +250,11 @@ fn execute(command: Command) -> Result<i32, Error> {
             base: args.base,
             head: args.head,
             lines: args.lines,
-            fail_over: args.fail_over,
+            fail_over: args.fail_over.map(|limit| diff::Threshold {
+                limit,
+                floor: args.min.unwrap_or(0),
+            }),
+            allow_empty_base: args.allow_empty_base,
             format: args.format,
         }),
     }

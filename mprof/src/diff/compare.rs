@@ -51,14 +51,45 @@ impl Change {
             .saturating_sub(self.base.unwrap_or(0))
     }
 
-    /// The change in percent of the base's size; `None` where the base is
-    /// missing or 0 and the figure changed.
+    /// The change in percent of the base; `None` where the base is missing
+    /// or 0 and the figure changed, and for kept bytes, where the base is
+    /// below 0 (a call that freed its input): a percentage of that means
+    /// nothing.
     pub fn percent(&self) -> Option<f64> {
         let base = self.base?;
         match (base, self.delta()) {
             (_, 0) => Some(0.0),
             (0, _) => None,
+            (b, _) if b < 0 && self.figure == Figure::KeptPerCall => None,
             (base, delta) => Some(delta as f64 * 100.0 / base.unsigned_abs() as f64),
+        }
+    }
+
+    /// How much the figure grew in the sense that can regress: a peak's
+    /// rise, and kept bytes only above 0. A call that frees more than it
+    /// keeps has nothing kept to grow: from −56 MiB to −40 MiB it frees
+    /// less of its input, which is the input's doing, not a leak.
+    pub fn growth(&self) -> i64 {
+        match self.figure {
+            Figure::KeptPerCall => {
+                let kept = |v: Option<i64>| v.unwrap_or(0).max(0);
+                kept(self.head) - kept(self.base)
+            }
+            _ => self.delta(),
+        }
+    }
+
+    /// [`Change::growth`] in percent of the base it grew from; `None` from
+    /// nothing (0, or kept bytes below 0).
+    fn growth_percent(&self) -> Option<f64> {
+        let base = match self.figure {
+            Figure::KeptPerCall => self.base?.max(0),
+            _ => self.base?,
+        };
+        match (base, self.growth()) {
+            (_, 0) => Some(0.0),
+            (b, _) if b <= 0 => None,
+            (base, growth) => Some(growth as f64 * 100.0 / base as f64),
         }
     }
 }
@@ -75,6 +106,10 @@ pub enum Presence {
 #[derive(Debug)]
 pub struct FunctionDiff<'a> {
     pub name: &'a str,
+    /// The base's name for the function, where it differs from the head's
+    /// and the two were matched by file and signature (a dependency's new
+    /// version renamed a trait path in `type_name`).
+    pub base_name: Option<&'a str>,
     pub file: &'a str,
     pub presence: Presence,
     pub base: Option<&'a FunctionRun>,
@@ -87,22 +122,26 @@ pub struct FunctionDiff<'a> {
 }
 
 impl FunctionDiff<'_> {
-    /// The largest growth of a byte figure (negative when all shrank).
+    /// The largest growth of a byte figure (negative when all shrank; see
+    /// [`Change::growth`]).
     pub fn growth(&self) -> i64 {
-        self.byte_changes().map(|c| c.delta()).max().unwrap_or(0)
+        self.byte_changes().map(|c| c.growth()).max().unwrap_or(0)
     }
 
     fn byte_changes(&self) -> impl Iterator<Item = &Change> {
         self.changes.iter().filter(|c| c.figure.is_bytes())
     }
 
-    /// A word for the function's change: new, removed, grew, shrank or same.
+    /// A word for the function's change: new, removed, grew, shrank, same,
+    /// or changed (figures moved, none of them in a way that can regress,
+    /// as kept bytes below 0 that rose toward 0).
     pub fn status(&self) -> &'static str {
         match self.presence {
             Presence::New => "new",
             Presence::Removed => "removed",
-            Presence::Both if self.byte_changes().any(|c| c.delta() > 0) => "grew",
+            Presence::Both if self.byte_changes().any(|c| c.growth() > 0) => "grew",
             Presence::Both if self.byte_changes().any(|c| c.delta() < 0) => "shrank",
+            Presence::Both if self.byte_changes().any(|c| c.base != c.head) => "changed",
             Presence::Both => "same",
         }
     }
@@ -155,19 +194,10 @@ pub fn compare<'a>(
             .any(|f| f.fn_row().is_some_and(|r| r.gpu_peak.is_some()))
     };
     let gpu = has_gpu(base) || has_gpu(head);
-    let mut names: Vec<&str> = base
-        .functions
-        .iter()
-        .chain(&head.functions)
-        .map(|f| f.name.as_str())
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    let find = |run: &'a RunReport, name: &str| run.functions.iter().find(|f| f.name == name);
-    let mut diffs: Vec<FunctionDiff<'a>> = names
+    let pairs = pair_functions(base, head);
+    let mut diffs: Vec<FunctionDiff<'a>> = pairs
         .into_iter()
-        .map(|name| {
-            let (b, h) = (find(base, name), find(head, name));
+        .map(|(b, h)| {
             let presence = match (b, h) {
                 (Some(_), None) => Presence::Removed,
                 (None, Some(_)) => Presence::New,
@@ -199,8 +229,11 @@ pub fn compare<'a>(
                 _ => Vec::new(),
             };
             let file = h.or(b).map_or("", |f| f.file.as_str());
+            let name = h.or(b).map_or("", |f| f.name.as_str());
+            let base_name = b.map(|f| f.name.as_str()).filter(|&n| n != name);
             FunctionDiff {
                 name,
+                base_name,
                 file,
                 presence,
                 base: b,
@@ -214,9 +247,73 @@ pub fn compare<'a>(
     diffs
 }
 
+/// Each function of either run with its counterpart in the other, if any,
+/// in order of name: by name first; then a function found in one run only is
+/// matched to one found in the other run only with the same file and the
+/// same own name (after the last `::`) and the same `fn` line, where
+/// exactly one such pair exists (`type_name` paths
+/// change with a dependency's version: `<S as serde::ser::Serializer>` became
+/// `<S as serde_core::ser::Serializer>`).
+fn pair_functions<'a>(
+    base: &'a RunReport,
+    head: &'a RunReport,
+) -> Vec<(Option<&'a FunctionRun>, Option<&'a FunctionRun>)> {
+    let in_head = |f: &FunctionRun| head.functions.iter().any(|h| h.name == f.name);
+    let in_base = |f: &FunctionRun| base.functions.iter().any(|b| b.name == f.name);
+    let signature = |f: &FunctionRun| f.fn_row().map(|r| r.contents.trim().to_owned());
+    // The function's own name, after the path that `type_name` may change.
+    let own = |f: &'a FunctionRun| f.name.rsplit("::").next().unwrap_or_default();
+    let key = |f: &'a FunctionRun| (f.file.as_str(), own(f), signature(f));
+    let removed: Vec<&FunctionRun> = base.functions.iter().filter(|f| !in_head(f)).collect();
+    let added: Vec<&FunctionRun> = head.functions.iter().filter(|f| !in_base(f)).collect();
+    let unique = |list: &[&'a FunctionRun], f: &'a FunctionRun| {
+        let mut same = list
+            .iter()
+            .filter(|o| key(o) == key(f) && key(f).2.is_some());
+        match (same.next(), same.next()) {
+            (Some(only), None) => Some(*only),
+            _ => None,
+        }
+    };
+    let mut pairs = Vec::new();
+    for b in &base.functions {
+        let h = match head.functions.iter().find(|h| h.name == b.name) {
+            Some(h) => Some(h),
+            None => unique(&added, b)
+                .filter(|h| unique(&removed, h).is_some_and(|r| std::ptr::eq(r, b))),
+        };
+        pairs.push((Some(b), h));
+    }
+    for h in &head.functions {
+        if !pairs
+            .iter()
+            .any(|(_, p)| p.is_some_and(|p| std::ptr::eq(p, h)))
+        {
+            pairs.push((None, Some(h)));
+        }
+    }
+    pairs.sort_by(|x, y| {
+        let name = |p: &(Option<&FunctionRun>, Option<&FunctionRun>)| {
+            p.1.or(p.0).map_or(String::new(), |f| f.name.clone())
+        };
+        name(x).cmp(&name(y))
+    });
+    pairs
+}
+
 /// How much a byte figure may grow before `--fail-over` fails.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Threshold {
+pub struct Threshold {
+    /// `--fail-over`: a limit on the growth.
+    pub limit: Limit,
+    /// `--min`: growth up to this many bytes never fails, whatever its
+    /// percentage (a 16 B buffer that became 32 B grew 100%).
+    pub floor: u64,
+}
+
+/// `--fail-over`'s limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Limit {
     /// Percent of the base's figure.
     Percent(f64),
     /// Bytes.
@@ -224,30 +321,42 @@ pub enum Threshold {
 }
 
 impl Threshold {
-    /// Whether `change` grew past the threshold. A figure that grew from 0
-    /// is past any percentage.
+    /// Whether `change` grew past the threshold: by more than the limit and
+    /// more than the floor. Growth is [`Change::growth`]'s; a figure that
+    /// grew from nothing is past any percentage.
     pub fn is_past(self, change: &Change) -> bool {
-        let delta = change.delta();
-        if delta <= 0 || change.base.is_none() || change.head.is_none() {
+        let growth = change.growth();
+        if growth <= 0 || change.base.is_none() || change.head.is_none() {
             return false;
         }
-        match self {
-            Threshold::Percent(limit) => change.percent().is_none_or(|p| p > limit),
-            Threshold::Bytes(limit) => delta.unsigned_abs() > limit,
+        if growth.unsigned_abs() <= self.floor {
+            return false;
+        }
+        match self.limit {
+            Limit::Percent(limit) => change.growth_percent().is_none_or(|p| p > limit),
+            Limit::Bytes(limit) => growth.unsigned_abs() > limit,
         }
     }
 }
 
-/// Parses `--fail-over`: `10%` or a size such as `1MiB`.
-pub fn parse_threshold(text: &str) -> Result<Threshold, String> {
+/// Parses `--fail-over`: `10%` or a size with its unit, such as `1MiB` or
+/// `512B`. A bare number is refused: `10` could mean either.
+pub fn parse_limit(text: &str) -> Result<Limit, String> {
     if let Some(number) = text.trim().strip_suffix('%') {
         return match number.trim().parse::<f64>() {
-            Ok(p) if p.is_finite() && p >= 0.0 => Ok(Threshold::Percent(p)),
+            Ok(p) if p.is_finite() && p >= 0.0 => Ok(Limit::Percent(p)),
             _ => Err("expected a percentage of 0 or more, such as 10%".to_owned()),
         };
     }
+    if text.trim().parse::<f64>().is_ok() {
+        return Err(format!(
+            "a bare number is ambiguous: write a percentage ({0}%) or a size with its unit \
+             ({0}B, {0}KiB)",
+            text.trim()
+        ));
+    }
     parse_size(text)
-        .map(Threshold::Bytes)
+        .map(Limit::Bytes)
         .map_err(|_| format!("expected a percentage such as 10%, or {SIZE_HELP}"))
 }
 
@@ -256,15 +365,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn thresholds_parse_as_percent_or_binary_size() {
-        assert_eq!(parse_threshold("10%"), Ok(Threshold::Percent(10.0)));
-        assert_eq!(parse_threshold(" 2.5 % "), Ok(Threshold::Percent(2.5)));
-        assert_eq!(parse_threshold("1MiB"), Ok(Threshold::Bytes(1 << 20)));
-        assert_eq!(parse_threshold("1 MB"), Ok(Threshold::Bytes(1 << 20)));
-        assert_eq!(parse_threshold("512"), Ok(Threshold::Bytes(512)));
-        assert!(parse_threshold("-5%").is_err());
-        assert!(parse_threshold("ten%").is_err());
-        assert!(parse_threshold("1 TB").is_err());
+    fn limits_parse_as_percent_or_binary_size_with_a_unit() {
+        assert_eq!(parse_limit("10%"), Ok(Limit::Percent(10.0)));
+        assert_eq!(parse_limit(" 2.5 % "), Ok(Limit::Percent(2.5)));
+        assert_eq!(parse_limit("1MiB"), Ok(Limit::Bytes(1 << 20)));
+        assert_eq!(parse_limit("1 MB"), Ok(Limit::Bytes(1 << 20)));
+        assert_eq!(parse_limit("512B"), Ok(Limit::Bytes(512)));
+        assert!(parse_limit("-5%").is_err());
+        assert!(parse_limit("ten%").is_err());
+        assert!(parse_limit("1 TB").is_err());
+        assert_eq!(
+            parse_limit("10"),
+            Err(
+                "a bare number is ambiguous: write a percentage (10%) or a size with its \
+                 unit (10B, 10KiB)"
+                    .to_owned()
+            )
+        );
     }
 
     fn change(base: Option<i64>, head: Option<i64>) -> Change {
@@ -275,21 +392,63 @@ mod tests {
         }
     }
 
+    fn kept(base: i64, head: i64) -> Change {
+        Change {
+            figure: Figure::KeptPerCall,
+            base: Some(base),
+            head: Some(head),
+        }
+    }
+
+    fn threshold(limit: Limit) -> Threshold {
+        Threshold { limit, floor: 0 }
+    }
+
     #[test]
     fn past_means_grew_by_more_than_the_threshold() {
-        let ten = Threshold::Percent(10.0);
+        let ten = threshold(Limit::Percent(10.0));
         assert!(!ten.is_past(&change(Some(100), Some(110))));
         assert!(ten.is_past(&change(Some(100), Some(111))));
         assert!(ten.is_past(&change(Some(0), Some(1))));
         assert!(!ten.is_past(&change(Some(100), Some(50))));
         assert!(!ten.is_past(&change(None, Some(500))));
-        let kib = Threshold::Bytes(1024);
+        let kib = threshold(Limit::Bytes(1024));
         assert!(!kib.is_past(&change(Some(0), Some(1024))));
         assert!(kib.is_past(&change(Some(0), Some(1025))));
     }
 
     #[test]
+    fn a_floor_keeps_small_growth_from_failing_a_percentage() {
+        let ten_over_64k = Threshold {
+            limit: Limit::Percent(10.0),
+            floor: 64 << 10,
+        };
+        // 100% of 16 B is 16 B: below the floor.
+        assert!(!ten_over_64k.is_past(&change(Some(16), Some(32))));
+        // 20% of 1 MiB is past both.
+        assert!(ten_over_64k.is_past(&change(Some(1 << 20), Some(6 << 18))));
+        // 5% of 4 MiB is past the floor, not the percentage.
+        assert!(!ten_over_64k.is_past(&change(Some(4 << 20), Some((4 << 20) + (200 << 10)))));
+    }
+
+    #[test]
+    fn kept_bytes_below_zero_do_not_grow() {
+        // A call that frees its input, given a smaller input: it frees less.
+        let freed_less = kept(-(56 << 20), -(40 << 20));
+        assert_eq!(freed_less.growth(), 0);
+        assert_eq!(freed_less.percent(), None);
+        assert!(!threshold(Limit::Percent(10.0)).is_past(&freed_less));
+        // From freeing to keeping: growth from 0, past any percentage.
+        let now_keeps = kept(-100, 300);
+        assert_eq!(now_keeps.growth(), 300);
+        assert!(threshold(Limit::Percent(10.0)).is_past(&now_keeps));
+        assert!(!threshold(Limit::Bytes(300)).is_past(&now_keeps));
+    }
+
+    #[test]
     fn percent_of_a_negative_base_is_of_its_size() {
+        // A peak cannot be below 0; other figures' percentages are of the
+        // base's size.
         assert_eq!(change(Some(-200), Some(-100)).percent(), Some(50.0));
         assert_eq!(change(Some(0), Some(0)).percent(), Some(0.0));
         assert_eq!(change(Some(0), Some(5)).percent(), None);

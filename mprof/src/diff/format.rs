@@ -1,7 +1,7 @@
 //! Figures as text, as memprof's tables write them: binary units chosen by
 //! size, one decimal (`64.0 KiB`, `512 B`), and signed changes.
 
-use super::compare::{Change, Threshold, to_i64};
+use super::compare::{Change, Limit, Threshold, to_i64};
 use std::fmt;
 
 /// A byte count, e.g. `1.5 MiB`, `-512 B`.
@@ -49,11 +49,21 @@ pub fn percent(change: &Change) -> String {
     }
 }
 
-impl fmt::Display for Threshold {
+impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Threshold::Percent(p) => write!(f, "{p}%"),
-            Threshold::Bytes(n) => f.write_str(&bytes(to_i64(n))),
+            Limit::Percent(p) => write!(f, "{p}%"),
+            Limit::Bytes(n) => f.write_str(&bytes(to_i64(n))),
+        }
+    }
+}
+
+/// `10%`, or `10% --min 64.0 KiB` with a floor.
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.floor {
+            0 => write!(f, "{}", self.limit),
+            floor => write!(f, "{} --min {}", self.limit, bytes(to_i64(floor))),
         }
     }
 }

@@ -30,7 +30,11 @@ pub fn report(diffs: &[FunctionDiff], lines: bool) -> String {
             true => diff.status().to_owned(),
             false => "**past --fail-over**".to_owned(),
         };
-        let mut cells = vec![format!("`{}`", diff.name), status];
+        let mut name = code_in_cell(diff.name);
+        if let Some(base_name) = diff.base_name {
+            name.push_str(&format!(" (in the base: {})", code_in_cell(base_name)));
+        }
+        let mut cells = vec![name, status];
         let calls = &diff.changes[0];
         cells.push(match calls.base == calls.head {
             true => side(calls, calls.head),
@@ -47,10 +51,11 @@ pub fn report(diffs: &[FunctionDiff], lines: bool) -> String {
     }
     if lines {
         for diff in diffs.iter().filter(|d| d.changed()) {
+            let table = line_table(diff);
+            let fence = fence_for(&table);
             out.push_str(&format!(
-                "\n<details><summary><code>{}</code>: lines</summary>\n\n```text\n{}```\n\n</details>\n",
-                diff.name,
-                line_table(diff)
+                "\n<details><summary><code>{}</code>: lines</summary>\n\n{fence}text\n{table}{fence}\n\n</details>\n",
+                html_escape(diff.name),
             ));
         }
     }
@@ -64,6 +69,38 @@ fn sides(change: &Change) -> String {
         v => side(change, v),
     };
     format!("{} → {}", or_none(change.base), or_none(change.head))
+}
+
+/// A name as inline code in a table cell: a code span long enough for any
+/// backticks in it, with `|` escaped so that it does not end the cell.
+/// (Inside a code span, `<` and `&` are shown as written.)
+fn code_in_cell(text: &str) -> String {
+    let ticks = "`".repeat(longest_run(text, '`') + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{ticks}{pad}{}{pad}{ticks}", text.replace('|', "\\|"))
+}
+
+/// Text for raw HTML (a `<summary>`): names such as
+/// `<S as serde::Serializer>::serialize_map` would otherwise be taken for
+/// tags and vanish.
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A code fence longer than any run of backticks in `text`.
+fn fence_for(text: &str) -> String {
+    "`".repeat(longest_run(text, '`').max(2) + 1)
+}
+
+fn longest_run(text: &str, c: char) -> usize {
+    text.split(|x| x != c).map(str::len).max().unwrap_or(0)
 }
 
 fn row(cells: &[impl AsRef<str>]) -> String {

@@ -9,7 +9,7 @@ mod lines;
 mod markdown;
 mod table;
 
-pub use compare::{Threshold, parse_threshold};
+pub use compare::{Limit, Threshold, parse_limit};
 
 use crate::error::Error;
 use std::path::PathBuf;
@@ -29,6 +29,7 @@ pub struct DiffOptions {
     pub head: PathBuf,
     pub lines: bool,
     pub fail_over: Option<Threshold>,
+    pub allow_empty_base: bool,
     pub format: Format,
 }
 
@@ -37,6 +38,21 @@ pub struct DiffOptions {
 pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
     let base = input::read(&options.base)?;
     let head = input::read(&options.head)?;
+    // NOTE: with nothing in the base, every function is new and nothing is
+    // checked: the first change that adds memprof, or a base run that broke
+    // or was not built with profiling, would pass silently.
+    if !base.functions.iter().any(|f| f.calls > 0) {
+        let why = "has no profiled function that ran, so nothing can be checked \
+                   against it (a base from before memprof was added, or a run \
+                   without profiling)";
+        if !options.allow_empty_base {
+            return Err(Error::Report {
+                path: options.base.clone(),
+                problem: format!("it {why}; pass --allow-empty-base to accept it"),
+            });
+        }
+        eprintln!("mprof: {} {why}", options.base.display());
+    }
     let diffs = compare::compare(&base, &head, options.fail_over);
     let out = match options.format {
         Format::Text => table::report(&diffs, options.lines),

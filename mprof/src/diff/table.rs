@@ -38,6 +38,11 @@ fn function(diff: &FunctionDiff, lines: bool) -> String {
         let names: Vec<&str> = diff.over.iter().map(|c| c.figure.name()).collect();
         out.push_str(&format!("   Past --fail-over: {}", names.join(", ")));
     }
+    if let Some(base_name) = diff.base_name {
+        out.push_str(&format!(
+            "\n(matched by file and `fn` line; in the base: {base_name})"
+        ));
+    }
     out.push_str("\n\n");
     let rows = diff.changes.iter().map(|c| {
         vec![

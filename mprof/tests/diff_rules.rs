@@ -1,0 +1,235 @@
+//! `mprof diff`'s rules for what counts as growth, what a threshold means,
+//! which functions pair across runs, and Markdown that renders: one test
+//! per rule, with exact output.
+
+mod common;
+
+use common::report::{diff, function, simple, write};
+use common::{mprof, scratch, stderr};
+
+/// A function that frees its input: its `fn` row keeps `kept` (< 0).
+fn frees_input(kept: i64, peak: u64) -> serde_json::Value {
+    simple("app::consume", 1, kept, peak)
+}
+
+#[test]
+fn kept_below_zero_that_rises_is_not_growth() {
+    let dir = scratch("diff-rule-negative-kept");
+    write(&dir, "base.json", vec![frees_input(-(56 << 20), 0)]);
+    write(&dir, "head.json", vec![frees_input(-(40 << 20), 0)]);
+    let (out, err, status) = diff(&dir, &["base.json", "head.json", "--fail-over", "10%"]);
+    assert_eq!(
+        out,
+        "\
+Filename: src/app.rs   Function: app::consume   Status: changed
+
+ Figure           Base        Head      Change   Change %
+=========================================================
+ Calls               1           1           0       0.0%
+ Peak              0 B         0 B         0 B       0.0%
+ Kept/call   -56.0 MiB   -40.0 MiB   +16.0 MiB        n/a
+"
+    );
+    assert_eq!(
+        err,
+        "mprof: no function's peak or kept/call grew past --fail-over 10%\n"
+    );
+    assert_eq!(status, Some(0));
+}
+
+#[test]
+fn kept_that_turns_positive_grows_from_zero() {
+    let dir = scratch("diff-rule-kept-turns-positive");
+    write(&dir, "base.json", vec![frees_input(-4096, 0)]);
+    write(&dir, "head.json", vec![frees_input(2048, 2048)]);
+    let (_, err, status) = diff(&dir, &["base.json", "head.json", "--fail-over", "10%"]);
+    assert_eq!(
+        err,
+        "\
+mprof: app::consume: peak grew from 0 B to 2.0 KiB (+2.0 KiB, n/a), past --fail-over 10%
+mprof: app::consume: kept/call grew from -4.0 KiB to 2.0 KiB (+6.0 KiB, n/a), past --fail-over 10%
+"
+    );
+    assert_eq!(status, Some(1));
+}
+
+#[test]
+fn a_floor_keeps_small_growth_from_failing() {
+    let dir = scratch("diff-rule-floor");
+    write(
+        &dir,
+        "base.json",
+        vec![
+            simple("app::tiny", 1, 16, 16),
+            simple("app::big", 1, 1 << 20, 1 << 20),
+        ],
+    );
+    write(
+        &dir,
+        "head.json",
+        vec![
+            simple("app::tiny", 1, 32, 32),
+            simple("app::big", 1, 3 << 19, 3 << 19),
+        ],
+    );
+    let args = [
+        "base.json",
+        "head.json",
+        "--fail-over",
+        "10%",
+        "--min",
+        "64KiB",
+    ];
+    let (_, err, status) = diff(&dir, &args);
+    assert_eq!(
+        err,
+        "\
+mprof: app::big: peak grew from 1.0 MiB to 1.5 MiB (+512.0 KiB, +50.0%), past --fail-over 10% --min 64.0 KiB
+mprof: app::big: kept/call grew from 1.0 MiB to 1.5 MiB (+512.0 KiB, +50.0%), past --fail-over 10% --min 64.0 KiB
+"
+    );
+    assert_eq!(status, Some(1));
+    // Without the floor, the 16 B that became 32 B fails too.
+    let (_, err, _) = diff(&dir, &["base.json", "head.json", "--fail-over", "10%"]);
+    assert!(
+        err.contains("app::tiny: peak grew from 16 B to 32 B"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bare_number_is_not_a_threshold() {
+    let dir = scratch("diff-rule-bare-number");
+    let out = mprof(&dir, &["diff", "a.json", "b.json", "--fail-over", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(
+            "a bare number is ambiguous: write a percentage (10%) or a size with its unit \
+             (10B, 10KiB)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_base_with_nothing_that_ran_is_refused_unless_accepted() {
+    let dir = scratch("diff-rule-empty-base");
+    write(&dir, "base.json", vec![]);
+    write(&dir, "head.json", vec![simple("app::added", 1, 100, 100)]);
+    let (out, err, status) = diff(&dir, &["base.json", "head.json", "--fail-over", "10%"]);
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        "mprof: cannot compare base.json: it has no profiled function that ran, so \
+         nothing can be checked against it (a base from before memprof was added, or a \
+         run without profiling); pass --allow-empty-base to accept it\n"
+    );
+    assert_eq!(status, Some(2));
+    let args = ["base.json", "head.json", "--allow-empty-base"];
+    let (out, err, status) = diff(&dir, &args);
+    assert!(out.contains("Function: app::added   Status: new"), "{out}");
+    assert_eq!(
+        err,
+        "mprof: base.json has no profiled function that ran, so nothing can be checked \
+         against it (a base from before memprof was added, or a run without profiling)\n"
+    );
+    assert_eq!(status, Some(0));
+}
+
+/// `serialize_map` of a trait impl, whose trait moved crates between the
+/// two versions of a dependency.
+fn serialize_map(name: &str, kept: i64) -> serde_json::Value {
+    function(
+        name,
+        1,
+        &[
+            (40, None, None, "#[profile]"),
+            (
+                41,
+                Some(kept),
+                Some(kept as u64),
+                "fn serialize_map(self) -> Result<()> {",
+            ),
+            (
+                42,
+                Some(kept),
+                Some(kept as u64),
+                "    let map = Map::new();",
+            ),
+        ],
+    )
+}
+
+#[test]
+fn a_function_renamed_by_a_dependency_is_matched_by_file_and_signature() {
+    let dir = scratch("diff-rule-renamed");
+    let base = "<app::Serializer as serde::ser::Serializer>::serialize_map";
+    let head = "<app::Serializer as serde_core::ser::Serializer>::serialize_map";
+    write(&dir, "base.json", vec![serialize_map(base, 0)]);
+    write(&dir, "head.json", vec![serialize_map(head, 1126)]);
+    let (out, _, status) = diff(&dir, &["base.json", "head.json", "--fail-over", "1KiB"]);
+    assert_eq!(
+        out,
+        "\
+Filename: src/app.rs   Function: <app::Serializer as serde_core::ser::Serializer>::serialize_map   Status: grew   Past --fail-over: Peak, Kept/call
+(matched by file and `fn` line; in the base: <app::Serializer as serde::ser::Serializer>::serialize_map)
+
+ Figure      Base      Head     Change   Change %
+=================================================
+ Calls          1         1          0       0.0%
+ Peak         0 B   1.1 KiB   +1.1 KiB        n/a
+ Kept/call    0 B   1.1 KiB   +1.1 KiB        n/a
+"
+    );
+    assert_eq!(status, Some(1));
+}
+
+/// The text of the HTML that a CommonMark renderer with GitHub's tables
+/// makes of `markdown`, tags removed and entities decoded.
+fn rendered_text(markdown: &str) -> String {
+    use pulldown_cmark::{Options, Parser, html};
+    let mut out = String::new();
+    html::push_html(&mut out, Parser::new_ext(markdown, Options::ENABLE_TABLES));
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in out.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+#[test]
+fn markdown_names_render_whole() {
+    let names = [
+        "<serde_json::value::ser::Serializer as serde_core::ser::Serializer>::serialize_map",
+        "serde_json::read::SliceRead::parse_str",
+        "serde_json::read::StrRead::parse_str",
+        "app::Cache<alloc::string::String, u64>::insert",
+        "app::main::{{closure}}",
+        "app::pick<&str>",
+    ];
+    let dir = scratch("diff-rule-markdown-names");
+    let with_kept = |kept| names.iter().map(|n| simple(n, 1, kept, 100)).collect();
+    write(&dir, "base.json", with_kept(100));
+    write(&dir, "head.json", with_kept(200));
+    let args = ["base.json", "head.json", "--format", "markdown", "--lines"];
+    let (out, _, _) = diff(&dir, &args);
+    let text = rendered_text(&out);
+    for name in names {
+        // Once in the table, once in its lines' summary.
+        assert_eq!(
+            text.matches(name).count(),
+            2,
+            "{name} in:\n{text}\nfrom:\n{out}"
+        );
+    }
+}
