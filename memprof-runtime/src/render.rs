@@ -16,7 +16,12 @@ pub fn bytes(n: i64, settings: &RenderSettings) -> String {
         return format!("{n} B");
     }
     let value = n as f64 / unit.size();
-    format!("{value:.prec$} {}", unit.name(), prec = settings.precision)
+    let mut text = format!("{value:.prec$}", prec = settings.precision);
+    // A small negative figure rounds to zero: no sign on it.
+    if text.starts_with('-') && text[1..].bytes().all(|b| b == b'0' || b == b'.') {
+        text.remove(0);
+    }
+    format!("{text} {}", unit.name())
 }
 
 fn auto_unit(n: u64) -> Unit {
@@ -326,5 +331,25 @@ mod tests {
             min_increment: None,
         };
         assert_eq!(bytes(1 << 20, &s), "1048576 B");
+    }
+
+    #[test]
+    fn a_small_negative_figure_is_zero_without_a_sign() {
+        // Regression: `MEMPROF_UNIT=GB` wrote -0.0 GiB.
+        let s = RenderSettings {
+            unit: Some(Unit::GiB),
+            precision: 1,
+            min_increment: None,
+        };
+        assert_eq!(bytes(-4096, &s), "0.0 GiB");
+        assert_eq!(bytes(4096, &s), "0.0 GiB");
+        assert_eq!(bytes(-(3 << 29), &s), "-1.5 GiB");
+        let s = RenderSettings {
+            unit: Some(Unit::MiB),
+            precision: 0,
+            min_increment: None,
+        };
+        assert_eq!(bytes(-100, &s), "0 MiB");
+        assert_eq!(bytes(-(1 << 20), &s), "-1 MiB");
     }
 }

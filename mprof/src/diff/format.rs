@@ -44,6 +44,8 @@ pub fn signed_bytes(delta: i64) -> String {
 pub fn percent(change: &Change) -> String {
     match change.percent() {
         None => "n/a".to_owned(),
+        // A change that rounds to zero is written without a sign.
+        Some(p) if format!("{:.1}", p.abs()) == "0.0" => "0.0%".to_owned(),
         Some(p) if p > 0.0 => format!("+{p:.1}%"),
         Some(p) => format!("{p:.1}%"),
     }
