@@ -39,7 +39,15 @@ fn default_mode_prints_three_calls_then_one_aggregate_at_exit() {
     let (out, _) = run_child_as_program("child_five_calls", &[]);
     assert_eq!(tables(&out), 4, "{out}");
     assert_eq!(out.matches("Calls: 5 (aggregated)").count(), 1, "{out}");
-    assert!(out.contains("further calls of output::called_five_times are aggregated"));
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("(memprof:"))
+            .collect::<Vec<_>>(),
+        [
+            "(memprof: no more tables of output::called_five_times per call: any further calls \
+             are aggregated into one table at exit; MEMPROF_REPORT=call prints every call)"
+        ],
+    );
     // Σ over the five calls of `let v`: 1000 + ... + 5000 bytes, exactly.
     let row = out
         .lines()
@@ -48,6 +56,33 @@ fn default_mode_prints_three_calls_then_one_aggregate_at_exit() {
         .unwrap();
     assert!(row.contains("14.6 KiB"), "{row}");
     assert!(row.trim_end().contains(" 5 "), "{row}");
+}
+
+#[test]
+fn child_three_calls() {
+    if is_child() {
+        for n in 1..=3 {
+            called_five_times(n * 1000);
+        }
+    }
+}
+
+#[test]
+fn three_calls_promise_no_exit_table_that_does_not_come() {
+    // Regression: the third table said "further calls ... are aggregated
+    // into one table at exit", and none came: there were none.
+    let (out, _) = run_child_as_program("child_three_calls", &[]);
+    assert_eq!(tables(&out), 3, "{out}");
+    assert!(!out.contains("Calls:"), "no table at exit: {out}");
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("(memprof:"))
+            .collect::<Vec<_>>(),
+        [
+            "(memprof: no more tables of output::called_five_times per call: any further calls \
+             are aggregated into one table at exit; MEMPROF_REPORT=call prints every call)"
+        ],
+    );
 }
 
 #[test]

@@ -67,9 +67,11 @@ fn print_call(meta: &'static FnMeta, cells: &[LineCell], nth: u64, facts: &CallF
                     report.name
                 )
             } else {
+                // NOTE: conditional, as it is not known yet whether more
+                // calls come: the exit table is printed only if they do.
                 format!(
-                    "(memprof: further calls of {} are aggregated into one table at exit; \
-                     MEMPROF_REPORT=call prints every call)\n",
+                    "(memprof: no more tables of {} per call: any further calls are \
+                     aggregated into one table at exit; MEMPROF_REPORT=call prints every call)\n",
                     report.name
                 )
             });
