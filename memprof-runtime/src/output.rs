@@ -142,10 +142,14 @@ fn print_exit_tables() {
 }
 
 /// The line under a thread-scope table whose calls freed more than their
-/// thread allocated in them; empty otherwise.
+/// thread allocated in them, while other threads or tasks may have changed
+/// the heap; empty otherwise.
 fn freed_more_note(meta: &FnMeta, function: &FunctionReport, settings: &RenderSettings) -> String {
     match meta.scope {
-        Scope::Thread => crate::render::freed_more_note(function, settings).unwrap_or_default(),
+        Scope::Thread => {
+            crate::render::freed_more_note(function, meta.others_may_have_moved(), settings)
+                .unwrap_or_default()
+        }
         Scope::Process => String::new(),
     }
 }

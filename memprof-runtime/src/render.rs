@@ -201,11 +201,14 @@ pub(crate) fn table(
 }
 
 /// The line under a thread-scope table whose calls freed more than their
-/// thread allocated during them: memory from before the call, or from other
-/// threads, which thread scope does not count (so Mem usage reads low, even
-/// below zero). `None` when they did not.
+/// thread allocated during them, when `others_moved`: other threads or tasks
+/// changed the heap during them, so that the memory freed may be theirs and
+/// process scope would count otherwise (Mem usage reads low, even below
+/// zero). `None` otherwise: freeing memory allocated before the call, by its
+/// own thread or any other, is counted right in either scope.
 pub(crate) fn freed_more_note(
     function: &FunctionReport,
+    others_moved: bool,
     settings: &RenderSettings,
 ) -> Option<String> {
     let fn_row = function.lines.iter().find(|l| l.increment.is_some())?;
@@ -214,7 +217,10 @@ pub(crate) fn freed_more_note(
         .lines
         .iter()
         .any(|l| l.mem_usage.is_some_and(|m| m < 0));
-    if freed >= 0 && !below_zero {
+    // NOTE: Mem usage below zero is the heap at entry plus the thread's
+    // change: it takes other threads that allocated meanwhile.
+    let said = below_zero || (freed < 0 && others_moved);
+    if !said {
         return None;
     }
     let (who, whose) = match function.calls {
@@ -248,7 +254,15 @@ pub(crate) fn call_note(
     if scope == Scope::Process {
         return String::new();
     }
-    if let Some(note) = freed_more_note(function, settings) {
+    // Other threads or tasks changed the heap by enough to matter beside
+    // what the call freed: at least that, or 1 KiB.
+    let freed = function
+        .lines
+        .iter()
+        .find_map(|l| l.increment)
+        .map_or(0, i64::unsigned_abs);
+    let others_moved = facts.others_kept.unsigned_abs() >= OTHERS_NOTED.min(freed.max(1));
+    if let Some(note) = freed_more_note(function, others_moved, settings) {
         return note;
     }
     let own_peak = function
@@ -258,7 +272,7 @@ pub(crate) fn call_note(
         .and_then(|l| l.peak)
         .unwrap_or(0);
     let others = facts.others_kept;
-    if others < OTHERS_NOTED || (others as u64) < own_peak {
+    if others < OTHERS_NOTED as i64 || (others as u64) < own_peak {
         return String::new();
     }
     format!(
@@ -270,8 +284,9 @@ pub(crate) fn call_note(
 
 /// What other threads or tasks must leave allocated during a thread-scope
 /// call, and at least the call's own peak, for its table to say so: less is
-/// the noise of a busy program.
-const OTHERS_NOTED: i64 = 1024;
+/// the noise of a busy program (such as libtest's main thread, which
+/// allocates as a test thread starts).
+pub(crate) const OTHERS_NOTED: u64 = 1024;
 
 /// Marks a call's table, in its title, as ended by a panic: its rows hold
 /// what ran until then, the panicking line included.

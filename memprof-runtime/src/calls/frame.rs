@@ -434,6 +434,9 @@ impl Frame {
             panicked: std::thread::panicking() && !entry.unwinding_at_entry,
             others_kept,
         };
+        if others_kept.unsigned_abs() >= crate::render::OTHERS_NOTED {
+            self.meta.saw_others_move();
+        }
         let fn_row = self.row(0);
         if let Some(gpu) = entry.gpu_start.and_then(crate::gpu::end) {
             fn_row.closed_gpu(gpu.increment, gpu.usage, gpu.peak);
