@@ -1,5 +1,6 @@
 //! Text rendering: byte figures and line tables.
 
+use crate::alloc::untracked;
 use crate::calls::CallFacts;
 use crate::config::{RenderSettings, Unit};
 use crate::region::Scope;
@@ -149,15 +150,13 @@ pub(crate) fn table(
 
     let mut out = format!("Filename: {}   Function: {}", function.file, function.name);
     if aggregated {
-        out.push_str(&format!(
-            "   Calls: {}{}",
-            function.calls,
-            if function.calls == 1 {
-                ""
-            } else {
-                " (aggregated)"
-            }
-        ));
+        let calls = match (function.calls, function.running) {
+            (0, running) => format!("{running} running"),
+            (1, 0) => "1".to_owned(),
+            (n, 0) => format!("{n} (aggregated)"),
+            (n, running) => format!("{n} (aggregated), {running} running"),
+        };
+        out.push_str(&format!("   Calls: {calls}"));
     }
     out.push('\n');
     if let Some(description) = &function.gpu {
@@ -298,22 +297,32 @@ pub(crate) fn mark_panicked(table: &mut String) {
 
 // ---- `Display` for the report types: their tables ------------------------------
 
+// NOTE: the text is built with counting paused, as the report itself is:
+// only what the formatter writes (the caller's `String`, say) counts.
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let settings = crate::settings::get().render;
-        for (i, function) in self.functions.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            f.write_str(&table(function, true, &settings))?;
-        }
-        Ok(())
+        let text = untracked(|| {
+            let settings = crate::settings::get().render;
+            let tables: Vec<String> = self
+                .functions
+                .iter()
+                .map(|function| table(function, true, &settings))
+                .collect();
+            tables.join("\n")
+        });
+        let written = f.write_str(&text);
+        untracked(|| drop(text));
+        written
     }
 }
 
 impl fmt::Display for FunctionReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&table(self, true, &crate::settings::get().render))
+        let text = untracked(|| table(self, true, &crate::settings::get().render));
+        let written = f.write_str(&text);
+        untracked(|| drop(text));
+        written
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::meta::{FnMeta, ThreadFnPtr};
 use crate::alloc::untracked;
-use crate::cells::LineCell;
+use crate::cells::{LineCell, RowFigures};
 use crate::kernel::layout::ThreadFnHead;
 use crate::owned::load_u64;
 use std::cell::{Cell, UnsafeCell};
@@ -135,6 +135,35 @@ pub(crate) fn thread_fn(meta: &'static FnMeta) -> *const ThreadFn {
             }
         })
         .unwrap_or(std::ptr::null())
+}
+
+/// Whether the calling thread is inside a synchronous call of `meta`'s
+/// function, and, if that call records into rows of its own rather than
+/// into this thread's aggregate, their figures so far.
+pub(crate) fn open_here(meta: &'static FnMeta) -> Option<Option<Vec<RowFigures>>> {
+    let index = (meta.head.id.load(Relaxed) as usize).wrapping_sub(1);
+    TABLE
+        .try_with(|table| {
+            // SAFETY: only this thread touches its table, and nothing here
+            // re-enters it.
+            let fns = unsafe { &*table.fns.get() };
+            let found = *fns.get(index)?;
+            // SAFETY: a listed aggregate lives as long as this thread.
+            let thread_fn = unsafe { found.as_ref() }?;
+            if thread_fn.depth.get() == 0 {
+                return None;
+            }
+            let target = thread_fn.target.get();
+            if target.is_null() || std::ptr::eq(target, thread_fn.cells) {
+                return Some(None);
+            }
+            // SAFETY: the outermost open call's own rows, one per cell, which
+            // live until that call, still open on this thread, ends.
+            let rows = unsafe { std::slice::from_raw_parts(target, meta.cell_count()) };
+            Some(Some(rows.iter().map(LineCell::read).collect()))
+        })
+        .ok()
+        .flatten()
 }
 
 #[cold]
