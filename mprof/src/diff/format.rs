@@ -51,6 +51,16 @@ pub fn percent(change: &Change) -> String {
     }
 }
 
+/// The last line of a report that left `unchanged` functions out: empty if
+/// none.
+pub fn unchanged_line(unchanged: usize) -> String {
+    match unchanged {
+        0 => String::new(),
+        1 => "1 function unchanged, not shown (--all shows it)\n".to_owned(),
+        n => format!("{n} functions unchanged, not shown (--all shows them)\n"),
+    }
+}
+
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
