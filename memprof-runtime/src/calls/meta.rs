@@ -242,3 +242,12 @@ fn read_switch() -> bool {
 pub(crate) fn table_every_call() -> bool {
     EVERY_CALL.load(Relaxed)
 }
+
+/// Whether a function's per-call tables (the first calls under `auto`) are
+/// counted per thread rather than per process: in a test binary, where
+/// libtest runs each test on a thread of its own, so that the tables a
+/// test shows do not depend on which tests ran before it.
+pub(crate) fn tables_per_thread() -> bool {
+    let settings = crate::settings::get();
+    settings.test_binary && settings.report == ReportMode::Auto
+}
