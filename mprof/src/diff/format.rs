@@ -83,4 +83,18 @@ mod tests {
         assert_eq!(bytes(8 << 20), "8.0 MiB");
         assert_eq!(bytes(3 << 30), "3.0 GiB");
     }
+
+    #[test]
+    fn a_change_that_rounds_to_zero_percent_has_no_sign() {
+        use super::super::compare::Figure;
+        let change = |base, head| Change {
+            figure: Figure::Peak,
+            base: Some(base),
+            head: Some(head),
+        };
+        assert_eq!(percent(&change(100_000, 99_999)), "0.0%");
+        assert_eq!(percent(&change(100_000, 100_001)), "0.0%");
+        assert_eq!(percent(&change(1000, 900)), "-10.0%");
+        assert_eq!(percent(&change(1000, 1100)), "+10.0%");
+    }
 }
