@@ -297,7 +297,9 @@ pub use memprof_macros::memit;
 ///   `assert_memory!(scope = "process", peak < 10 MiB, { expr })`.
 ///
 /// Without the `enabled` feature nothing is measured, so nothing is checked:
-/// `assert_memory!(.., e)` is `e`.
+/// `assert_memory!(.., e)` is `e`, and passes whatever `e` allocates. A test
+/// whose point is the check can tell from [`ENABLED`]:
+/// `assert!(memprof::ENABLED, "built without memprof's `enabled` feature")`.
 ///
 /// # Examples
 /// ```
@@ -410,7 +412,9 @@ pub use memprof_runtime::config::{Output, RenderSettings, ReportMode, Unit};
 /// # drop(v);
 /// ```
 ///
-/// Without the `enabled` feature it runs `f` and returns all-zero figures.
+/// Without the `enabled` feature it runs `f` and returns all-zero figures
+/// (`Measurement::default()`), whatever `f` allocates: a test that compares
+/// them can tell from [`ENABLED`].
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
     measure_in(Scope::Thread, f)
 }
@@ -428,6 +432,9 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measurement) {
 /// assert!(m.increment < 1 << 20);
 /// # drop((v, w));
 /// ```
+///
+/// Without the `enabled` feature it runs `f` and returns all-zero figures,
+/// as [`measure`] does.
 pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
     if cfg!(feature = "enabled") {
         memprof_runtime::measure_in(scope, f)
@@ -435,6 +442,23 @@ pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
         (f(), Measurement::default())
     }
 }
+
+/// Whether this build of memprof profiles: `true` iff its `enabled` feature
+/// (on by default) is on.
+///
+/// Without it, [`measure`] returns zero figures and `assert_memory!` checks
+/// nothing, so a test whose point is a figure passes without looking: such a
+/// test can skip, or fail, on this.
+///
+/// ```
+/// let (_, m) = memprof::measure(|| vec![0u8; 4096]);
+/// if memprof::ENABLED {
+///     assert_eq!(m.peak, 4096);
+/// } else {
+///     assert_eq!(m, memprof::Measurement::default());
+/// }
+/// ```
+pub const ENABLED: bool = cfg!(feature = "enabled");
 
 pub use memprof_runtime::{
     Allocator, FunctionReport, LineReport, Measurement, Report, Scope, process_heap, report, reset,
@@ -449,6 +473,6 @@ static GLOBAL: Allocator = Allocator::system();
 pub mod __private {
     pub use memprof_runtime::__private::*;
 
-    /// Whether this crate's `enabled` feature is on.
-    pub const ENABLED: bool = cfg!(feature = "enabled");
+    /// Whether this crate's `enabled` feature is on: [`crate::ENABLED`].
+    pub const ENABLED: bool = crate::ENABLED;
 }

@@ -313,24 +313,84 @@ fn a_failed_budget_names_the_user_s_function_first() {
 }
 
 #[profile(limit = "1 MiB")]
-fn frees_then_overshoots(message: Vec<u8>) -> usize {
-    drop(message);
+fn frees_then_overshoots(cache: &mut Vec<Vec<u8>>) -> usize {
+    drop(cache.remove(0));
     let big = vec![1u8; 2 << 20];
     big.len()
 }
 
+/// The same, while a thread it starts loads 1 MiB that the call keeps.
+#[profile(limit = "1 MiB")]
+fn frees_then_overshoots_while_a_thread_loads(cache: &mut Vec<Vec<u8>>) -> Vec<u8> {
+    let loaded = std::thread::spawn(|| vec![3u8; 1 << 20]).join().unwrap();
+    drop(cache.remove(0));
+    let big = vec![1u8; 2 << 20];
+    drop(big);
+    loaded
+}
+
 #[test]
-fn a_failed_budget_says_what_the_call_freed_of_older_memory() {
-    // Regression: the note under a passing call's table was missing here.
-    let message = vec![7u8; 8 << 20];
-    let failed = panic_message(|| {
-        frees_then_overshoots(message);
-    });
-    assert!(failed.contains("peak 2.0 MiB > limit 1.0 MiB"), "{failed}");
+fn child_frees_then_overshoots() {
+    if std::env::var_os("MEMPROF_CHILD").is_some() {
+        frees_then_overshoots(&mut vec![vec![7u8; 8 << 20]]);
+    }
+}
+
+#[test]
+fn child_frees_then_overshoots_while_a_thread_loads() {
+    if std::env::var_os("MEMPROF_CHILD").is_some() {
+        frees_then_overshoots_while_a_thread_loads(&mut vec![vec![7u8; 8 << 20]]);
+    }
+}
+
+/// The lines of the panic message in a failed child's stderr.
+fn failure_message(err: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.contains(" panicked at "))
+        .skip(1)
+        .take_while(|l| {
+            !l.starts_with("note: run with `RUST_BACKTRACE") && *l != "stack backtrace:"
+        })
+        .collect();
+    while lines.last() == Some(&"") {
+        lines.pop();
+    }
+    lines
+}
+
+#[test]
+fn a_failed_budget_that_freed_older_memory_on_one_thread_has_no_note() {
+    // Regression: freeing memory allocated before the call, with no other
+    // thread about, got the note that process scope would count otherwise.
+    let (_, err, passed) = run_child("child_frees_then_overshoots");
+    assert!(!passed);
+    let message = failure_message(&err);
+    assert!(
+        message[0].ends_with("peak 2.0 MiB > limit 1.0 MiB"),
+        "{err}"
+    );
+    assert!(
+        message.last().unwrap().ends_with("             1   }"),
+        "{err}"
+    );
+    assert!(!err.contains("(memprof:"), "{err}");
+}
+
+#[test]
+fn a_failed_budget_says_what_the_call_freed_while_a_thread_allocated() {
+    let (_, err, passed) = run_child("child_frees_then_overshoots_while_a_thread_loads");
+    assert!(!passed);
+    let message = failure_message(&err);
+    assert!(
+        message[0].ends_with("peak 2.0 MiB > limit 1.0 MiB"),
+        "{err}"
+    );
     assert_eq!(
-        failed.lines().last().unwrap(),
+        *message.last().unwrap(),
         "(memprof: this call freed 8.0 MiB more than its thread allocated during it: memory \
          allocated before, or by other threads or tasks, which thread scope does not count, so \
-         Mem usage can read low or below zero; #[profile(scope = \"process\")] counts every thread)"
+         Mem usage can read low or below zero; #[profile(scope = \"process\")] counts every thread)",
+        "{err}"
     );
 }

@@ -86,7 +86,8 @@ fn feature_off_leaves_the_program_as_written() {
 
     // Off: the profiled function compiles to the same code as its plain twin,
     // nothing is printed, no allocator counts, `assert_memory!` checks
-    // nothing (it would fail on zero figures) and `measure` gives zeros.
+    // nothing (it would fail on zero figures), `measure` gives zeros, and
+    // `memprof::ENABLED` says so.
     let sizes = symbol_sizes(&off, &twins);
     assert_eq!(
         sizes[0], sizes[1],
@@ -96,7 +97,7 @@ fn feature_off_leaves_the_program_as_written() {
     assert_eq!(stdout, "");
     assert_eq!(
         stderr,
-        "len 1000 10, heap counted: false, measured peak: 0, profiled functions: 0\n"
+        "enabled: false, len 1000 10, heap counted: false, measured peak: 0, profiled functions: 0\n"
     );
 
     // On (the control): the same checks see memprof.
@@ -114,6 +115,6 @@ fn feature_off_leaves_the_program_as_written() {
     assert!(stdout.contains("At src/main.rs:"), "{stdout}");
     assert_eq!(
         stderr,
-        "len 1000 10, heap counted: true, measured peak: 4096, profiled functions: 1\n"
+        "enabled: true, len 1000 10, heap counted: true, measured peak: 4096, profiled functions: 1\n"
     );
 }

@@ -60,8 +60,9 @@ fn an_async_fn_prints_under_the_rules_of_a_sync_fn() {
     assert_eq!(out.matches("Calls: 5 (aggregated)").count(), 1, "{out}");
     assert_eq!(
         out.matches(
-            "(memprof: further calls of output_calls::async_called_five_times are aggregated into \
-             one table at exit; MEMPROF_REPORT=call prints every call)"
+            "(memprof: no more tables of output_calls::async_called_five_times per call: any \
+             further calls are aggregated into one table at exit; MEMPROF_REPORT=call prints every \
+             call)"
         )
         .count(),
         1,
@@ -261,4 +262,115 @@ fn memit_counts_a_fan_out_and_says_what_thread_scope_missed() {
          memit!(.., scope = \"process\") counts them"
     );
     assert_eq!(figures(lines[3]), "increment: 5.0 MiB (net 4.0 MiB kept)");
+}
+
+// ---- freeing older memory: a note only where other threads moved -------------
+
+/// A cache's eviction: frees what the same thread allocated before the call.
+const EVICTS_LINE: u32 = line!() + 1;
+#[profile]
+fn evicts(cache: &mut Vec<Vec<u8>>) -> usize {
+    let old = cache.remove(0);
+    drop(old);
+    cache.len()
+}
+
+/// The same, while a thread it starts loads 1 MiB that the call keeps.
+const EVICTS_WHILE_LINE: u32 = line!() + 1;
+#[profile]
+fn evicts_while_a_thread_loads(cache: &mut Vec<Vec<u8>>) -> Vec<u8> {
+    let loaded = std::thread::spawn(|| vec![3u8; 1 << 20]).join().unwrap();
+    drop(cache.remove(0));
+    loaded
+}
+
+#[test]
+fn child_evicts() {
+    if is_child() {
+        let mut cache = vec![vec![1u8; 4 << 20], vec![2u8; 16]];
+        evicts(&mut cache);
+        let mut cache = vec![vec![1u8; 4 << 20], vec![2u8; 16]];
+        let loaded = evicts_while_a_thread_loads(&mut cache);
+        drop(loaded);
+    }
+}
+
+/// The table of `function` in `out`, with what follows it up to the next
+/// blank line.
+fn table_of(out: &str, function: &str) -> String {
+    let title = format!("Function: output_calls::{function}");
+    let mut lines = out.lines().skip_while(|l| !l.contains(&title));
+    let mut text = String::new();
+    // The title follows libtest's `test child_... ... ` on its line.
+    if let Some(line) = lines.next() {
+        text.push_str(&line[line.find("Filename:").unwrap()..]);
+        text.push('\n');
+    }
+    for line in lines.by_ref().take(3) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    for line in lines.take_while(|l| !l.is_empty()) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn freeing_older_memory_on_one_thread_has_no_note() {
+    // Regression: a `Drop` or an eviction on a single thread printed "this
+    // call freed 4.0 MiB more than its thread allocated ...; scope =
+    // "process" counts every thread", where process scope counts the same.
+    let (out, _) = run_child(
+        "child_evicts",
+        &[("MEMPROF_UNIT", "MiB"), ("MEMPROF_PRECISION", "1")],
+    );
+    let l = EVICTS_LINE;
+    let expected = format!(
+        "\
+Filename: tests/output_calls.rs   Function: output_calls::evicts
+
+ Line #    Mem usage     Increment         Peak   Occurrences   Line Contents
+=============================================================================
+{:>7}                                                         #[profile]
+{:>7}      0.0 MiB      -4.0 MiB      0.0 MiB             1   fn evicts(cache: &mut Vec<Vec<u8>>) -> usize {{
+{:>7}      4.0 MiB       0.0 MiB      0.0 MiB             1       let old = cache.remove(0);
+{:>7}      0.0 MiB      -4.0 MiB      0.0 MiB             1       drop(old);
+{:>7}      0.0 MiB       0.0 MiB      0.0 MiB             1       cache.len()
+{:>7}      0.0 MiB       0.0 MiB      0.0 MiB             1   }}
+",
+        l,
+        l + 1,
+        l + 2,
+        l + 3,
+        l + 4,
+        l + 5
+    );
+    assert_eq!(table_of(&out, "evicts"), expected, "{out}");
+}
+
+#[test]
+fn freeing_older_memory_while_another_thread_allocates_has_the_note() {
+    let (out, _) = run_child(
+        "child_evicts",
+        &[("MEMPROF_UNIT", "MiB"), ("MEMPROF_PRECISION", "1")],
+    );
+    let table = table_of(&out, "evicts_while_a_thread_loads");
+    assert_eq!(
+        table.lines().nth(5).unwrap(),
+        format!(
+            "{:>7}      0.0 MiB      -4.0 MiB      0.0 MiB             1   \
+             fn evicts_while_a_thread_loads(cache: &mut Vec<Vec<u8>>) -> Vec<u8> {{",
+            EVICTS_WHILE_LINE + 1
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        table.lines().last().unwrap(),
+        "(memprof: this call freed 4.0 MiB more than its thread allocated during it: memory \
+         allocated before, or by other threads or tasks, which thread scope does not count, so \
+         Mem usage can read low or below zero; #[profile(scope = \"process\")] counts every thread)",
+        "{out}"
+    );
 }

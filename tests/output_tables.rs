@@ -36,6 +36,7 @@ fn function(name: &str, lines: Vec<memprof::LineReport>) -> memprof::FunctionRep
         name: name.to_owned(),
         file: "src/lib.rs".to_owned(),
         calls: 1,
+        running: 0,
         gpu: None,
         gpu_driver: None,
         lines,

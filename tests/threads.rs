@@ -158,7 +158,7 @@ fn freeing_other_threads_memory_is_said_under_the_table() {
         "                                                            .map(|_| std::thread::spawn(|| vec![1u8; 4 << 20]))",
         "                                                            .collect();",
         // Joining frees a few bytes this thread allocated to spawn.
-        "       0 MiB      -0 MiB      0 MiB             1       let parts: Vec<Vec<u8>> = handles.into_iter().map(|h| h.join().unwrap()).collect();",
+        "       0 MiB       0 MiB      0 MiB             1       let parts: Vec<Vec<u8>> = handles.into_iter().map(|h| h.join().unwrap()).collect();",
         "       0 MiB       0 MiB      0 MiB             1       let n = parts.iter().map(Vec::len).sum();",
         "     -16 MiB     -16 MiB      0 MiB             1       drop(parts);",
         "     -16 MiB       0 MiB      0 MiB             1       n",

@@ -220,8 +220,8 @@ fn load(vars: &mut Vars<'_>) -> Config {
     let enabled = vars
         .parse("MEMPROF", "on or off", |v| {
             match v.to_ascii_lowercase().as_str() {
-                "on" | "1" | "true" => Some(true),
-                "off" | "0" | "false" => Some(false),
+                "on" | "1" | "true" | "yes" => Some(true),
+                "off" | "0" | "false" | "no" => Some(false),
                 _ => None,
             }
         })
@@ -394,6 +394,24 @@ mod tests {
         assert_eq!(config.cupti_lib, Some(PathBuf::from("/opt/libcupti.so")));
         let (config, _) = from(&[("MEMPROF_OUTPUT", "memprof.txt")]);
         assert_eq!(config.output, Output::File(PathBuf::from("memprof.txt")));
+    }
+
+    #[test]
+    fn memprof_takes_the_usual_words_for_on_and_off() {
+        for on in ["on", "1", "true", "yes", "YES", " Yes "] {
+            let (config, warnings) = from(&[("MEMPROF", on)]);
+            assert_eq!((config.enabled, warnings), (true, vec![]), "{on:?}");
+        }
+        for off in ["off", "0", "false", "no", "No"] {
+            let (config, warnings) = from(&[("MEMPROF", off)]);
+            assert_eq!((config.enabled, warnings), (false, vec![]), "{off:?}");
+        }
+        let (config, warnings) = from(&[("MEMPROF", "maybe")]);
+        assert!(config.enabled);
+        assert_eq!(
+            warnings,
+            ["memprof: ignoring MEMPROF=\"maybe\": expected on or off; using the default"]
+        );
     }
 
     #[test]

@@ -61,22 +61,103 @@ fn print_call(meta: &'static FnMeta, cells: &[LineCell], nth: u64, facts: &CallF
         if config.report == ReportMode::Auto && nth == AUTO_CALL_TABLES {
             text.push_str(&if config.test_binary {
                 format!(
-                    "(memprof: further calls of {} are not printed in a test binary; \
-                     MEMPROF_REPORT=exit prints them aggregated at exit, \
+                    "(memprof: further calls of {} on this test's thread are not printed in a \
+                     test binary; MEMPROF_REPORT=exit prints them aggregated at exit, \
                      MEMPROF_REPORT=call each)\n",
                     report.name
                 )
             } else {
+                // NOTE: conditional, as it is not known yet whether more
+                // calls come: the exit table is printed only if they do.
                 format!(
-                    "(memprof: further calls of {} are aggregated into one table at exit; \
-                     MEMPROF_REPORT=call prints every call)\n",
+                    "(memprof: no more tables of {} per call: any further calls are \
+                     aggregated into one table at exit; MEMPROF_REPORT=call prints every call)\n",
                     report.name
                 )
             });
         }
         text.push('\n');
-        emit(&text);
+        if !hold(&text) {
+            emit(&text);
+        }
     });
+}
+
+// ---- tables held back while a call with a budget runs (test binaries) ---------
+
+/// In a test binary, the tables of calls made during a call with a budget
+/// are held back until it ends, so that a failed budget's message (with the
+/// failing call's table) comes first in the test's output, and the tables of
+/// the calls it made after it.
+struct Held {
+    /// Calls with a budget open on this thread.
+    open: std::cell::Cell<u32>,
+    /// The tables held back so far.
+    text: std::cell::RefCell<String>,
+}
+
+thread_local! {
+    static HELD: Held = const {
+        Held {
+            open: std::cell::Cell::new(0),
+            text: std::cell::RefCell::new(String::new()),
+        }
+    };
+}
+
+/// A synchronous call with a budget starts: in a test binary, tables
+/// printed until it ends are held back. Returns whether they are, for
+/// [`budgeted_call_ended`].
+pub(crate) fn budgeted_call_started() -> bool {
+    if !crate::settings::get().test_binary {
+        return false;
+    }
+    HELD.try_with(|held| held.open.set(held.open.get() + 1))
+        .is_ok()
+}
+
+/// The call [`budgeted_call_started`] held tables for ends: the tables held
+/// back, once no call with a budget is open on this thread any more (or
+/// when the call failed, `failed`), for its message or to print.
+pub(crate) fn budgeted_call_ended(failed: bool) -> String {
+    untracked(|| {
+        HELD.try_with(|held| {
+            let open = held.open.get().saturating_sub(1);
+            held.open.set(open);
+            if open == 0 || failed {
+                std::mem::take(&mut *held.text.borrow_mut())
+            } else {
+                String::new()
+            }
+        })
+        .unwrap_or_default()
+    })
+}
+
+/// Holds `text` back if a call with a budget is open on this thread.
+fn hold(text: &str) -> bool {
+    HELD.try_with(|held| {
+        if held.open.get() == 0 {
+            return false;
+        }
+        held.text.borrow_mut().push_str(text);
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// A failed budget's message, followed by the tables held back during the
+/// call (see [`Held`]).
+pub(crate) fn with_held(message: String, held: &str) -> String {
+    if held.is_empty() {
+        return message;
+    }
+    untracked(|| {
+        format!(
+            "{message}\n(memprof: the tables of calls made during it, held back so that \
+             this one comes first:)\n\n{held}"
+        )
+    })
 }
 
 /// Arranges for the exit tables and `MEMPROF_JSON` at the first profiled
@@ -140,10 +221,14 @@ fn print_exit_tables() {
 }
 
 /// The line under a thread-scope table whose calls freed more than their
-/// thread allocated in them; empty otherwise.
+/// thread allocated in them, while other threads or tasks may have changed
+/// the heap; empty otherwise.
 fn freed_more_note(meta: &FnMeta, function: &FunctionReport, settings: &RenderSettings) -> String {
     match meta.scope {
-        Scope::Thread => crate::render::freed_more_note(function, settings).unwrap_or_default(),
+        Scope::Thread => {
+            crate::render::freed_more_note(function, meta.others_may_have_moved(), settings)
+                .unwrap_or_default()
+        }
         Scope::Process => String::new(),
     }
 }

@@ -61,6 +61,9 @@ struct CallRecord {
     top: Cursor<'static>,
     mark: CallMark,
     place: Place,
+    /// Tables printed during the call are held back until it ends (see
+    /// `output::budgeted_call_started`).
+    holds: bool,
 }
 
 /// A cursor the runtime made, on the side stack (or the heap).
@@ -212,11 +215,13 @@ fn enter_slowly(meta: &'static FnMeta) -> *const CursorHead {
             top: Cursor::for_call(std::ptr::null()),
             mark: CallMark::none(),
             place,
+            holds: false,
         })
     };
     // SAFETY: just written; only this thread reaches it.
     let record = unsafe { &mut *record };
     record.frame.enter_recording();
+    record.holds = meta.has_budget() && crate::output::budgeted_call_started();
     record.top = Cursor::for_call(std::ptr::from_ref(&record.frame).cast::<CallHead>());
     crate::output::at_first_call();
     record.mark = crate::timeline::call_start(true, meta);
@@ -251,7 +256,7 @@ fn exit_slowly(top: *const CursorHead) {
     let record = unsafe { &*release.0 };
     // The body's closing brace ends before the call does.
     record.top.close();
-    finish(&record.frame, &record.mark);
+    finish(&record.frame, &record.mark, record.holds);
 }
 
 /// [`SyncCall::cursor`] where the kernel made none: a call the runtime
@@ -355,14 +360,15 @@ impl Drop for CallGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         if self.frame.is_recording() {
-            finish(self.frame, &self.mark);
+            finish(self.frame, &self.mark, false);
         }
     }
 }
 
-/// Ends a recording call: see [`CallGuard`].
+/// Ends a recording call: see [`CallGuard`]. `holds`: tables printed during
+/// it were held back (see `output::budgeted_call_started`).
 #[inline(never)]
-fn finish(frame: &Frame, mark: &CallMark) {
+fn finish(frame: &Frame, mark: &CallMark, holds: bool) {
     let meta = frame.meta;
     crate::timeline::call_end(mark, meta);
     let exit = frame.exit();
@@ -375,17 +381,28 @@ fn finish(frame: &Frame, mark: &CallMark) {
     let message = over_budget
         .filter(|_| !std::thread::panicking())
         .map(|budget| budget.message(meta, frame.cells(), &exit.facts));
-    if let Some((table, nth)) = exit.table
-        && message.is_none()
-    {
-        // A failed call's table is in its message, and printed only there.
-        crate::output::call_finished(meta, table.cells(), nth, &exit.facts);
-    }
+    let held = match holds {
+        true => crate::output::budgeted_call_ended(message.is_some()),
+        false => String::new(),
+    };
     if let Some(message) = message {
         // A budget is an assertion: the call fails after it returns, as
         // pytest-memray's `limit_memory` fails a test. NOTE: the panic's
         // location is this line (`#[track_caller]` does not reach through
-        // `Drop`), so the message names the function's own.
+        // `Drop`), so the message names the function's own. Its table is in
+        // the message, and printed only there; the tables held back during
+        // the call follow it.
+        let message = crate::output::with_held(message, &held);
+        // NOTE: made outside every figure, so freed so.
+        crate::alloc::untracked(|| drop(held));
+        drop(exit);
         panic!("{message}");
+    }
+    if !held.is_empty() {
+        crate::output::emit(&held);
+    }
+    crate::alloc::untracked(|| drop(held));
+    if let Some((table, nth)) = exit.table {
+        crate::output::call_finished(meta, table.cells(), nth, &exit.facts);
     }
 }

@@ -1,5 +1,6 @@
 //! Text rendering: byte figures and line tables.
 
+use crate::alloc::untracked;
 use crate::calls::CallFacts;
 use crate::config::{RenderSettings, Unit};
 use crate::region::Scope;
@@ -16,7 +17,12 @@ pub fn bytes(n: i64, settings: &RenderSettings) -> String {
         return format!("{n} B");
     }
     let value = n as f64 / unit.size();
-    format!("{value:.prec$} {}", unit.name(), prec = settings.precision)
+    let mut text = format!("{value:.prec$}", prec = settings.precision);
+    // A small negative figure rounds to zero: no sign on it.
+    if text.starts_with('-') && text[1..].bytes().all(|b| b == b'0' || b == b'.') {
+        text.remove(0);
+    }
+    format!("{text} {}", unit.name())
 }
 
 fn auto_unit(n: u64) -> Unit {
@@ -144,15 +150,13 @@ pub(crate) fn table(
 
     let mut out = format!("Filename: {}   Function: {}", function.file, function.name);
     if aggregated {
-        out.push_str(&format!(
-            "   Calls: {}{}",
-            function.calls,
-            if function.calls == 1 {
-                ""
-            } else {
-                " (aggregated)"
-            }
-        ));
+        let calls = match (function.calls, function.running) {
+            (0, running) => format!("{running} running"),
+            (1, 0) => "1".to_owned(),
+            (n, 0) => format!("{n} (aggregated)"),
+            (n, running) => format!("{n} (aggregated), {running} running"),
+        };
+        out.push_str(&format!("   Calls: {calls}"));
     }
     out.push('\n');
     if let Some(description) = &function.gpu {
@@ -196,11 +200,14 @@ pub(crate) fn table(
 }
 
 /// The line under a thread-scope table whose calls freed more than their
-/// thread allocated during them: memory from before the call, or from other
-/// threads, which thread scope does not count (so Mem usage reads low, even
-/// below zero). `None` when they did not.
+/// thread allocated during them, when `others_moved`: other threads or tasks
+/// changed the heap during them, so that the memory freed may be theirs and
+/// process scope would count otherwise (Mem usage reads low, even below
+/// zero). `None` otherwise: freeing memory allocated before the call, by its
+/// own thread or any other, is counted right in either scope.
 pub(crate) fn freed_more_note(
     function: &FunctionReport,
+    others_moved: bool,
     settings: &RenderSettings,
 ) -> Option<String> {
     let fn_row = function.lines.iter().find(|l| l.increment.is_some())?;
@@ -209,7 +216,10 @@ pub(crate) fn freed_more_note(
         .lines
         .iter()
         .any(|l| l.mem_usage.is_some_and(|m| m < 0));
-    if freed >= 0 && !below_zero {
+    // NOTE: Mem usage below zero is the heap at entry plus the thread's
+    // change: it takes other threads that allocated meanwhile.
+    let said = below_zero || (freed < 0 && others_moved);
+    if !said {
         return None;
     }
     let (who, whose) = match function.calls {
@@ -243,7 +253,15 @@ pub(crate) fn call_note(
     if scope == Scope::Process {
         return String::new();
     }
-    if let Some(note) = freed_more_note(function, settings) {
+    // Other threads or tasks changed the heap by enough to matter beside
+    // what the call freed: at least that, or 1 KiB.
+    let freed = function
+        .lines
+        .iter()
+        .find_map(|l| l.increment)
+        .map_or(0, i64::unsigned_abs);
+    let others_moved = facts.others_kept.unsigned_abs() >= OTHERS_NOTED.min(freed.max(1));
+    if let Some(note) = freed_more_note(function, others_moved, settings) {
         return note;
     }
     let own_peak = function
@@ -253,7 +271,7 @@ pub(crate) fn call_note(
         .and_then(|l| l.peak)
         .unwrap_or(0);
     let others = facts.others_kept;
-    if others < OTHERS_NOTED || (others as u64) < own_peak {
+    if others < OTHERS_NOTED as i64 || (others as u64) < own_peak {
         return String::new();
     }
     format!(
@@ -265,8 +283,9 @@ pub(crate) fn call_note(
 
 /// What other threads or tasks must leave allocated during a thread-scope
 /// call, and at least the call's own peak, for its table to say so: less is
-/// the noise of a busy program.
-const OTHERS_NOTED: i64 = 1024;
+/// the noise of a busy program (such as libtest's main thread, which
+/// allocates as a test thread starts).
+pub(crate) const OTHERS_NOTED: u64 = 1024;
 
 /// Marks a call's table, in its title, as ended by a panic: its rows hold
 /// what ran until then, the panicking line included.
@@ -278,22 +297,32 @@ pub(crate) fn mark_panicked(table: &mut String) {
 
 // ---- `Display` for the report types: their tables ------------------------------
 
+// NOTE: the text is built with counting paused, as the report itself is:
+// only what the formatter writes (the caller's `String`, say) counts.
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let settings = crate::settings::get().render;
-        for (i, function) in self.functions.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            f.write_str(&table(function, true, &settings))?;
-        }
-        Ok(())
+        let text = untracked(|| {
+            let settings = crate::settings::get().render;
+            let tables: Vec<String> = self
+                .functions
+                .iter()
+                .map(|function| table(function, true, &settings))
+                .collect();
+            tables.join("\n")
+        });
+        let written = f.write_str(&text);
+        untracked(|| drop(text));
+        written
     }
 }
 
 impl fmt::Display for FunctionReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&table(self, true, &crate::settings::get().render))
+        let text = untracked(|| table(self, true, &crate::settings::get().render));
+        let written = f.write_str(&text);
+        untracked(|| drop(text));
+        written
     }
 }
 
@@ -326,5 +355,25 @@ mod tests {
             min_increment: None,
         };
         assert_eq!(bytes(1 << 20, &s), "1048576 B");
+    }
+
+    #[test]
+    fn a_small_negative_figure_is_zero_without_a_sign() {
+        // Regression: `MEMPROF_UNIT=GB` wrote -0.0 GiB.
+        let s = RenderSettings {
+            unit: Some(Unit::GiB),
+            precision: 1,
+            min_increment: None,
+        };
+        assert_eq!(bytes(-4096, &s), "0.0 GiB");
+        assert_eq!(bytes(4096, &s), "0.0 GiB");
+        assert_eq!(bytes(-(3 << 29), &s), "-1.5 GiB");
+        let s = RenderSettings {
+            unit: Some(Unit::MiB),
+            precision: 0,
+            min_increment: None,
+        };
+        assert_eq!(bytes(-100, &s), "0 MiB");
+        assert_eq!(bytes(-(1 << 20), &s), "-1 MiB");
     }
 }

@@ -30,10 +30,33 @@ use crate::cells::{LineCell, RowFigures};
 // `PartialEq<Value>` impls for integers would be visible to every crate that
 // depends on memprof and break type inference in code such as
 // `assert_eq!(&*v, &[])` (found by the corpus check).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
+///
+/// A report's memory is outside every figure, as memprof's own bookkeeping
+/// is: [`report()`] builds it with counting paused on its thread, and
+/// dropping it frees it so too (a clone likewise), so that taking one adds
+/// nothing to the line that takes it. What you take out of it (say with
+/// `std::mem::take(&mut report.functions)`) is freed counted, as yours;
+/// a `FunctionReport` cloned out of it is yours throughout.
+#[derive(Debug, Default, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
 pub struct Report {
-    /// One entry per `#[profile]` function in the program, in source order.
+    /// One entry per `#[profile]` function that has been called (or is
+    /// running on the thread that took the report), in source order.
     pub functions: Vec<FunctionReport>,
+}
+
+impl Clone for Report {
+    fn clone(&self) -> Self {
+        untracked(|| Report {
+            functions: self.functions.clone(),
+        })
+    }
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        let functions = std::mem::take(&mut self.functions);
+        untracked(|| drop(functions));
+    }
 }
 
 /// One profiled function's table.
@@ -45,9 +68,14 @@ pub struct FunctionReport {
     pub name: String,
     /// The source file, as `file!()` gives it.
     pub file: String,
-    /// Number of calls not nested in a call of the same function on the
-    /// same thread (recursion counts once).
+    /// Number of finished calls not nested in a call of the same function
+    /// on the same thread (recursion counts once).
     pub calls: u64,
+    /// Calls still running on the thread that took the report (0 or 1): a
+    /// report taken inside a profiled function shows it, with the rows it
+    /// has run so far; its `fn` row gets its figures when it ends. Calls
+    /// running on other threads, or in an `async fn`, show once they end.
+    pub running: u64,
     /// What the GPU columns show, e.g. `GPU: this process's memory on device
     /// 0 (NVIDIA H100)`; `None` when the table has no GPU columns.
     pub gpu: Option<String>,
@@ -240,6 +268,24 @@ pub(crate) fn call_report(meta: &FnMeta, cells: &[LineCell]) -> FunctionReport {
     function_report(meta, &rows, 1)
 }
 
+/// `meta`'s rows and calls as `report()` shows them: every thread's, and
+/// a call running on this thread, if any, with its rows so far.
+fn report_of(meta: &'static FnMeta) -> FunctionReport {
+    let (mut rows, calls) = meta.totals();
+    let running = match crate::calls::open_here(meta) {
+        None => 0,
+        Some(own) => {
+            for (sum, row) in rows.iter_mut().zip(own.iter().flatten()) {
+                sum.add(row);
+            }
+            1
+        }
+    };
+    let mut function = function_report(meta, &rows, calls);
+    function.running = running;
+    function
+}
+
 pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -> FunctionReport {
     let mut lines: Vec<LineReport> = meta
         .rows
@@ -317,6 +363,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
         name: meta.name().to_owned(),
         file: meta.file.to_owned(),
         calls,
+        running: 0,
         gpu: gpu.filter(|_| sampled).map(str::to_owned),
         gpu_driver: driver_description.filter(|_| driven).map(str::to_owned),
         lines,
@@ -332,11 +379,16 @@ pub(crate) fn registered() -> Vec<&'static FnMeta> {
     metas
 }
 
-/// Every registered `#[profile]` function, aggregated over all calls so far.
+/// Every `#[profile]` function called so far, aggregated over its calls;
+/// functions never called are left out.
 ///
-/// The `Report` itself is ordinary memory of the caller's; building it leaves
-/// no trace in any figure. With `MEMPROF_REPORT=off` nothing is printed
-/// and this is the only way to the figures.
+/// The `Report` is the caller's to keep, and its memory counts in no figure,
+/// nor does the work of building it: taking one leaves the line that takes
+/// it, and the function around it, as they were (see [`Report`]). A call
+/// still running on this thread (the one that takes the report, say) is in
+/// it as [`FunctionReport::running`], with the rows it has run so far. With
+/// `MEMPROF_REPORT=off` nothing is printed and this is the only way to the
+/// figures.
 ///
 /// ```
 /// #[memprof::profile]
@@ -356,21 +408,13 @@ pub(crate) fn registered() -> Vec<&'static FnMeta> {
 /// assert_eq!((row.increment, row.peak, row.occurrences), (Some(4000), Some(3000), 2));
 /// ```
 pub fn report() -> Report {
-    let functions = untracked(|| {
-        registered()
+    untracked(|| Report {
+        functions: registered()
             .into_iter()
-            .map(|m| (m, m.totals()))
-            .collect::<Vec<_>>()
-    });
-    // The result is built counted: it is the caller's to keep and free.
-    let report = Report {
-        functions: functions
-            .iter()
-            .map(|(m, (rows, calls))| function_report(m, rows, *calls))
+            .map(report_of)
+            .filter(|f| f.calls > 0 || f.running > 0)
             .collect(),
-    };
-    untracked(|| drop(functions));
-    report
+    })
 }
 
 /// Clears all aggregated figures and call counts, for example between the
@@ -386,10 +430,8 @@ pub fn report() -> Report {
 /// work();
 /// assert_eq!(memprof::report().function("work").unwrap().calls, 1);
 /// memprof::reset();
-/// let report = memprof::report();
-/// let work = report.function("work").unwrap();
-/// assert_eq!(work.calls, 0);
-/// assert!(work.lines.iter().all(|l| l.occurrences == 0));
+/// // No calls since: left out of the report.
+/// assert!(memprof::report().function("work").is_none());
 /// ```
 pub fn reset() {
     untracked(|| {

@@ -64,7 +64,8 @@ enum Command {
         #[arg(allow_negative_numbers = true, value_name = "FILE|INDEX")]
         profiles: Vec<String>,
     },
-    /// Compare two runs' MEMPROF_JSON reports function by function, largest growth first
+    /// Compare two runs' MEMPROF_JSON reports function by function, largest growth first;
+    /// functions that did not change are left out (--all shows them)
     #[command(after_help = DIFF_HELP)]
     Diff(DiffArgs),
 }
@@ -77,6 +78,8 @@ the calls). GPU peak shows where a run counted device allocations. --fail-over
 checks the functions of both runs; new and removed ones are listed, not checked.
 A function renamed between the runs (a dependency's new version changes trait
 paths in names) is matched by its file and `fn` line, and shown with both names.
+A function whose figures are the same in both runs (never called in either,
+say) is left out, and one last line counts those; --all shows them too.
 Exit status: 0; 1 when a figure grew past --fail-over; 2 when a report cannot be
 read (missing, not JSON, not memprof's, or of another schema version), or when
 the base has no profiled function that ran and --allow-empty-base is not given.";
@@ -107,6 +110,9 @@ struct DiffArgs {
     /// The report's form
     #[arg(long, value_enum, default_value = "text")]
     format: diff::Format,
+    /// Also show the functions whose figures did not change
+    #[arg(long)]
+    all: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -256,6 +262,7 @@ fn execute(command: Command) -> Result<i32, Error> {
             }),
             allow_empty_base: args.allow_empty_base,
             format: args.format,
+            all: args.all,
         }),
     }
 }

@@ -266,6 +266,37 @@ fn the_recorded_pair() {
  Peak        64.1 KiB   320.1 KiB   +256.0 KiB    +399.4%
  Kept/call   64.0 KiB   320.1 KiB   +256.0 KiB    +399.9%
 
+Filename: examples/diff_demo.rs   Function: diff_demo::parse_records   Status: shrank
+
+ Figure         Base        Head     Change   Change %
+======================================================
+ Calls             1           1          0       0.0%
+ Peak        1.5 MiB   390.6 KiB   -1.1 MiB     -75.0%
+ Kept/call       0 B         0 B        0 B       0.0%
+
+1 function unchanged, not shown (--all shows it)
+"#
+    );
+}
+
+#[test]
+fn all_shows_the_unchanged_functions_too() {
+    let dir = scratch("diff-recorded-all");
+    let (out, err, code) = diff(
+        &dir,
+        &[&fixture("base.json"), &fixture("head.json"), "--all"],
+    );
+    assert_eq!((err.as_str(), code), ("", Some(0)));
+    assert_eq!(
+        out,
+        r#"Filename: examples/diff_demo.rs   Function: diff_demo::fill_cache   Status: grew
+
+ Figure          Base        Head       Change   Change %
+=========================================================
+ Calls              3           3            0       0.0%
+ Peak        64.1 KiB   320.1 KiB   +256.0 KiB    +399.4%
+ Kept/call   64.0 KiB   320.1 KiB   +256.0 KiB    +399.9%
+
 Filename: examples/diff_demo.rs   Function: diff_demo::load_config   Status: same
 
  Figure         Base      Head   Change   Change %
@@ -283,6 +314,66 @@ Filename: examples/diff_demo.rs   Function: diff_demo::parse_records   Status: s
  Kept/call       0 B         0 B        0 B       0.0%
 "#
     );
+}
+
+#[test]
+fn only_what_changed_is_shown_by_default() {
+    // Regression: one regression among 47 functions, most never called,
+    // printed 362 lines.
+    let dir = scratch("diff-changed-only");
+    let never = |name| simple(name, 0, 0, 0);
+    write(
+        &dir,
+        "base.json",
+        vec![
+            simple("app::grows", 1, 1000, 1000),
+            simple("app::steady", 2, 200, 100),
+            never("app::idle"),
+            never("app::unused"),
+        ],
+    );
+    write(
+        &dir,
+        "head.json",
+        vec![
+            simple("app::grows", 1, 2000, 2000),
+            simple("app::steady", 2, 200, 100),
+            never("app::idle"),
+            never("app::unused"),
+        ],
+    );
+    let (out, err, code) = diff(&dir, &["base.json", "head.json"]);
+    assert_eq!((err.as_str(), code), ("", Some(0)));
+    assert_eq!(
+        out,
+        r#"Filename: src/app.rs   Function: app::grows   Status: grew
+
+ Figure        Base      Head    Change   Change %
+==================================================
+ Calls            1         1         0       0.0%
+ Peak        1000 B   2.0 KiB   +1000 B    +100.0%
+ Kept/call   1000 B   2.0 KiB   +1000 B    +100.0%
+
+3 functions unchanged, not shown (--all shows them)
+"#
+    );
+    let (out, _, code) = diff(&dir, &["base.json", "head.json", "--format", "markdown"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out,
+        r#"| Function | Status | Calls | Peak | Peak change | Kept/call | Kept/call change |
+| :-- | :-- | --: | --: | --: | --: | --: |
+| `app::grows` | grew | 1 | 1000 B → 2.0 KiB | +1000 B (+100.0%) | 1000 B → 2.0 KiB | +1000 B (+100.0%) |
+
+3 functions unchanged, not shown (--all shows them)
+"#
+    );
+    // Nothing changed: the line alone.
+    let (out, _, code) = diff(&dir, &["base.json", "base.json"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(out, "4 functions unchanged, not shown (--all shows them)\n");
+    let (out, _, _) = diff(&dir, &["base.json", "base.json", "--all"]);
+    assert_eq!(out.matches("Filename: ").count(), 4, "{out}");
 }
 
 #[test]
@@ -304,8 +395,9 @@ fn the_recorded_pair_as_markdown_with_lines() {
         r#"| Function | Status | Calls | Peak | Peak change | Kept/call | Kept/call change |
 | :-- | :-- | --: | --: | --: | --: | --: |
 | `diff_demo::fill_cache` | grew | 3 | 64.1 KiB → 320.1 KiB | +256.0 KiB (+399.4%) | 64.0 KiB → 320.1 KiB | +256.0 KiB (+399.9%) |
-| `diff_demo::load_config` | same | 1 | 2.9 KiB → 2.9 KiB | 0 B (0.0%) | 2.9 KiB → 2.9 KiB | 0 B (0.0%) |
 | `diff_demo::parse_records` | shrank | 1 | 1.5 MiB → 390.6 KiB | -1.1 MiB (-75.0%) | 0 B → 0 B | 0 B (0.0%) |
+
+1 function unchanged, not shown (--all shows it)
 
 <details><summary><code>diff_demo::fill_cache</code>: lines</summary>
 

@@ -15,8 +15,8 @@
 //! prints under the same rules as a synchronous call: its rows are its own
 //! whether or not it was handed a table (`nth` 0 when not).
 
-use super::meta::{FnMeta, switch_on_entry, table_every_call};
-use super::thread::{ThreadFn, thread_fn};
+use super::meta::{FnMeta, switch_on_entry, table_every_call, tables_per_thread};
+use super::thread::{ThreadFn, set_published, thread_fn};
 use crate::alloc::{self, ThreadCounters};
 use crate::cells::LineCell;
 use crate::config::ReportMode;
@@ -252,6 +252,11 @@ impl Frame {
                         nth => self.own_table(nth),
                     }
                     t.target.set(get(&self.head.cells));
+                    if t.tables.get() >= AUTO_CALL_TABLES && tables_per_thread() {
+                        // This thread's tables are handed out: the kernel
+                        // may enter its calls.
+                        set_published(meta, true);
+                    }
                 } else {
                     set(&self.head.cells, t.target.get());
                 }
@@ -273,7 +278,12 @@ impl Frame {
     #[cold]
     fn grant_fast_entry(&self) {
         let meta = self.meta;
-        let alike = meta.tables.load(Relaxed) >= AUTO_CALL_TABLES
+        // SAFETY: a non-null aggregate lives as long as this thread.
+        let thread_done = unsafe { get(&self.state().thread_fn).as_ref() }
+            .is_some_and(|t| t.tables.get() >= AUTO_CALL_TABLES);
+        let tables_done =
+            meta.tables.load(Relaxed) >= AUTO_CALL_TABLES || (thread_done && tables_per_thread());
+        let alike = tables_done
             && !meta.has_budget()
             && !table_every_call()
             && meta.scope == Scope::Thread
@@ -317,6 +327,19 @@ impl Frame {
         let meta = self.meta;
         let mode = crate::settings::get().report;
         let nth = match mode {
+            // NOTE: then `meta.tables` stays 0, so that every call comes
+            // here; the kernel enters a thread's calls once its tables are
+            // handed out (see `thread::set_published`).
+            ReportMode::Auto if tables_per_thread() => {
+                // SAFETY: a non-null aggregate lives as long as this thread.
+                match unsafe { thread_fn(meta).as_ref() } {
+                    Some(t) if t.tables.get() < AUTO_CALL_TABLES => {
+                        t.tables.set(t.tables.get() + 1);
+                        t.tables.get()
+                    }
+                    _ => u64::MAX,
+                }
+            }
             ReportMode::Auto if meta.tables.load(Relaxed) < AUTO_CALL_TABLES => {
                 meta.tables.fetch_add(1, Relaxed) + 1
             }
@@ -434,6 +457,9 @@ impl Frame {
             panicked: std::thread::panicking() && !entry.unwinding_at_entry,
             others_kept,
         };
+        if others_kept.unsigned_abs() >= crate::render::OTHERS_NOTED {
+            self.meta.saw_others_move();
+        }
         let fn_row = self.row(0);
         if let Some(gpu) = entry.gpu_start.and_then(crate::gpu::end) {
             fn_row.closed_gpu(gpu.increment, gpu.usage, gpu.peak);

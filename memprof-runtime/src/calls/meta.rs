@@ -42,6 +42,9 @@ pub struct FnMeta {
     pub(crate) tables: AtomicU64,
     /// Outermost calls made by threads that have ended.
     pub(crate) retired_calls: AtomicU64,
+    /// Some call with a table of its own saw other threads or tasks change
+    /// the process's heap while it ran, by 1 KiB or more.
+    others_moved: AtomicBool,
     /// The live threads' aggregates; also serializes folding an ending
     /// thread's figures into `retired`.
     pub(crate) threads: Mutex<Vec<ThreadFnPtr>>,
@@ -86,6 +89,7 @@ impl FnMeta {
             gpu: true,
             tables: AtomicU64::new(0),
             retired_calls: AtomicU64::new(0),
+            others_moved: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -126,6 +130,22 @@ impl FnMeta {
         self.cell_rows.len()
     }
 
+    /// Notes that a call saw other threads or tasks change the process's
+    /// heap while it ran.
+    pub(crate) fn saw_others_move(&self) {
+        if !self.others_moved.load(Relaxed) {
+            self.others_moved.store(true, Relaxed);
+        }
+    }
+
+    /// Whether other threads or tasks may have changed the process's heap
+    /// during some call since the last `reset`: a call with a table of its
+    /// own saw them, or the process has run other allocating threads, which
+    /// a call recorded straight into the aggregate cannot rule out.
+    pub(crate) fn others_may_have_moved(&self) -> bool {
+        self.others_moved.load(Relaxed) || crate::alloc::slots_in_use() > 1
+    }
+
     pub(crate) fn has_budget(&self) -> bool {
         self.peak_limit != u64::MAX || self.retained_limit != u64::MAX
     }
@@ -160,6 +180,7 @@ impl FnMeta {
         let _threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         self.retired.iter().for_each(LineCell::clear);
         self.retired_calls.store(0, Relaxed);
+        self.others_moved.store(false, Relaxed);
         self.tables.store(0, Relaxed);
         // Tables are to be handed out again: calls take the runtime's entry.
         self.head.fast.store(false, Relaxed);
@@ -220,4 +241,13 @@ fn read_switch() -> bool {
 #[inline]
 pub(crate) fn table_every_call() -> bool {
     EVERY_CALL.load(Relaxed)
+}
+
+/// Whether a function's per-call tables (the first calls under `auto`) are
+/// counted per thread rather than per process: in a test binary, where
+/// libtest runs each test on a thread of its own, so that the tables a
+/// test shows do not depend on which tests ran before it.
+pub(crate) fn tables_per_thread() -> bool {
+    let settings = crate::settings::get();
+    settings.test_binary && settings.report == ReportMode::Auto
 }

@@ -19,3 +19,4 @@ pub(crate) use frame::{CallFacts, Frame};
 pub(crate) use meta::switch_on_entry;
 pub use meta::{FnMeta, Registration, is_off};
 pub use task::Instrumented;
+pub(crate) use thread::open_here;

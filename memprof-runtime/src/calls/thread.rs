@@ -6,7 +6,7 @@
 
 use super::meta::{FnMeta, ThreadFnPtr};
 use crate::alloc::untracked;
-use crate::cells::LineCell;
+use crate::cells::{LineCell, RowFigures};
 use crate::kernel::layout::ThreadFnHead;
 use crate::owned::load_u64;
 use std::cell::{Cell, UnsafeCell};
@@ -27,6 +27,9 @@ pub(crate) struct ThreadFn {
     /// One row per cell, between `PAD` unused rows on each side. Written by
     /// the owner only (see `LineCell`).
     padded: Box<[LineCell]>,
+    /// Per-call tables this thread has handed out, where they are counted
+    /// per thread (see `meta::tables_per_thread`). Owner only.
+    pub(crate) tables: Cell<u64>,
 }
 
 impl std::ops::Deref for ThreadFn {
@@ -67,12 +70,22 @@ impl ThreadFn {
         self.cells().iter().for_each(LineCell::clear);
         self.calls.store(0, Relaxed);
         self.generation.store(generation, Relaxed);
+        if self.tables.get() != 0 {
+            // Tables are to be handed out again: the kernel must leave this
+            // thread's calls to the runtime until they are.
+            self.tables.set(0);
+            set_published(self.meta, false);
+        }
     }
 }
 
 /// The calling thread's aggregates, indexed by `FnMeta::id - 1`.
 struct ThreadTable {
     fns: UnsafeCell<Vec<*const ThreadFn>>,
+    /// What the kernel's call entry finds: `fns`, but null for a function
+    /// whose calls on this thread still hand out tables of their own when
+    /// tables are counted per thread (see `meta::tables_per_thread`).
+    published: UnsafeCell<Vec<*const ThreadFn>>,
 }
 
 impl Drop for ThreadTable {
@@ -82,6 +95,7 @@ impl Drop for ThreadTable {
         let fns = self.fns.get_mut();
         // The kernel's entry must not find the aggregates any more.
         publish(&[]);
+        untracked(|| drop(std::mem::take(self.published.get_mut())));
         untracked(|| {
             for thread_fn in std::mem::take(fns) {
                 if !thread_fn.is_null() {
@@ -101,6 +115,7 @@ thread_local! {
     static TABLE: ThreadTable = const {
         ThreadTable {
             fns: UnsafeCell::new(Vec::new()),
+            published: UnsafeCell::new(Vec::new()),
         }
     };
 }
@@ -114,6 +129,20 @@ fn publish(fns: &[*const ThreadFn]) {
         t.fns.set(fns.as_ptr().cast::<*const ThreadFnHead>());
         t.fns_len.set(fns.len());
     }
+}
+
+/// Lets the kernel's call entry find the calling thread's aggregate of
+/// `meta` (`true`), or not (`false`): its calls then take the runtime's.
+pub(crate) fn set_published(meta: &'static FnMeta, on: bool) {
+    let index = (meta.head.id.load(Relaxed) as usize).wrapping_sub(1);
+    let _ = TABLE.try_with(|table| {
+        // SAFETY: only this thread touches its table, and nothing here
+        // re-enters it.
+        let (fns, published) = unsafe { (&*table.fns.get(), &mut *table.published.get()) };
+        if let (Some(&found), Some(slot)) = (fns.get(index), published.get_mut(index)) {
+            *slot = if on { found } else { std::ptr::null() };
+        }
+    });
 }
 
 /// Hands out function ids.
@@ -135,6 +164,35 @@ pub(crate) fn thread_fn(meta: &'static FnMeta) -> *const ThreadFn {
             }
         })
         .unwrap_or(std::ptr::null())
+}
+
+/// Whether the calling thread is inside a synchronous call of `meta`'s
+/// function, and, if that call records into rows of its own rather than
+/// into this thread's aggregate, their figures so far.
+pub(crate) fn open_here(meta: &'static FnMeta) -> Option<Option<Vec<RowFigures>>> {
+    let index = (meta.head.id.load(Relaxed) as usize).wrapping_sub(1);
+    TABLE
+        .try_with(|table| {
+            // SAFETY: only this thread touches its table, and nothing here
+            // re-enters it.
+            let fns = unsafe { &*table.fns.get() };
+            let found = *fns.get(index)?;
+            // SAFETY: a listed aggregate lives as long as this thread.
+            let thread_fn = unsafe { found.as_ref() }?;
+            if thread_fn.depth.get() == 0 {
+                return None;
+            }
+            let target = thread_fn.target.get();
+            if target.is_null() || std::ptr::eq(target, thread_fn.cells) {
+                return Some(None);
+            }
+            // SAFETY: the outermost open call's own rows, one per cell, which
+            // live until that call, still open on this thread, ends.
+            let rows = unsafe { std::slice::from_raw_parts(target, meta.cell_count()) };
+            Some(Some(rows.iter().map(LineCell::read).collect()))
+        })
+        .ok()
+        .flatten()
 }
 
 #[cold]
@@ -161,6 +219,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
             },
             meta,
             padded,
+            tables: Cell::new(0),
         }));
         meta.threads
             .lock()
@@ -172,7 +231,13 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
             fns.resize(index + 1, std::ptr::null());
         }
         fns[index] = thread_fn;
-        publish(fns);
+        // SAFETY: only this thread touches its table.
+        let published = unsafe { &mut *table.published.get() };
+        published.resize(fns.len(), std::ptr::null());
+        if !super::meta::tables_per_thread() {
+            published[index] = thread_fn;
+        }
+        publish(published);
         thread_fn
     })
 }

@@ -44,8 +44,20 @@ pub fn signed_bytes(delta: i64) -> String {
 pub fn percent(change: &Change) -> String {
     match change.percent() {
         None => "n/a".to_owned(),
+        // A change that rounds to zero is written without a sign.
+        Some(p) if format!("{:.1}", p.abs()) == "0.0" => "0.0%".to_owned(),
         Some(p) if p > 0.0 => format!("+{p:.1}%"),
         Some(p) => format!("{p:.1}%"),
+    }
+}
+
+/// The last line of a report that left `unchanged` functions out: empty if
+/// none.
+pub fn unchanged_line(unchanged: usize) -> String {
+    match unchanged {
+        0 => String::new(),
+        1 => "1 function unchanged, not shown (--all shows it)\n".to_owned(),
+        n => format!("{n} functions unchanged, not shown (--all shows them)\n"),
     }
 }
 
@@ -80,5 +92,19 @@ mod tests {
         assert_eq!(bytes(-1536), "-1.5 KiB");
         assert_eq!(bytes(8 << 20), "8.0 MiB");
         assert_eq!(bytes(3 << 30), "3.0 GiB");
+    }
+
+    #[test]
+    fn a_change_that_rounds_to_zero_percent_has_no_sign() {
+        use super::super::compare::Figure;
+        let change = |base, head| Change {
+            figure: Figure::Peak,
+            base: Some(base),
+            head: Some(head),
+        };
+        assert_eq!(percent(&change(100_000, 99_999)), "0.0%");
+        assert_eq!(percent(&change(100_000, 100_001)), "0.0%");
+        assert_eq!(percent(&change(1000, 900)), "-10.0%");
+        assert_eq!(percent(&change(1000, 1100)), "+10.0%");
     }
 }

@@ -3,11 +3,15 @@
 //! changed function's line table folded under it.
 
 use super::compare::{Change, FunctionDiff};
-use super::format::{delta, percent, side};
+use super::format::{delta, percent, side, unchanged_line};
 use super::table::line_table;
 
-/// The whole report as Markdown.
-pub fn report(diffs: &[FunctionDiff], lines: bool) -> String {
+/// The report of the functions `diffs` as Markdown, and a line counting
+/// the `unchanged` ones left out.
+pub fn report(diffs: &[&FunctionDiff], unchanged: usize, lines: bool) -> String {
+    if diffs.is_empty() {
+        return unchanged_line(unchanged);
+    }
     let figures: Vec<&str> = diffs
         .first()
         .map(|d| d.changes.iter().skip(1).map(|c| c.figure.name()).collect())
@@ -25,7 +29,7 @@ pub fn report(diffs: &[FunctionDiff], lines: bool) -> String {
     }
     let mut out = row(&header);
     out.push_str(&row(&rule));
-    for diff in diffs {
+    for diff in diffs.iter().copied() {
         let status = match diff.over.is_empty() {
             true => diff.status().to_owned(),
             false => "**past --fail-over**".to_owned(),
@@ -48,6 +52,10 @@ pub fn report(diffs: &[FunctionDiff], lines: bool) -> String {
             });
         }
         out.push_str(&row(&cells));
+    }
+    if unchanged > 0 {
+        out.push('\n');
+        out.push_str(&unchanged_line(unchanged));
     }
     if lines {
         for diff in diffs.iter().filter(|d| d.changed()) {

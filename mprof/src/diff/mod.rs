@@ -31,6 +31,8 @@ pub struct DiffOptions {
     pub fail_over: Option<Threshold>,
     pub allow_empty_base: bool,
     pub format: Format,
+    /// Also show the functions whose figures did not change.
+    pub all: bool,
 }
 
 /// Prints the comparison; the exit status is 1 when a figure grew past
@@ -54,9 +56,14 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
         eprintln!("mprof: {} {why}", options.base.display());
     }
     let diffs = compare::compare(&base, &head, options.fail_over);
+    let shown: Vec<&compare::FunctionDiff> = diffs
+        .iter()
+        .filter(|d| options.all || d.changed())
+        .collect();
+    let unchanged = diffs.len() - shown.len();
     let out = match options.format {
-        Format::Text => table::report(&diffs, options.lines),
-        Format::Markdown => markdown::report(&diffs, options.lines),
+        Format::Text => table::report(&shown, unchanged, options.lines),
+        Format::Markdown => markdown::report(&shown, unchanged, options.lines),
     };
     print!("{out}");
     let Some(threshold) = options.fail_over else {

@@ -3,7 +3,7 @@
 //! (figures right-aligned, a `=` rule as wide as the header).
 
 use super::compare::{FunctionDiff, per_call, to_i64};
-use super::format::{bytes, delta, percent, side, signed_bytes};
+use super::format::{bytes, delta, percent, side, signed_bytes, unchanged_line};
 use super::input::{FunctionRun, LineRun};
 use super::lines::{LinePair, match_lines};
 use std::ops::Range;
@@ -14,8 +14,9 @@ use tabled::settings::{Alignment, Modify, Style};
 /// Source text beyond this many columns is cut, as in memprof's tables.
 const CONTENTS_WIDTH: usize = 100;
 
-/// Every function's tables, one after another.
-pub fn report(diffs: &[FunctionDiff], lines: bool) -> String {
+/// The tables of the functions `diffs`, one after another, and a line
+/// counting the `unchanged` ones left out.
+pub fn report(diffs: &[&FunctionDiff], unchanged: usize, lines: bool) -> String {
     let mut out = String::new();
     for (i, diff) in diffs.iter().enumerate() {
         if i > 0 {
@@ -23,6 +24,10 @@ pub fn report(diffs: &[FunctionDiff], lines: bool) -> String {
         }
         out.push_str(&function(diff, lines));
     }
+    if unchanged > 0 && !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&unchanged_line(unchanged));
     out
 }
 

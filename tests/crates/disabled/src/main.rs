@@ -39,7 +39,8 @@ fn main() {
     track!();
     let (_, m) = memprof::measure(|| vec![0u8; 4096]);
     eprintln!(
-        "len {len} {ten}, heap counted: {}, measured peak: {}, profiled functions: {}",
+        "enabled: {}, len {len} {ten}, heap counted: {}, measured peak: {}, profiled functions: {}",
+        memprof::ENABLED,
         memprof::process_heap() > 0,
         m.peak,
         memprof::report().functions.len(),
