@@ -233,3 +233,45 @@ fn markdown_names_render_whole() {
         );
     }
 }
+
+/// `build` with the argument on line 23 of its multi-line statement.
+fn build(argument: &str, bytes: i64) -> serde_json::Value {
+    function(
+        "app::build",
+        1,
+        &[
+            (20, None, None, "#[profile]"),
+            (
+                21,
+                Some(bytes),
+                Some(bytes as u64),
+                "fn build() -> Vec<u8> {",
+            ),
+            (22, Some(bytes), Some(bytes as u64), "    let v = make("),
+            (23, None, None, argument),
+            (24, None, None, "    );"),
+            (25, Some(0), Some(0), "    v"),
+            (26, None, None, "}"),
+        ],
+    )
+}
+
+#[test]
+fn a_change_inside_a_multi_line_statement_shows_its_text() {
+    let dir = scratch("diff-rule-multi-line");
+    write(&dir, "base.json", vec![build("        100,", 100)]);
+    write(&dir, "head.json", vec![build("        200,", 200)]);
+    let (out, _, _) = diff(&dir, &["base.json", "head.json", "--lines"]);
+    let lines = out.split_once("\n\n Base #").unwrap().1;
+    assert_eq!(
+        lines,
+        "   Head #   Base incr.   Head incr.   Incr. change   Base peak   Head peak   Peak change   Diff      Line Contents
+=========================================================================================================================
+     21       21        100 B        200 B         +100 B       100 B       200 B        +100 B             fn build() -> Vec<u8> {
+     22       22        100 B        200 B         +100 B       100 B       200 B        +100 B                 let v = make(
+     23                                                                                           removed           100,
+              23                                                                                  added             200,
+     25       25          0 B          0 B            0 B         0 B         0 B           0 B                 v
+"
+    );
+}

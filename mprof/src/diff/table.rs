@@ -70,7 +70,8 @@ fn function(diff: &FunctionDiff, lines: bool) -> String {
     out
 }
 
-/// The rows that ran in either run, matched by text (see `lines`).
+/// The rows that ran in either run, and lines added or removed, matched by
+/// text (see `lines`).
 /// Increments are per call, as kept bytes are; peaks are per call already.
 pub fn line_table(diff: &FunctionDiff) -> String {
     let empty: &[LineRun] = &[];
@@ -87,7 +88,15 @@ pub fn line_table(diff: &FunctionDiff) -> String {
     let figure = |v: Option<i64>| v.map(bytes).unwrap_or_default();
     let mut rows = Vec::new();
     for pair in match_lines(base, head) {
-        if !pair.ran() {
+        // A line without figures that was added or removed is shown too: it
+        // continues a statement (whose figures are on its first line) or
+        // changes one, and is what changed there.
+        let edited = pair.base.is_none() != pair.head.is_none()
+            && pair
+                .base
+                .or(pair.head)
+                .is_some_and(|l| !l.contents.trim().is_empty());
+        if !pair.ran() && !edited {
             continue;
         }
         let increment = (
