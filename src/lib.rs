@@ -461,7 +461,8 @@ pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
 pub const ENABLED: bool = cfg!(feature = "enabled");
 
 pub use memprof_runtime::{
-    Allocator, FunctionReport, LineReport, Measurement, Report, Scope, process_heap, report, reset,
+    Allocator, FunctionReport, FunctionSummary, LineReport, Measurement, Report, Scope, Summary,
+    TopLine, process_heap, report, reset,
 };
 
 #[cfg(feature = "global-allocator")]

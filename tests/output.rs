@@ -103,6 +103,17 @@ fn a_test_binary_prints_three_calls_and_nothing_at_exit() {
     let (out, _) = run_child("child_five_calls", &[("MEMPROF_REPORT", "exit")]);
     assert_eq!(tables(&out), 1, "{out}");
     assert!(out.contains("Calls: 5 (aggregated)"), "{out}");
+    // And the summary after it, the one function's row in it.
+    let summary = out
+        .split_once("Summary: 1 function ran, highest peak first\n")
+        .unwrap()
+        .1;
+    assert!(
+        summary
+            .lines()
+            .any(|l| l.ends_with("5   output::called_five_times   tests/output.rs")),
+        "{out}"
+    );
 }
 
 #[test]

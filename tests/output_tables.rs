@@ -141,3 +141,33 @@ fn readme_quick_start_is_the_example_and_what_it_prints() {
         printed
     );
 }
+
+#[test]
+fn readme_summary_is_what_the_quick_start_prints_at_exit() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = &readme[readme.find("## The heavy lines at a glance").unwrap()..];
+    let shown = block_after(section, "quickstart` ends with:");
+    let out = Command::new(env!("CARGO"))
+        .args(["run", "--quiet", "--example", "quickstart"])
+        .current_dir(root)
+        .env_remove("MEMPROF")
+        .env_remove("MEMPROF_UNIT")
+        .env_remove("MEMPROF_PRECISION")
+        .env_remove("MEMPROF_OUTPUT")
+        .env_remove("MEMPROF_MIN_INCREMENT")
+        .env_remove("MEMPROF_JSON")
+        .env("MEMPROF_REPORT", "exit")
+        .env("MEMPROF_GPU", "off")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let summary = &printed[printed.find("Summary: ").expect("a summary at exit")..];
+    // The README cuts the second list short.
+    let (head, _) = shown.split_once("Top lines by Peak").unwrap();
+    assert!(
+        summary.starts_with(head),
+        "README:\n{shown}\nprinted:\n{summary}"
+    );
+}

@@ -13,7 +13,8 @@
 //! 3. per-statement recording: `region`, `cells`;
 //! 4. calls, the side stack their state lives on, and their per-thread
 //!    aggregates: `calls`; `measure`;
-//! 5. aggregation and reports: `report`; `mprof run`'s timeline, `timeline`;
+//! 5. aggregation and reports: `report`, and its `summary`; `mprof run`'s
+//!    timeline, `timeline`;
 //! 6. rendering: `render`;
 //! 7. budgets and output: `budget`, `output` (with `json_file`, the
 //!    `MEMPROF_JSON` file it writes), `track`;
@@ -49,6 +50,7 @@ mod region;
 mod render;
 mod report;
 mod settings;
+mod summary;
 mod timeline;
 mod tls;
 mod track;
@@ -59,6 +61,7 @@ pub use calls::AUTO_CALL_TABLES;
 pub use measure::Measurement;
 pub use region::Scope;
 pub use report::{FunctionReport, LineReport, Report, report, reset};
+pub use summary::{FunctionSummary, Summary, TopLine};
 
 /// Runs `f` and measures the heap it used on the calling thread (or async
 /// task), without printing anything. Documented at `memprof::measure`.

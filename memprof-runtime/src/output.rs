@@ -216,6 +216,9 @@ fn print_exit_tables() {
             warn_not_installed();
             return;
         }
+        // The heavy lines at a glance, after the tables they come from: every
+        // function that ran, those printed per call included.
+        text.push_str(&crate::render::summary(&report().summary(), &config.render));
         emit(&text);
     }
 }

@@ -5,6 +5,7 @@ use crate::calls::CallFacts;
 use crate::config::{RenderSettings, Unit};
 use crate::region::Scope;
 use crate::report::{FunctionReport, Report};
+use crate::summary::Summary;
 use std::fmt;
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
@@ -182,11 +183,16 @@ pub(crate) fn table(
         ));
     }
     out.push('\n');
-    let text = table.to_string();
+    out.push_str(&ruled(&table.to_string()));
+    out
+}
+
+/// A blank-style table's text with a `=` rule under its header. The rule
+/// spans the header, as memory_profiler's does, not the longest source line.
+fn ruled(text: &str) -> String {
+    let mut out = String::new();
     let mut lines = text.lines().map(str::trim_end);
     if let Some(header) = lines.next() {
-        // The rule spans the header, as memory_profiler's does, not the
-        // longest source line.
         out.push_str(header);
         out.push('\n');
         out.push_str(&"=".repeat(header.len()));
@@ -195,6 +201,85 @@ pub(crate) fn table(
     for line in lines {
         out.push_str(line);
         out.push('\n');
+    }
+    out
+}
+
+/// A table of `records` under `header`: the first `figures` columns
+/// right-aligned, the rest left-aligned, with a rule under the header.
+fn simple_table(header: &[&str], figures: usize, records: Vec<Vec<String>>) -> String {
+    let mut builder = Builder::default();
+    builder.push_record(header.iter().copied());
+    for record in records {
+        builder.push_record(record);
+    }
+    let mut table = builder.build();
+    table
+        .with(Style::blank())
+        .with(Modify::new(Columns::new(0..figures)).with(Alignment::right()))
+        .with(Modify::new(Columns::new(figures..)).with(Alignment::left()));
+    ruled(&table.to_string())
+}
+
+/// The summary's text: its functions, then its two lists of top lines.
+pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
+    let figure = |v: i64| bytes(v, settings);
+    let gpu = summary.functions.iter().any(|f| f.gpu_peak.is_some());
+    let ran = summary.functions.len();
+    let mut out = format!(
+        "Summary: {ran} function{} ran, highest peak first\n\n",
+        if ran == 1 { "" } else { "s" }
+    );
+    let mut header = vec!["Peak", "Kept/call", "Kept", "Calls"];
+    if gpu {
+        header.insert(1, "GPU peak");
+    }
+    let figures = header.len();
+    header.extend(["Function", "File"]);
+    let records = summary.functions.iter().map(|f| {
+        let mut record = vec![
+            figure(f.peak as i64),
+            figure(f.kept_per_call),
+            figure(f.kept),
+            f.calls.to_string(),
+        ];
+        if gpu {
+            record.insert(1, f.gpu_peak.map(|v| figure(v as i64)).unwrap_or_default());
+        }
+        record.extend([f.name.clone(), f.file.clone()]);
+        record
+    });
+    out.push_str(&simple_table(&header, figures, records.collect()));
+    for (title, lines) in [
+        ("Top lines by Increment", &summary.top_increment),
+        ("Top lines by Peak", &summary.top_peak),
+    ] {
+        if lines.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n{title}\n\n"));
+        let records = lines.iter().map(|l| {
+            vec![
+                figure(l.increment),
+                figure(l.peak as i64),
+                l.occurrences.to_string(),
+                l.line.to_string(),
+                l.function.clone(),
+                truncate(&l.contents.replace('\t', "    "), CONTENTS_WIDTH),
+            ]
+        });
+        out.push_str(&simple_table(
+            &[
+                "Increment",
+                "Peak",
+                "Occurrences",
+                "Line #",
+                "Function",
+                "Line Contents",
+            ],
+            4,
+            records.collect(),
+        ));
     }
     out
 }
@@ -311,6 +396,15 @@ impl fmt::Display for Report {
                 .collect();
             tables.join("\n")
         });
+        let written = f.write_str(&text);
+        untracked(|| drop(text));
+        written
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = untracked(|| summary(self, &crate::settings::get().render));
         let written = f.write_str(&text);
         untracked(|| drop(text));
         written

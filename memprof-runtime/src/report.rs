@@ -149,8 +149,18 @@ impl LineReport {
 }
 
 /// `MEMPROF_JSON`'s document: `to_json`'s, and the run that wrote it.
-#[derive(miniserde::Serialize, miniserde::Deserialize)]
-struct RunDocument {
+#[derive(miniserde::Serialize)]
+struct RunDocument<'a> {
+    schema: u64,
+    functions: &'a Vec<FunctionReport>,
+    summary: crate::summary::Summary,
+    run: &'a str,
+}
+
+/// What a run's earlier processes wrote to `MEMPROF_JSON`'s file; the
+/// summary is made anew from the sum.
+#[derive(miniserde::Deserialize)]
+struct EarlierRun {
     schema: u64,
     functions: Vec<FunctionReport>,
     run: String,
@@ -162,6 +172,7 @@ struct RunDocument {
 struct JsonDocument<'a> {
     schema: u64,
     functions: &'a Vec<FunctionReport>,
+    summary: crate::summary::Summary,
 }
 
 impl Report {
@@ -193,6 +204,7 @@ impl Report {
         miniserde::json::to_string(&JsonDocument {
             schema: Self::JSON_SCHEMA,
             functions: &self.functions,
+            summary: self.summary(),
         })
     }
 
@@ -201,14 +213,15 @@ impl Report {
     pub(crate) fn to_json_of_run(&self, run: &str) -> String {
         miniserde::json::to_string(&RunDocument {
             schema: Self::JSON_SCHEMA,
-            functions: self.functions.clone(),
-            run: run.to_owned(),
+            functions: &self.functions,
+            summary: self.summary(),
+            run,
         })
     }
 
     /// The report that `text` holds, if `to_json_of_run` wrote it for `run`.
     pub(crate) fn from_json_of_run(text: &str, run: &str) -> Option<Report> {
-        let document: RunDocument = miniserde::json::from_str(text).ok()?;
+        let document: EarlierRun = miniserde::json::from_str(text).ok()?;
         (document.schema == Self::JSON_SCHEMA && document.run == run).then_some(Report {
             functions: document.functions,
         })
@@ -449,7 +462,7 @@ mod tests {
     fn json_starts_with_the_schema_version() {
         assert_eq!(
             Report::default().to_json(),
-            r#"{"schema":1,"functions":[]}"#
+            r#"{"schema":1,"functions":[],"summary":{"functions":[],"top_increment":[],"top_peak":[]}}"#
         );
     }
 }

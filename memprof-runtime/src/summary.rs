@@ -1,0 +1,153 @@
+//! The heavy lines at a glance: one row per function that ran, ranked, and
+//! the program's top lines by Increment and by Peak, each with its function
+//! and source text. Data only; `render` writes it as text.
+
+use crate::report::{FunctionReport, LineReport, Report};
+
+/// How many lines each of the top-line lists holds.
+const TOP_LINES: usize = 10;
+
+/// A report's summary: see [`Report::summary`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
+pub struct Summary {
+    /// One row per function that ran, highest peak first (then by name).
+    pub functions: Vec<FunctionSummary>,
+    /// The statement lines of every function with the highest Increment,
+    /// highest first; at most 10, only lines that kept bytes.
+    pub top_increment: Vec<TopLine>,
+    /// The statement lines with the highest Peak, highest first; at most
+    /// 10, only lines whose peak is above zero.
+    pub top_peak: Vec<TopLine>,
+}
+
+/// One function's row of the summary: its `fn` row's figures.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
+pub struct FunctionSummary {
+    /// The function's path.
+    pub name: String,
+    /// The source file.
+    pub file: String,
+    /// Outermost calls, as in the function's table.
+    pub calls: u64,
+    /// Bytes its calls left allocated, summed over them.
+    pub kept: i64,
+    /// `kept` over `calls`, rounded toward zero.
+    pub kept_per_call: i64,
+    /// The highest rise of the heap within one call.
+    pub peak: u64,
+    /// The highest rise of counted device memory within one call, where
+    /// device allocations were counted.
+    pub gpu_peak: Option<u64>,
+}
+
+/// One line of the program, in the top lists.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
+pub struct TopLine {
+    /// The function the line is in.
+    pub function: String,
+    /// The line's number in its file.
+    pub line: u32,
+    /// The line's Increment, summed over its executions.
+    pub increment: i64,
+    /// The line's Peak, highest over its executions.
+    pub peak: u64,
+    /// Executions of the line.
+    pub occurrences: u64,
+    /// The source text, trimmed.
+    pub contents: String,
+}
+
+impl Report {
+    /// The summary of this report: every function that ran, ranked by
+    /// peak, and the program's top lines by Increment and by Peak.
+    ///
+    /// Its `Display` is the text printed at exit after the exit tables.
+    ///
+    /// ```
+    /// #[memprof::profile]
+    /// fn build() -> Vec<u8> {
+    ///     let v = vec![0u8; 4096];
+    ///     v
+    /// }
+    ///
+    /// let v = build();
+    /// let summary = memprof::report().summary();
+    /// let build = summary.functions.iter().find(|f| f.name.ends_with("build")).unwrap();
+    /// assert_eq!((build.calls, build.kept, build.peak), (1, 4096, 4096));
+    /// assert_eq!(summary.top_increment[0].contents, "let v = vec![0u8; 4096];");
+    /// # drop(v);
+    /// ```
+    pub fn summary(&self) -> Summary {
+        let mut functions: Vec<FunctionSummary> = self
+            .functions
+            .iter()
+            .filter(|f| f.calls > 0)
+            .filter_map(function_summary)
+            .collect();
+        functions.sort_by(|a, b| b.peak.cmp(&a.peak).then_with(|| a.name.cmp(&b.name)));
+        let statements: Vec<(&FunctionReport, &LineReport)> = self
+            .functions
+            .iter()
+            .flat_map(|f| statement_rows(f).map(move |row| (f, row)))
+            .collect();
+        let top = |key: fn(&LineReport) -> i64| {
+            let mut lines: Vec<&(&FunctionReport, &LineReport)> =
+                statements.iter().filter(|(_, row)| key(row) > 0).collect();
+            lines.sort_by(|(fa, a), (fb, b)| {
+                key(b)
+                    .cmp(&key(a))
+                    .then_with(|| fa.name.cmp(&fb.name))
+                    .then_with(|| a.line.cmp(&b.line))
+            });
+            lines
+                .into_iter()
+                .take(TOP_LINES)
+                .map(|(f, row)| top_line(f, row))
+                .collect()
+        };
+        Summary {
+            functions,
+            top_increment: top(|row| row.increment.unwrap_or(0)),
+            top_peak: top(|row| i64::try_from(row.peak.unwrap_or(0)).unwrap_or(i64::MAX)),
+        }
+    }
+}
+
+/// The `fn` row, the first with figures, carries the whole call.
+fn fn_row(function: &FunctionReport) -> Option<&LineReport> {
+    function.lines.iter().find(|l| l.increment.is_some())
+}
+
+fn function_summary(function: &FunctionReport) -> Option<FunctionSummary> {
+    let row = fn_row(function)?;
+    let kept = row.increment.unwrap_or(0);
+    Some(FunctionSummary {
+        name: function.name.clone(),
+        file: function.file.clone(),
+        calls: function.calls,
+        kept,
+        kept_per_call: kept / i64::try_from(function.calls.max(1)).unwrap_or(i64::MAX),
+        peak: row.peak.unwrap_or(0),
+        gpu_peak: row.gpu_peak,
+    })
+}
+
+/// Rows with figures after the `fn` row: the function's statements.
+fn statement_rows(function: &FunctionReport) -> impl Iterator<Item = &LineReport> {
+    function
+        .lines
+        .iter()
+        .filter(|l| l.increment.is_some())
+        .skip(1)
+}
+
+fn top_line(function: &FunctionReport, row: &LineReport) -> TopLine {
+    TopLine {
+        function: function.name.clone(),
+        line: row.line,
+        increment: row.increment.unwrap_or(0),
+        peak: row.peak.unwrap_or(0),
+        occurrences: row.occurrences,
+        contents: row.contents.trim().to_owned(),
+    }
+}
