@@ -115,13 +115,24 @@ pub struct Training {
     pub batch: usize,
 }
 
+/// Where the tensors live: the CPU, or with the `cuda` feature the first
+/// GPU.
+pub fn device() -> Result<Device> {
+    if cfg!(feature = "cuda") {
+        Device::new_cuda(0)
+    } else {
+        Ok(Device::Cpu)
+    }
+}
+
 /// Builds the model, its optimizer and the data.
 #[profile]
 pub fn build(batch: usize) -> Result<Training> {
+    let device = device()?;
     let varmap = VarMap::new();
-    let model = Mlp::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?;
+    let model = Mlp::new(VarBuilder::from_varmap(&varmap, DType::F32, &device))?;
     let opt = AdamW::new(varmap.all_vars(), ParamsAdamW::default())?;
-    let digits = Digits::new(&Device::Cpu)?;
+    let digits = Digits::new(&device)?;
     Ok(Training {
         varmap,
         model,
@@ -208,7 +219,22 @@ impl Estimate {
     }
 
     /// The optimizer step's temporaries, at the largest parameter.
-    pub fn step_peak_bytes(&self) -> u64 {
+    pub fn optimizer_step_bytes(&self) -> u64 {
         (ADAMW_STEP_TEMPORARIES * self.largest_parameter * self.dtype_size) as u64
+    }
+
+    /// A batch: its images, and a `u32` label per image.
+    pub fn batch_bytes(&self) -> u64 {
+        (self.batch * (INPUTS * self.dtype_size + 4)) as u64
+    }
+
+    /// The peak of a step above what it starts with: everything it holds
+    /// during the optimizer's update (the batch, the activations and the
+    /// gradients), plus the update's temporaries.
+    pub fn step_peak_bytes(&self) -> u64 {
+        self.batch_bytes()
+            + self.activation_bytes()
+            + self.gradient_bytes()
+            + self.optimizer_step_bytes()
     }
 }

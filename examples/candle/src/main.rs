@@ -61,7 +61,7 @@ fn compare(estimate: &Estimate, after_first: &Report, last: &Report, steps: usiz
         "{:<30} {:>14} {:>14} {:>12}   row (column)",
         "part", "estimate", "measured", "difference"
     );
-    let lines: [(String, u64, i64, &str); 6] = [
+    let lines: [(String, u64, i64, &str); 8] = [
         (
             "parameters".into(),
             estimate.parameter_bytes(),
@@ -73,6 +73,12 @@ fn compare(estimate: &Estimate, after_first: &Report, last: &Report, steps: usiz
             estimate.optimizer_bytes(),
             increment(build, "let opt ="),
             "let opt = (Increment)",
+        ),
+        (
+            "a batch".into(),
+            estimate.batch_bytes(),
+            increment(first_step, "let (images, labels) ="),
+            "let (images, labels) = (Increment, step 1)",
         ),
         (
             format!("activations, {} tensors", estimate.activations.len()),
@@ -88,9 +94,15 @@ fn compare(estimate: &Estimate, after_first: &Report, last: &Report, steps: usiz
         ),
         (
             format!("AdamW step, {ADAMW_STEP_TEMPORARIES} × largest"),
-            estimate.step_peak_bytes(),
+            estimate.optimizer_step_bytes(),
             peak(first_step, "self.opt.step"),
             "self.opt.step (Peak, step 1)",
+        ),
+        (
+            "a step's peak, the 4 above".into(),
+            estimate.step_peak_bytes(),
+            peak(first_step, "pub fn step"),
+            "fn step (Peak, step 1)",
         ),
         (
             "kept by a step".into(),
@@ -117,10 +129,10 @@ fn compare(estimate: &Estimate, after_first: &Report, last: &Report, steps: usiz
     println!(
         "
 Where the differences come from:
-- parameters and moments: candle's bookkeeping per tensor (its header, shape,
-  strides and storage lock), the names, the VarMap.
-- activations: the same per tensor; in step 1 also candle's one-time set-up of
-  its first matrix product (rayon's thread pool), kept: step 1's fn row
+- parameters, moments, the batch: candle's bookkeeping per tensor (its header,
+  shape, strides and storage lock), the names, the VarMap.
+- activations: the same per tensor; in step 1 also one-time set-ups (the first
+  matrix product starts rayon's thread pool), which step 1 keeps: its fn row
   shows {kept_first} B.
 - gradients: candle also computes the input images' gradient (matrix
   products differentiate both operands), and keeps it with the graph that
@@ -128,9 +140,13 @@ Where the differences come from:
 - AdamW step: m, v and the parameter are Vars, so candle records the inputs of
   each operation of the update: {ADAMW_STEP_TEMPORARIES} tensors the size of the parameter live until
   the next one. The largest, {largest} B, sets the peak; the Increment is 0.
+- a step's peak: the differences above, and the loss's own tensors
+  (log-softmax over {classes} classes: {loss} B, its row).
 - between steps: the closing brace frees the batch, the activations, the loss
   and the gradients ({freed} B); steps 2 to {steps} keep {kept_later} B.",
         kept_first = thousands(kept_first),
+        classes = memprof_candle_example::CLASSES,
+        loss = thousands(increment(first_step, "let loss =")),
         largest = thousands(largest as i64),
         freed = thousands(freed),
         images = thousands(increment(first_step, "let grads =") - estimate.gradient_bytes() as i64),
@@ -158,7 +174,7 @@ fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -93,7 +93,7 @@ fn a_step_keeps_activations_gradients_and_temporaries_as_estimated() {
     assert_within_bookkeeping(
         "AdamW's step",
         peak(step, "self.opt.step"),
-        estimate.step_peak_bytes(),
+        estimate.optimizer_step_bytes(),
         ADAMW_STEP_TEMPORARIES as u64,
     );
     assert_eq!(
