@@ -158,3 +158,44 @@ fn a_step_budget_fails_when_the_batch_doubles() {
         "{message}"
     );
 }
+
+/// The fenced blocks of the `## Deep learning` section of the README and
+/// of docs/deep-learning.md that show `cargo run`'s output, line by line:
+/// each of their lines is a line that `cargo run` prints.
+#[test]
+fn the_docs_show_what_cargo_run_prints() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memprof-candle-example"))
+        .env_remove("MEMPROF")
+        .env_remove("MEMPROF_REPORT")
+        .env_remove("MEMPROF_UNIT")
+        .env_remove("MEMPROF_PRECISION")
+        .env_remove("MEMPROF_OUTPUT")
+        .env_remove("MEMPROF_MIN_INCREMENT")
+        // The docs show a machine without a GPU.
+        .env("MEMPROF_GPU", "off")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let printed: Vec<&str> = printed.lines().collect();
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = &readme[readme.find("## Deep learning").unwrap()..];
+    let page = std::fs::read_to_string(root.join("docs/deep-learning.md")).unwrap();
+    let page = &page[page.find("## What `cargo run` prints").unwrap()..];
+    let blocks = [(readme, 1), (page, 0), (page, 1)];
+    for (text, index) in blocks {
+        let block = text.split("```").nth(2 * index + 1).unwrap();
+        for line in block.lines().skip(1) {
+            if line.trim().is_empty() || line.trim() == "..." {
+                continue;
+            }
+            assert!(
+                printed.contains(&line),
+                "the docs show a line that cargo run does not print:\n{line}\n\n{}",
+                printed.join("\n")
+            );
+        }
+    }
+}
