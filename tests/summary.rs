@@ -39,28 +39,28 @@ fn the_summary_ranks_functions_by_peak_and_lists_the_top_lines() {
         "\
 Summary: 2 functions ran, highest peak first
 
-     Peak   Kept/call       Kept   Calls   Function         File
-================================================================
- 72.0 KiB     8.0 KiB   16.0 KiB       2   summary::load    tests/summary.rs
-     99 B         0 B        0 B       1   summary::parse   tests/summary.rs
+     Peak   Kept/call       Kept   Allocs   Calls   Function         File
+=========================================================================
+ 72.0 KiB     8.0 KiB   16.0 KiB        4       2   summary::load    tests/summary.rs
+     99 B         0 B        0 B        4       1   summary::parse   tests/summary.rs
 
 Top lines by Increment
 
- Increment       Peak   Occurrences   Line #   Function         Line Contents
-=============================================================================
- 128.0 KiB   64.0 KiB             2        9   summary::load    let scratch = vec![0u8; 64 << 10];
-  16.0 KiB    8.0 KiB             2       10   summary::load    let kept = vec![7u64; n];
-      99 B       99 B             1       18   summary::parse   for i in 0..n {
-      99 B       97 B             3       19   summary::parse   words.push(i.to_string());
+ Increment       Peak   Allocs   Occurrences   Line #   Function         Line Contents
+======================================================================================
+ 128.0 KiB   64.0 KiB        2             2        9   summary::load    let scratch = vec![0u8; 64 << 10];
+  16.0 KiB    8.0 KiB        2             2       10   summary::load    let kept = vec![7u64; n];
+      99 B       99 B        4             1       18   summary::parse   for i in 0..n {
+      99 B       97 B        4             3       19   summary::parse   words.push(i.to_string());
 
 Top lines by Peak
 
- Increment       Peak   Occurrences   Line #   Function         Line Contents
-=============================================================================
- 128.0 KiB   64.0 KiB             2        9   summary::load    let scratch = vec![0u8; 64 << 10];
-  16.0 KiB    8.0 KiB             2       10   summary::load    let kept = vec![7u64; n];
-      99 B       99 B             1       18   summary::parse   for i in 0..n {
-      99 B       97 B             3       19   summary::parse   words.push(i.to_string());
+ Increment       Peak   Allocs   Occurrences   Line #   Function         Line Contents
+======================================================================================
+ 128.0 KiB   64.0 KiB        2             2        9   summary::load    let scratch = vec![0u8; 64 << 10];
+  16.0 KiB    8.0 KiB        2             2       10   summary::load    let kept = vec![7u64; n];
+      99 B       99 B        4             1       18   summary::parse   for i in 0..n {
+      99 B       97 B        4             3       19   summary::parse   words.push(i.to_string());
 "
     );
     // The JSON holds the same summary; never-called functions are in

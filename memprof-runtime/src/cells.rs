@@ -16,6 +16,7 @@ pub(crate) struct RowFigures {
     pub(crate) occurrences: u64,
     pub(crate) increment: i64,
     pub(crate) peak: u64,
+    pub(crate) allocations: u64,
     pub(crate) mem_usage: i64,
     /// (increment, usage, peak), if any execution was sampled.
     pub(crate) gpu: Option<(i64, i64, u64)>,
@@ -29,6 +30,7 @@ impl RowFigures {
         self.occurrences += other.occurrences;
         self.increment += other.increment;
         self.peak = self.peak.max(other.peak);
+        self.allocations += other.allocations;
         self.mem_usage = self.mem_usage.max(other.mem_usage);
         self.gpu = match (self.gpu, other.gpu) {
             (Some((i, u, p)), Some((j, v, q))) => Some((i + j, u.max(v), p.max(q))),
@@ -47,6 +49,7 @@ impl Default for RowFigures {
             occurrences: 0,
             increment: 0,
             peak: 0,
+            allocations: 0,
             mem_usage: i64::MIN,
             gpu: None,
             driver: None,
@@ -103,6 +106,7 @@ impl LineCell {
                 occurrences: self.occurrences.load(Relaxed),
                 increment: self.increment.load(Relaxed),
                 peak: self.peak.load(Relaxed),
+                allocations: self.allocations.load(Relaxed),
                 mem_usage: self.mem_usage.load(Relaxed),
                 gpu: (usage != NO_SAMPLE).then(|| {
                     (
@@ -146,6 +150,7 @@ impl LineCell {
         self.occurrences.store(f.occurrences, Relaxed);
         self.increment.store(f.increment, Relaxed);
         self.peak.store(f.peak, Relaxed);
+        self.allocations.store(f.allocations, Relaxed);
         self.mem_usage.store(f.mem_usage, Relaxed);
         let (gpu_increment, gpu_usage, gpu_peak) = f.gpu.unwrap_or((0, NO_SAMPLE, 0));
         self.gpu_increment.store(gpu_increment, Relaxed);

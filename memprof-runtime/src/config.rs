@@ -69,6 +69,10 @@ pub struct RenderSettings {
     /// Tables show only statement rows whose increment (either sign) or peak
     /// reaches this many bytes, and the `fn` row (`MEMPROF_MIN_INCREMENT`).
     pub min_increment: Option<u64>,
+    /// Tables have an `Allocs` column: allocations per line
+    /// (`MEMPROF_COLUMNS=allocs`). The counts are in reports and JSON
+    /// either way.
+    pub allocs: bool,
 }
 
 impl Default for RenderSettings {
@@ -77,6 +81,7 @@ impl Default for RenderSettings {
             unit: None,
             precision: 1,
             min_increment: None,
+            allocs: false,
         }
     }
 }
@@ -254,6 +259,15 @@ fn load(vars: &mut Vars<'_>) -> Config {
         })
         .unwrap_or(1);
     let min_increment = vars.parse("MEMPROF_MIN_INCREMENT", SIZE_HELP, |v| parse_size(v).ok());
+    let allocs = vars
+        .parse("MEMPROF_COLUMNS", "allocs, or nothing", |v| {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "allocs" => Some(true),
+                "" => Some(false),
+                _ => None,
+            }
+        })
+        .unwrap_or(false);
     let output = vars
         .parse(
             "MEMPROF_OUTPUT",
@@ -314,6 +328,7 @@ fn load(vars: &mut Vars<'_>) -> Config {
             unit,
             precision,
             min_increment,
+            allocs,
         },
         output,
         json,
@@ -366,6 +381,7 @@ mod tests {
             ("MEMPROF_UNIT", "kib"),
             ("MEMPROF_PRECISION", " 3 "),
             ("MEMPROF_MIN_INCREMENT", "2 KiB"),
+            ("MEMPROF_COLUMNS", "Allocs"),
             ("MEMPROF_OUTPUT", "stderr"),
             ("MEMPROF_JSON", "out.json"),
             ("MEMPROF_GPU", "1"),
@@ -383,6 +399,7 @@ mod tests {
                 unit: Some(Unit::KiB),
                 precision: 3,
                 min_increment: Some(2048),
+                allocs: true,
             }
         );
         assert_eq!(config.output, Output::Stderr);

@@ -84,7 +84,7 @@ pub enum Scope {
     Process,
 }
 
-pub(crate) use crate::kernel::region::{RegionStats, close_in, open_in};
+pub(crate) use crate::kernel::region::{RegionStats, allocs_in, close_in, open_in};
 
 pub(crate) fn with_thread<R: Default>(f: impl FnOnce(&ThreadCounters) -> R) -> R {
     THREAD.try_with(f).unwrap_or_default()
@@ -108,6 +108,9 @@ pub(crate) struct Region {
     /// Thread scope: the enclosing region's watermark when this one opened.
     /// Process scope: the enclosing level's nested peak (see [`nest_open`]).
     pub(crate) saved: i64,
+    /// The context's allocation count when the region opened: allocations
+    /// are the calling thread's (or task's) in either scope.
+    pub(crate) start_allocs: u64,
     /// Process scope: the process-wide watermark.
     pub(crate) watch: Option<alloc::Watch>,
 }
@@ -121,6 +124,7 @@ impl Region {
                 Region {
                     start,
                     saved,
+                    start_allocs: allocs_in(t),
                     watch: None,
                 }
             }),
@@ -135,6 +139,7 @@ impl Region {
         Region {
             start: alloc::process_net(),
             saved,
+            start_allocs: context_counts().0,
             watch: Some(watch),
         }
     }
@@ -144,10 +149,11 @@ impl Region {
     #[inline]
     pub(crate) fn close(&mut self) -> RegionStats {
         match self.watch.take() {
-            None => with_thread(|t| close_in(t, self.start, self.saved)),
+            None => with_thread(|t| close_in(t, self.start, self.saved, self.start_allocs)),
             Some(watch) => {
                 let end = alloc::process_net();
                 let mut stats = stats(self.start, end, alloc::watch_end(watch));
+                stats.allocations = context_counts().0.wrapping_sub(self.start_allocs);
                 stats.peak = nest_close(Scope::Process, self.saved as u64, stats.peak);
                 stats
             }
@@ -160,6 +166,7 @@ fn stats(start: i64, end: i64, rise: i64) -> RegionStats {
     RegionStats {
         increment,
         peak: rise.max(increment).max(0) as u64,
+        allocations: 0,
         end,
     }
 }

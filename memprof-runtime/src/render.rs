@@ -79,6 +79,9 @@ pub(crate) fn table(
         ("Peak", unsigned),
         ("Occurrences", 0),
     ];
+    if settings.allocs {
+        columns.push(("Allocs", 0));
+    }
     if counted {
         columns.extend([
             ("GPU alloc", unsigned),
@@ -111,6 +114,9 @@ pub(crate) fn table(
                 String::new()
             },
         ];
+        if settings.allocs {
+            record.push(line.allocations.map(|n| n.to_string()).unwrap_or_default());
+        }
         if gpu {
             record.push(figure(line.gpu_usage.map(|v| v as i64)));
             record.push(figure(line.gpu_increment));
@@ -230,7 +236,7 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
         "Summary: {ran} function{} ran, highest peak first\n\n",
         if ran == 1 { "" } else { "s" }
     );
-    let mut header = vec!["Peak", "Kept/call", "Kept", "Calls"];
+    let mut header = vec!["Peak", "Kept/call", "Kept", "Allocs", "Calls"];
     if gpu {
         header.insert(1, "GPU peak");
     }
@@ -241,6 +247,7 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
             figure(f.peak as i64),
             figure(f.kept_per_call),
             figure(f.kept),
+            f.allocations.to_string(),
             f.calls.to_string(),
         ];
         if gpu {
@@ -262,6 +269,7 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
             vec![
                 figure(l.increment),
                 figure(l.peak as i64),
+                l.allocations.to_string(),
                 l.occurrences.to_string(),
                 l.line.to_string(),
                 l.function.clone(),
@@ -272,12 +280,13 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
             &[
                 "Increment",
                 "Peak",
+                "Allocs",
                 "Occurrences",
                 "Line #",
                 "Function",
                 "Line Contents",
             ],
-            4,
+            5,
             records.collect(),
         ));
     }
@@ -440,13 +449,13 @@ mod tests {
         let s = RenderSettings {
             unit: Some(Unit::MiB),
             precision: 3,
-            min_increment: None,
+            ..RenderSettings::default()
         };
         assert_eq!(bytes(1 << 19, &s), "0.500 MiB");
         let s = RenderSettings {
             unit: Some(Unit::B),
             precision: 3,
-            min_increment: None,
+            ..RenderSettings::default()
         };
         assert_eq!(bytes(1 << 20, &s), "1048576 B");
     }
@@ -457,7 +466,7 @@ mod tests {
         let s = RenderSettings {
             unit: Some(Unit::GiB),
             precision: 1,
-            min_increment: None,
+            ..RenderSettings::default()
         };
         assert_eq!(bytes(-4096, &s), "0.0 GiB");
         assert_eq!(bytes(4096, &s), "0.0 GiB");
@@ -465,7 +474,7 @@ mod tests {
         let s = RenderSettings {
             unit: Some(Unit::MiB),
             precision: 0,
-            min_increment: None,
+            ..RenderSettings::default()
         };
         assert_eq!(bytes(-100, &s), "0 MiB");
         assert_eq!(bytes(-(1 << 20), &s), "-1 MiB");

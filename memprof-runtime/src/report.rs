@@ -109,6 +109,10 @@ pub struct LineReport {
     pub peak: Option<u64>,
     /// Number of executions.
     pub occurrences: u64,
+    /// Allocations made while the line ran, summed over executions (a
+    /// `realloc` counts as one); recursion counts once, as for `increment`.
+    /// Those of the calling thread (or task), in either scope.
+    pub allocations: Option<u64>,
     /// GPU memory after the line, highest over executions.
     pub gpu_usage: Option<u64>,
     /// Sum over executions of GPU memory after the line minus before.
@@ -140,6 +144,10 @@ impl LineReport {
         self.increment = sum(self.increment, other.increment);
         self.peak = self.peak.max(other.peak);
         self.occurrences += other.occurrences;
+        self.allocations = match (self.allocations, other.allocations) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
         self.gpu_usage = self.gpu_usage.max(other.gpu_usage);
         self.gpu_increment = sum(self.gpu_increment, other.gpu_increment);
         self.gpu_peak = self.gpu_peak.max(other.gpu_peak);
@@ -310,6 +318,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
             increment: None,
             peak: None,
             occurrences: 0,
+            allocations: None,
             gpu_usage: None,
             gpu_increment: None,
             gpu_peak: None,
@@ -327,6 +336,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
             occurrences: n,
             increment,
             peak,
+            allocations,
             mem_usage: mem,
             gpu: gpu_figures,
             driver,
@@ -340,6 +350,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
         line.occurrences += n;
         line.increment = Some(line.increment.unwrap_or(0) + increment);
         line.peak = Some(line.peak.unwrap_or(0).max(peak));
+        line.allocations = Some(line.allocations.unwrap_or(0) + allocations);
         line.mem_usage = Some(line.mem_usage.map_or(mem, |m| m.max(mem)));
         if gpu.is_some()
             && let Some((increment, usage, peak)) = gpu_figures

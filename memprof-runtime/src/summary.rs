@@ -35,6 +35,8 @@ pub struct FunctionSummary {
     pub kept_per_call: i64,
     /// The highest rise of the heap within one call.
     pub peak: u64,
+    /// Allocations its calls made, summed over them.
+    pub allocations: u64,
     /// The highest rise of counted device memory within one call, where
     /// device allocations were counted.
     pub gpu_peak: Option<u64>,
@@ -51,6 +53,8 @@ pub struct TopLine {
     pub increment: i64,
     /// The line's Peak, highest over its executions.
     pub peak: u64,
+    /// Allocations the line made, summed over its executions.
+    pub allocations: u64,
     /// Executions of the line.
     pub occurrences: u64,
     /// The source text, trimmed.
@@ -128,6 +132,7 @@ fn function_summary(function: &FunctionReport) -> Option<FunctionSummary> {
         kept,
         kept_per_call: kept / i64::try_from(function.calls.max(1)).unwrap_or(i64::MAX),
         peak: row.peak.unwrap_or(0),
+        allocations: row.allocations.unwrap_or(0),
         gpu_peak: row.gpu_peak,
     })
 }
@@ -147,6 +152,7 @@ fn top_line(function: &FunctionReport, row: &LineReport) -> TopLine {
         line: row.line,
         increment: row.increment.unwrap_or(0),
         peak: row.peak.unwrap_or(0),
+        allocations: row.allocations.unwrap_or(0),
         occurrences: row.occurrences,
         contents: row.contents.trim().to_owned(),
     }

@@ -16,7 +16,7 @@ use crate::gpu::GpuMark;
 pub(crate) use crate::kernel::layout::NO_CELL;
 use crate::kernel::layout::{CallHead, CursorHead};
 use crate::owned::{get, set};
-use crate::region::{Region, Scope, close_in, open_in};
+use crate::region::{Region, RegionStats, Scope, allocs_in, close_in, open_in};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
@@ -89,6 +89,7 @@ impl<'a> Cursor<'a> {
                 end: Cell::new(NO_CELL),
                 start: Cell::new(0),
                 saved: Cell::new(0),
+                start_allocs: Cell::new(0),
             },
             rest: if call.is_null() {
                 MaybeUninit::uninit()
@@ -158,12 +159,10 @@ impl<'a> Cursor<'a> {
         }
         let cell = get(&self.head.cell);
         if cell != NO_CELL {
-            let stats = close_in(t, get(&self.head.start), get(&self.head.saved));
-            frame.row(cell).closed(
-                stats.increment,
-                stats.peak,
-                get(&frame.head.base) + stats.end,
-            );
+            let stats = self.close_in(t);
+            frame
+                .row(cell)
+                .closed(&stats, get(&frame.head.base) + stats.end);
         }
         self.open_next(frame, t, next);
     }
@@ -176,16 +175,26 @@ impl<'a> Cursor<'a> {
             crate::gpu::step_counted_thread(get(&self.rest().gpu), next != NO_CELL);
         let cell = get(&self.head.cell);
         if cell != NO_CELL {
-            let stats = close_in(t, get(&self.head.start), get(&self.head.saved));
+            let stats = self.close_in(t);
             frame.row(cell).closed_with(
-                stats.increment,
-                stats.peak,
+                &stats,
                 get(&frame.head.base) + stats.end,
                 gpu.map(|g| (g.increment, g.usage, g.peak)),
             );
         }
         set(&self.rest().gpu, next_gpu);
         self.open_next(frame, t, next);
+    }
+
+    /// Closes the open thread-scope region on `t`.
+    #[inline(always)]
+    fn close_in(&self, t: &alloc::ThreadCounters) -> RegionStats {
+        close_in(
+            t,
+            get(&self.head.start),
+            get(&self.head.saved),
+            get(&self.head.start_allocs),
+        )
     }
 
     /// Makes cell `next` the current one and, unless it is `NO_CELL`, opens
@@ -198,6 +207,7 @@ impl<'a> Cursor<'a> {
             let (start, saved) = open_in(t);
             set(&self.head.start, start);
             set(&self.head.saved, saved);
+            set(&self.head.start_allocs, allocs_in(t));
         }
     }
 
@@ -218,8 +228,7 @@ impl<'a> Cursor<'a> {
             let mut region = self.region();
             let stats = region.close();
             frame.row(cell).closed_with(
-                stats.increment,
-                stats.peak,
+                &stats,
                 get(&frame.head.base) + stats.end,
                 gpu.map(|g| (g.increment, g.usage, g.peak)),
             );
@@ -231,6 +240,7 @@ impl<'a> Cursor<'a> {
             let region = Region::open(frame.meta.scope);
             set(&self.head.start, region.start);
             set(&self.head.saved, region.saved);
+            set(&self.head.start_allocs, region.start_allocs);
             if let Some(watch) = region.watch {
                 set(&self.rest().watch, watch.into_parts());
             }
@@ -243,6 +253,7 @@ impl<'a> Cursor<'a> {
         Region {
             start: get(&self.head.start),
             saved: get(&self.head.saved),
+            start_allocs: get(&self.head.start_allocs),
             watch: (index != u32::MAX).then(|| alloc::Watch::from_parts(index, start)),
         }
     }

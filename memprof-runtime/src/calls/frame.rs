@@ -22,7 +22,7 @@ use crate::cells::LineCell;
 use crate::config::ReportMode;
 use crate::kernel::layout::{CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters};
 use crate::owned::{get, set};
-use crate::region::{Region, RegionStats, Scope, close_in, open_in};
+use crate::region::{Region, RegionStats, Scope, allocs_in, close_in, open_in};
 use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering::Relaxed;
@@ -220,6 +220,7 @@ impl Frame {
                 thread_fn: Cell::new(std::ptr::null()),
                 start: Cell::new(0),
                 saved: Cell::new(0),
+                start_allocs: Cell::new(0),
             },
             meta,
             state: UnsafeCell::new(MaybeUninit::uninit()),
@@ -400,6 +401,7 @@ impl Frame {
                 Region {
                     start,
                     saved,
+                    start_allocs: allocs_in(t),
                     watch: None,
                 }
             }
@@ -434,7 +436,12 @@ impl Frame {
         let process_at_entry = get(&self.head.base) + entry.region.start;
         let thread_scope = entry.region.watch.is_none();
         let mut stats = match (&entry.region.watch, self.counters()) {
-            (None, Some(t)) => close_in(t, entry.region.start, entry.region.saved),
+            (None, Some(t)) => close_in(
+                t,
+                entry.region.start,
+                entry.region.saved,
+                entry.region.start_allocs,
+            ),
             _ => entry.region.close(),
         };
         let own = self.state().own.take();
@@ -469,11 +476,7 @@ impl Frame {
         {
             fn_row.closed_driver(end - start, end);
         }
-        fn_row.closed(
-            stats.increment,
-            stats.peak,
-            get(&self.head.base) + stats.end,
-        );
+        fn_row.closed(&stats, get(&self.head.base) + stats.end);
         // SAFETY: a non-null aggregate lives as long as this thread.
         let thread_fn = unsafe { get(&self.state().thread_fn).as_ref() };
         if let Some(t) = thread_fn

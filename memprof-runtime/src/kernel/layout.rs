@@ -87,6 +87,9 @@ pub struct LineCell {
     pub(crate) occurrences: AtomicU64,
     pub(crate) increment: AtomicI64,
     pub(crate) peak: AtomicU64,
+    /// Allocations made while the row ran (a `realloc` counts as one),
+    /// summed over executions, under the same recursion rule as `increment`.
+    pub(crate) allocations: AtomicU64,
     /// Highest heap after the row; `i64::MIN` before any execution.
     pub(crate) mem_usage: AtomicI64,
     /// Sum of GPU bytes after minus before, over sampled executions.
@@ -114,6 +117,7 @@ impl LineCell {
             occurrences: AtomicU64::new(0),
             increment: AtomicI64::new(0),
             peak: AtomicU64::new(0),
+            allocations: AtomicU64::new(0),
             mem_usage: AtomicI64::new(i64::MIN),
             gpu_increment: AtomicI64::new(0),
             gpu_usage: AtomicI64::new(NO_SAMPLE),
@@ -224,9 +228,10 @@ pub struct CallHead {
     /// A kernel-entered call: the thread's aggregate of the function.
     pub thread_fn: Cell<*const ThreadFnHead>,
     /// A kernel-entered call: its own region's start and the enclosing
-    /// region's watermark.
+    /// region's watermark, and the context's allocation count at its start.
     pub start: Cell<i64>,
     pub saved: Cell<i64>,
+    pub start_allocs: Cell<u64>,
 }
 
 /// Where one block's statement cursor is: the head of the runtime's
@@ -241,7 +246,9 @@ pub struct CursorHead {
     /// The closing brace's row, while the block's tail runs (see
     /// `StackTail`); in what would be padding.
     pub end: Cell<u32>,
-    /// The open region's start and the enclosing region's watermark.
+    /// The open region's start and the enclosing region's watermark, and
+    /// the context's allocation count at its start.
     pub start: Cell<i64>,
     pub saved: Cell<i64>,
+    pub start_allocs: Cell<u64>,
 }

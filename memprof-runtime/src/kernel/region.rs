@@ -19,6 +19,8 @@ pub struct RegionStats {
     pub increment: i64,
     /// Highest rise above the start.
     pub peak: u64,
+    /// Allocations while open.
+    pub allocations: u64,
     /// The count when the region closed (context terms for thread scope, the
     /// process total for process scope).
     pub end: i64,
@@ -50,9 +52,17 @@ pub fn open_in(t: &Counters) -> (i64, i64) {
     (net + adjust, saved)
 }
 
-/// Closes the thread-scope region that [`open_in`] opened on `t`.
+/// The calling context's allocation count, for a region's start (see
+/// [`close_in`]).
 #[inline(always)]
-pub fn close_in(t: &Counters, start: i64, saved: i64) -> RegionStats {
+pub fn allocs_in(t: &Counters) -> u64 {
+    get(&t.allocs).wrapping_add(get(&t.adjust_allocs))
+}
+
+/// Closes the thread-scope region that [`open_in`] opened on `t`, when the
+/// context's allocation count was `allocs` ([`allocs_in`]).
+#[inline(always)]
+pub fn close_in(t: &Counters, start: i64, saved: i64, allocs: u64) -> RegionStats {
     let adjust = get(&t.adjust_net);
     let watermark = max(get(&t.peak) + adjust, get(&t.carry));
     set(&t.carry, max(saved, watermark));
@@ -62,6 +72,7 @@ pub fn close_in(t: &Counters, start: i64, saved: i64) -> RegionStats {
     RegionStats {
         increment,
         peak: if rise > 0 { rise as u64 } else { 0 },
+        allocations: allocs_in(t).wrapping_sub(allocs),
         end,
     }
 }
@@ -94,8 +105,8 @@ impl LineCell {
     /// only what changed: a statement that allocated nothing stores its
     /// occurrence and the two sequence numbers.
     #[inline(always)]
-    pub(crate) fn closed(&self, increment: i64, peak: u64, mem_usage: i64) {
-        self.closed_with(increment, peak, mem_usage, None);
+    pub(crate) fn closed(&self, stats: &RegionStats, mem_usage: i64) {
+        self.closed_with(stats, mem_usage, None);
     }
 
     /// [`LineCell::closed`] with the execution's GPU figures, (increment,
@@ -103,12 +114,12 @@ impl LineCell {
     #[inline(always)]
     pub(crate) fn closed_with(
         &self,
-        increment: i64,
-        peak: u64,
+        stats: &RegionStats,
         mem_usage: i64,
         gpu: Option<(i64, i64, u64)>,
     ) {
         use Ordering::Relaxed;
+        let (increment, peak, allocations) = (stats.increment, stats.peak, stats.allocations);
         // SAFETY: only the owning thread touches `open`.
         let open = unsafe { &mut *self.open.get() };
         let nested = *open > 1;
@@ -123,6 +134,10 @@ impl LineCell {
             }
             if peak > load_u64(&self.peak) {
                 self.peak.store(peak, Relaxed);
+            }
+            if allocations != 0 {
+                self.allocations
+                    .store(load_u64(&self.allocations) + allocations, Relaxed);
             }
         }
         if mem_usage > load_i64(&self.mem_usage) {
@@ -187,9 +202,13 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     let t = unsafe { &*counters };
     let cell = get(&cursor.cell);
     if cell != NO_CELL {
-        let stats = close_in(t, get(&cursor.start), get(&cursor.saved));
-        call.row(cell)
-            .closed(stats.increment, stats.peak, get(&call.base) + stats.end);
+        let stats = close_in(
+            t,
+            get(&cursor.start),
+            get(&cursor.saved),
+            get(&cursor.start_allocs),
+        );
+        call.row(cell).closed(&stats, get(&call.base) + stats.end);
     }
     set(&cursor.cell, next);
     if next != NO_CELL {
@@ -197,6 +216,7 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         let (start, saved) = open_in(t);
         set(&cursor.start, start);
         set(&cursor.saved, saved);
+        set(&cursor.start_allocs, allocs_in(t));
     }
     0
 }
@@ -299,6 +319,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
             end: Cell::new(NO_CELL),
             start: Cell::new(0),
             saved: Cell::new(0),
+            start_allocs: Cell::new(0),
         });
         record.write(CallHead {
             counters: Cell::new(t as *const Counters),
@@ -310,6 +331,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
             thread_fn: Cell::new(thread_fn),
             start: Cell::new(0),
             saved: Cell::new(0),
+            start_allocs: Cell::new(0),
         })
     };
     // SAFETY: just written.
@@ -319,6 +341,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
     let (start, saved) = open_in(t);
     set(&call.start, start);
     set(&call.saved, saved);
+    set(&call.start_allocs, allocs_in(t));
     set(&call.base, process_net(g) - start);
     top
 }
@@ -350,9 +373,13 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         let call = &*call;
         (call, &*get(&call.counters), &*get(&call.thread_fn))
     };
-    let stats = close_in(t, get(&call.start), get(&call.saved));
-    call.row(0)
-        .closed(stats.increment, stats.peak, get(&call.base) + stats.end);
+    let stats = close_in(
+        t,
+        get(&call.start),
+        get(&call.saved),
+        get(&call.start_allocs),
+    );
+    call.row(0).closed(&stats, get(&call.base) + stats.end);
     set(&tf.depth, get(&tf.depth) - 1);
     if get(&call.outermost) {
         tf.calls.store(load_u64(&tf.calls) + 1, Ordering::Relaxed);
@@ -393,6 +420,7 @@ pub unsafe fn cursor(top: *const CursorHead) -> *mut CursorHead {
                 end: Cell::new(NO_CELL),
                 start: Cell::new(0),
                 saved: Cell::new(0),
+                start_allocs: Cell::new(0),
             })
         };
     }

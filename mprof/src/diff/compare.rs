@@ -17,6 +17,7 @@ pub enum Figure {
     Peak,
     KeptPerCall,
     GpuPeak,
+    AllocsPerCall,
 }
 
 impl Figure {
@@ -26,12 +27,13 @@ impl Figure {
             Figure::Peak => "Peak",
             Figure::KeptPerCall => "Kept/call",
             Figure::GpuPeak => "GPU peak",
+            Figure::AllocsPerCall => "Allocs/call",
         }
     }
 
     /// Whether the figure is bytes (and so checked against `--fail-over`).
     pub fn is_bytes(self) -> bool {
-        self != Figure::Calls
+        !matches!(self, Figure::Calls | Figure::AllocsPerCall)
     }
 }
 
@@ -153,8 +155,9 @@ impl FunctionDiff<'_> {
 }
 
 /// The per-call figures of one run of a function: calls, peak, kept per
-/// call, GPU peak. A function that never ran has 0 of each but GPU peak.
-fn figures(function: &FunctionRun) -> [Option<i64>; 4] {
+/// call, GPU peak, allocations per call. A function that never ran has 0 of
+/// each but GPU peak and allocations, which a run may not have.
+fn figures(function: &FunctionRun) -> [Option<i64>; 5] {
     let row = function.fn_row();
     let calls = function.calls;
     let peak = row.and_then(|r| r.peak).unwrap_or(0);
@@ -165,6 +168,8 @@ fn figures(function: &FunctionRun) -> [Option<i64>; 4] {
         Some(to_i64(peak)),
         Some(kept),
         gpu_peak.map(to_i64),
+        row.and_then(|r| r.allocations)
+            .map(|n| per_call(to_i64(n), calls)),
     ]
 }
 
@@ -194,6 +199,13 @@ pub fn compare<'a>(
             .any(|f| f.fn_row().is_some_and(|r| r.gpu_peak.is_some()))
     };
     let gpu = has_gpu(base) || has_gpu(head);
+    // Reports written before allocations were counted have none.
+    let has_allocations = |run: &RunReport| {
+        run.functions
+            .iter()
+            .any(|f| f.fn_row().is_some_and(|r| r.allocations.is_some()))
+    };
+    let allocations = has_allocations(base) || has_allocations(head);
     let pairs = pair_functions(base, head);
     let mut diffs: Vec<FunctionDiff<'a>> = pairs
         .into_iter()
@@ -209,11 +221,13 @@ pub fn compare<'a>(
                 Figure::Peak,
                 Figure::KeptPerCall,
                 Figure::GpuPeak,
+                Figure::AllocsPerCall,
             ];
             let changes: Vec<Change> = figures
                 .iter()
                 .enumerate()
                 .filter(|&(_, &figure)| figure != Figure::GpuPeak || gpu)
+                .filter(|&(_, &figure)| figure != Figure::AllocsPerCall || allocations)
                 .map(|(i, &figure)| Change {
                     figure,
                     base: bf.and_then(|f| f[i]),

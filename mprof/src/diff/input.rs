@@ -33,6 +33,9 @@ pub struct LineRun {
     /// Absent before device allocations were counted; `None` without them.
     #[serde(default)]
     pub gpu_peak: Option<u64>,
+    /// Absent before allocations were counted.
+    #[serde(default)]
+    pub allocations: Option<u64>,
     pub contents: String,
 }
 

@@ -84,6 +84,7 @@ mod tests {
                 increment: Some(0),
                 peak: Some(0),
                 gpu_peak: None,
+                allocations: None,
                 contents: (*t).to_owned(),
             })
             .collect()
