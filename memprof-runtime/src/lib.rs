@@ -7,6 +7,7 @@
 //! 1. leaves: `kernel` (the optimized statement step and the `repr(C)` state
 //!    it shares, with `owned`), [`units`], [`config`] (configuration as a value);
 //!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
+//!    `stdio` (stdout and stderr, written without panicking);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
 //!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
 //!    a stand-in answering "no GPU" without the `gpu` feature);
@@ -47,6 +48,7 @@ mod region;
 mod render;
 mod report;
 mod settings;
+mod stdio;
 mod timeline;
 mod tls;
 mod track;

@@ -15,7 +15,7 @@ pub(crate) fn get() -> &'static Config {
             config.test_binary =
                 std::env::current_exe().is_ok_and(|exe| crate::config::is_test_binary(&exe));
             for warning in warnings {
-                eprintln!("{warning}");
+                crate::stdio::warning!("{warning}");
             }
             config
         })
