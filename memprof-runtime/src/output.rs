@@ -97,7 +97,9 @@ fn register_exit_hook() {
             EXITING.store(true, Relaxed);
             untracked(|| {
                 print_exit_tables();
-                write_json();
+                if !JSON_AFTER_EXIT_HANDLERS {
+                    write_json();
+                }
             });
         }
         // SAFETY: `at_exit` is a plain `extern "C" fn` that never unwinds
@@ -146,6 +148,29 @@ fn freed_more_note(meta: &FnMeta, function: &FunctionReport, settings: &RenderSe
     match meta.scope {
         Scope::Thread => crate::render::freed_more_note(function, settings).unwrap_or_default(),
         Scope::Process => String::new(),
+    }
+}
+
+/// Whether `MEMPROF_JSON` is written after every `atexit` handler, from
+/// `.fini_array`, rather than from memprof's own handler.
+const JSON_AFTER_EXIT_HANDLERS: bool = cfg!(target_os = "linux");
+
+// NOTE: `atexit` handlers run last registered first, and memprof registers
+// its own at the first profiled call: a handler the program registered
+// earlier runs after it, and its profiled calls would miss the report.
+// `.fini_array` runs after every handler registered once the program
+// started (glibc and musl run the loader's finalizers, which run it, last).
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static JSON_AT_FINI: extern "C" fn() = json_at_fini;
+
+#[cfg(target_os = "linux")]
+extern "C" fn json_at_fini() {
+    // Only where profiled calls registered the exit hook, as before.
+    if EXITING.load(Relaxed) {
+        // A panic must not unwind out of an `extern "C" fn`.
+        let _ = std::panic::catch_unwind(|| untracked(write_json));
     }
 }
 
