@@ -80,7 +80,7 @@ pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
 // Not public API. Used by generated code.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::alloc::slots_in_use;
+    pub use crate::alloc::{SLOT_COUNT, slots_in_use};
     pub use crate::budget::{Comparison, Condition, Quantity, check_memory};
     pub use crate::calls::{Cursor, FnMeta, Instrumented, Registration, TailGuard, is_off};
     pub use crate::cells::LineCell;
