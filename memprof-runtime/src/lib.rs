@@ -16,7 +16,8 @@
 //!    aggregates: `calls`; `measure`;
 //! 5. aggregation and reports: `report`; `mprof run`'s timeline, `timeline`;
 //! 6. rendering: `render`;
-//! 7. budgets and output: `budget`, `output`, `track`;
+//! 7. budgets and output: `budget`, `output`, `track`; `fork` (what a
+//!    child of `fork` inherits);
 //! 8. what generated code calls: `probe`, and `__private` below.
 //!
 //! The hot path crosses the layers once: generated code calls `probe`, whose
@@ -32,6 +33,7 @@ mod budget;
 mod calls;
 mod cells;
 pub mod config;
+mod fork;
 #[cfg(feature = "gpu")]
 mod gpu;
 #[cfg(not(feature = "gpu"))]

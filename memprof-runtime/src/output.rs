@@ -107,6 +107,7 @@ fn register_exit_hook() {
         unsafe {
             libc::atexit(at_exit);
         }
+        crate::fork::register();
     });
 }
 
@@ -238,22 +239,31 @@ fn to_stdout(text: &str) -> std::io::Result<()> {
     std::panic::catch_unwind(|| print!("{text}")).map_err(|_| broken())
 }
 
+static OUTPUT_FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
+    std::sync::OnceLock::new();
+
 /// The `MEMPROF_OUTPUT` file, created at the first write; `None`, after one
 /// warning, if it cannot be.
 fn output_file(path: &std::path::Path) -> Option<&'static std::sync::Mutex<std::fs::File>> {
-    static FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
-        std::sync::OnceLock::new();
-    FILE.get_or_init(|| match std::fs::File::create(path) {
-        Ok(file) => Some(std::sync::Mutex::new(file)),
-        Err(err) => {
-            crate::stdio::warning!(
-                "memprof: cannot open MEMPROF_OUTPUT={}: {err}; writing to stderr instead",
-                path.display()
-            );
-            None
-        }
-    })
-    .as_ref()
+    OUTPUT_FILE
+        .get_or_init(|| match std::fs::File::create(path) {
+            Ok(file) => Some(std::sync::Mutex::new(file)),
+            Err(err) => {
+                crate::stdio::warning!(
+                    "memprof: cannot open MEMPROF_OUTPUT={}: {err}; writing to stderr instead",
+                    path.display()
+                );
+                None
+            }
+        })
+        .as_ref()
+}
+
+/// The `MEMPROF_OUTPUT` file locked, if it is open, for `fork` to hold
+/// across a fork (see `crate::fork`).
+pub(crate) fn hold_file_for_fork() -> Option<std::sync::MutexGuard<'static, std::fs::File>> {
+    let file = OUTPUT_FILE.get()?.as_ref()?;
+    Some(file.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 pub(crate) fn warn_not_installed() {
