@@ -3,7 +3,8 @@
 //! slots, after 10,000 threads came and went and with 2,000 alive at once,
 //! and stays exact. Runs without libtest's harness, whose threads would hold
 //! slots of their own. Costs, in the same situations: `cargo bench --bench
-//! call_cost` (the `churn` rows).
+//! call_cost` (its rows "after 10,000 threads came and went" and "with
+//! 2,000 threads alive").
 
 use memprof::__private::slots_in_use;
 use memprof::{process_heap, profile};
