@@ -85,7 +85,8 @@ impl Default for RenderSettings {
 /// Where printed output goes (`MEMPROF_OUTPUT`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
-    /// Standard output, through `print!` so that libtest captures it.
+    /// Standard output (in a test binary through `print!`, so that libtest
+    /// captures it). A failed write stops memprof's printing.
     Stdout,
     /// Standard error.
     Stderr,

@@ -174,7 +174,7 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
                 crate::stdio::warning!(
                     "memprof: cannot append to {path}: {err}; writing to stderr instead"
                 );
-                let _ = std::io::stderr().write_all(text.as_bytes());
+                let _ = crate::stdio::stderr(&text);
             }
         }),
     }
