@@ -6,8 +6,10 @@
 //! `MEMPROF=off`. Each run times a 3-statement function with and without
 //! `#[profile]` on one thread and on two at once, and a loop whose body binds
 //! a local, in interleaved rounds; a figure is the median over rounds of the
-//! difference within a round. Ends with rows for the summary table
-//! (`scripts/bench-summary`).
+//! difference within a round. Then the 1-thread call again in the same
+//! process, after 10,000 threads came and went and with 2,000 alive, as a
+//! ratio to its figure in the fresh process. Ends with rows for the summary
+//! table (`scripts/bench-summary`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -101,6 +103,23 @@ fn main() {
             }
             .to_owned(),
         ));
+        for (key, situation) in [
+            (
+                "call_overhead_after_10000_threads",
+                "after 10,000 threads came and went",
+            ),
+            (
+                "call_overhead_2000_live_threads",
+                "with 2,000 threads alive",
+            ),
+        ] {
+            rows.push((
+                format!("the 1-thread call {situation}, {profile} (× in the fresh process)"),
+                format!("{:.2}", on[key] / one),
+                format!("{:.1} ns over the plain call", on[key]),
+                "≤ 1.2".to_owned(),
+            ));
+        }
         let off_call = off["call_overhead"];
         rows.push((
             format!("the 3-statement call under `MEMPROF=off`, {profile} profile"),

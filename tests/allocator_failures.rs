@@ -1,8 +1,8 @@
 //! The counting allocator's rule for failed requests (see `Allocator`'s
-//! "Failed allocations"): a request of `COUNT_FIRST_BELOW` bytes or more,
-//! and every realloc, is counted only once the inner allocator succeeds; a
-//! smaller request is counted before it runs, so that `alloc` can leave
-//! through a tail call.
+//! "Failed allocations"): a request whose size plus alignment reaches
+//! `COUNT_FIRST_BELOW` bytes, and every realloc, is counted only once the
+//! inner allocator succeeds; a smaller request is counted before it runs,
+//! so that `alloc` can leave through a tail call.
 
 use memprof::{Allocator, Measurement, measure};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -124,6 +124,27 @@ fn a_failed_small_allocation_stays_counted() {
         (m.increment, m.peak, m.allocations, m.deallocations),
         (48, 48, 1, 0)
     );
+}
+
+#[test]
+fn an_impossible_alignment_leaves_every_counter_unchanged() {
+    // 8 bytes aligned to 1 TiB: the system allocator refuses it with memory
+    // to spare, so it must not stay counted as a small request would.
+    let impossible = Layout::from_size_align(8, 1 << 40).unwrap();
+    for zeroed in [false, true] {
+        let (ptr, m) = measure(|| {
+            // SAFETY: a non-zero layout.
+            black_box(unsafe {
+                if zeroed {
+                    std::alloc::alloc_zeroed(impossible)
+                } else {
+                    std::alloc::alloc(impossible)
+                }
+            })
+        });
+        assert!(ptr.is_null());
+        unchanged(m);
+    }
 }
 
 /// Whether `try_reserve` failed in the allocator, not in its size check.

@@ -412,4 +412,44 @@ fn a_calling_line_sees_the_callees_peak_and_the_next_line_does_not() {
     );
 }
 
+/// A free the driver refuses changes nothing; the later real free counts.
+#[rustfmt::skip]
+#[profile]
+fn refused_free(c: &FakeCupti) {
+    let a = c.alloc(cbid::MEM_ALLOC_V2, 0, 256 * MIB);
+    c.free_failing(cbid::MEM_FREE_V2, 0, a, fake_cupti::CUDA_ERROR_INVALID_VALUE);
+    let h = c.alloc(cbid::MEM_CREATE, 0, 64 * MIB);
+    c.free_failing(cbid::MEM_RELEASE, 0, h, fake_cupti::CUDA_ERROR_INVALID_VALUE);
+    c.free(cbid::MEM_RELEASE, 0, h);
+    c.free(cbid::MEM_FREE_V2, 0, a);
+}
+
+#[test]
+fn child_refused_free() {
+    in_counted_child(|_nvml, c| refused_free(c));
+}
+
+#[test]
+fn a_failed_free_changes_nothing_and_the_real_free_counts() {
+    let child = run_counted("child_refused_free", &[]);
+    let report = child.report();
+    let f = "refused_free";
+    assert_eq!(
+        counted(row(&report, f, "MEM_FREE_V2, 0, a, fake")),
+        (0, 256 * MIB, 0)
+    );
+    assert_eq!(
+        counted(row(&report, f, "MEM_RELEASE, 0, h, fake")),
+        (0, 320 * MIB, 0)
+    );
+    assert_eq!(
+        counted(row(&report, f, "c.free(cbid::MEM_RELEASE, 0, h)")),
+        (-64 * MI, 256 * MIB, 0)
+    );
+    assert_eq!(
+        counted(row(&report, f, "c.free(cbid::MEM_FREE_V2, 0, a)")),
+        (-256 * MI, 0, 0)
+    );
+}
+
 // NVIDIA's own libcupti, on a machine without a driver.

@@ -324,6 +324,49 @@ fn exit_mode_prints_also_when_the_program_calls_process_exit() {
     assert!(out.contains("Calls: 2 (aggregated)"), "{out}");
 }
 
+#[profile]
+fn called_from_an_exit_handler() -> usize {
+    let v = vec![0u8; 64];
+    v.len()
+}
+
+#[test]
+fn child_calls_from_an_earlier_exit_handler() {
+    if is_child() {
+        extern "C" fn handler() {
+            std::hint::black_box(called_from_an_exit_handler());
+        }
+        // SAFETY: a plain `extern "C" fn` that does not unwind.
+        assert_eq!(unsafe { libc::atexit(handler) }, 0);
+        // memprof's own exit hook is registered here, after the handler,
+        // so it runs before it.
+        called_five_times(1000);
+    }
+}
+
+#[test]
+fn json_counts_calls_from_exit_handlers_registered_before_memprofs() {
+    let dir = scratch_dir("json-atexit");
+    let path = dir.join("report.json");
+    run_child(
+        "child_calls_from_an_earlier_exit_handler",
+        &[("MEMPROF_JSON", path.to_str().unwrap())],
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let calls = |name: &str| {
+        json["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .map_or(0, |f| f["calls"].as_u64().unwrap())
+    };
+    assert_eq!(calls("output::called_five_times"), 1, "{json}");
+    assert_eq!(calls("output::called_from_an_exit_handler"), 1, "{json}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn json_at_exit_matches_the_printed_table() {
     let dir = scratch_dir("json");

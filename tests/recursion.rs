@@ -93,6 +93,39 @@ fn direct_recursion_counts_the_outermost_call_once() {
     assert_eq!((inc, n), (3000 + 4 * 24, 3));
 }
 
+/// Keeps 100 bytes per level until it returns.
+#[profile]
+fn deep(n: usize) -> usize {
+    let here = vec![0u8; 100];
+    if n == 0 {
+        here.len()
+    } else {
+        deep(n - 1) + here.len()
+    }
+}
+
+#[test]
+fn recursion_past_the_side_stack_stays_exact() {
+    // The side stack holds about 2,300 nested calls (`calls/stack.rs`);
+    // deeper levels keep their records on the heap, outside every figure.
+    const LEVELS: usize = 20_000;
+    let (len, m) = std::thread::Builder::new()
+        .stack_size(1 << 30)
+        .spawn(|| measure(|| deep(LEVELS)))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(len, 100 * (LEVELS + 1));
+    assert_eq!((m.increment, m.peak), (0, 100 * (LEVELS as u64 + 1)));
+    let t = table("deep");
+    assert_eq!(t.calls, 1);
+    assert_eq!(figures(&t, "fn deep"), (0, m.peak, LEVELS as u64 + 1));
+    assert_eq!(
+        figures(&t, "let here"),
+        (100 * (LEVELS as i64 + 1), 100, LEVELS as u64 + 1)
+    );
+}
+
 #[test]
 fn mutual_recursion_counts_each_function_once() {
     let (len, m) = measure(|| even(5));

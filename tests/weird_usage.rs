@@ -297,6 +297,42 @@ fn panics_pass_through_and_later_calls_are_still_right() {
 }
 
 #[profile]
+fn panics_often(fail: bool) -> usize {
+    let v = vec![0u8; 64];
+    if fail {
+        std::panic::panic_any(QuietPanic);
+    }
+    v.len()
+}
+
+/// The payload of `panics_often`, whose panics the hook leaves unprinted.
+struct QuietPanic;
+
+#[test]
+fn ten_thousand_caught_panics_leave_later_figures_exact() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !info.payload().is::<QuietPanic>() {
+            previous(info);
+        }
+    }));
+    for _ in 0..10_000 {
+        assert!(std::panic::catch_unwind(|| panics_often(true)).is_err());
+    }
+    assert_eq!(panics_often(false), 64);
+    let t = table("panics_often");
+    assert_eq!(t.calls, 10_001);
+    // Each execution of `let v` counts its 64 bytes; unwinding freed them.
+    assert_eq!(
+        row("panics_often", "let v = vec!"),
+        (64 * 10_001, 64, 10_001)
+    );
+    assert_eq!(row("panics_often", "v.len()"), (0, 0, 1));
+    let ((), m) = memprof::measure(|| drop(vec![0u8; 10]));
+    assert_eq!((m.increment, m.peak), (0, 10));
+}
+
+#[profile]
 fn deep(n: u32) -> u64 {
     if n == 0 {
         return 0;

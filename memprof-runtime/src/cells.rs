@@ -126,6 +126,18 @@ impl LineCell {
         }
     }
 
+    /// In a child process after `fork`: ends a write that a thread of the
+    /// parent was making as it forked, which no thread will finish here, so
+    /// that [`LineCell::read`] does not wait for it forever. The row keeps
+    /// whatever part of that one execution's figures was written.
+    pub(crate) fn end_lost_write(&self) {
+        let seq = self.seq.load(Relaxed);
+        if seq & 1 == 1 {
+            self.seq
+                .store(seq.wrapping_add(1), std::sync::atomic::Ordering::Release);
+        }
+    }
+
     /// Adds `figures` to the row (owner only, or under the lock that makes
     /// the caller its only writer).
     pub(crate) fn absorb(&self, figures: &RowFigures) {

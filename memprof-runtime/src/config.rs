@@ -6,6 +6,7 @@
 //! values, and the default is used.
 
 use crate::units::{SIZE_HELP, parse_size, unit_bytes};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// When tables are printed (`MEMPROF_REPORT`).
@@ -89,7 +90,8 @@ impl Default for RenderSettings {
 /// Where printed output goes (`MEMPROF_OUTPUT`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
-    /// Standard output, through `print!` so that libtest captures it.
+    /// Standard output (in a test binary through `print!`, so that libtest
+    /// captures it). A failed write stops memprof's printing.
     Stdout,
     /// Standard error.
     Stderr,
@@ -184,8 +186,9 @@ impl Default for Config {
 
 impl Config {
     /// The configuration that the variables `var` returns describe, and one
-    /// warning for each malformed value (whose default is used instead).
-    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> (Config, Vec<String>) {
+    /// warning for each malformed value (whose default is used instead),
+    /// a value that is not UTF-8 included.
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> (Config, Vec<String>) {
         let mut vars = Vars {
             var: &var,
             warnings: Vec::new(),
@@ -197,7 +200,7 @@ impl Config {
 
 /// The variables being read, and the warnings so far.
 struct Vars<'a> {
-    var: &'a dyn Fn(&str) -> Option<String>,
+    var: &'a dyn Fn(&str) -> Option<OsString>,
     warnings: Vec<String>,
 }
 
@@ -209,7 +212,17 @@ impl Vars<'_> {
         accepted: &str,
         f: impl FnOnce(&str) -> Option<T>,
     ) -> Option<T> {
-        let value = (self.var)(name)?;
+        let value = match (self.var)(name)?.into_string() {
+            Ok(value) => value,
+            Err(raw) => {
+                self.warnings.push(format!(
+                    "memprof: ignoring {name}={:?}: not valid UTF-8, expected {accepted}; \
+                     using the default",
+                    raw.to_string_lossy()
+                ));
+                return None;
+            }
+        };
         let value = value.trim();
         let parsed = f(value);
         if parsed.is_none() {
@@ -346,16 +359,38 @@ mod tests {
     use super::*;
 
     fn from(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
-        let pairs: Vec<(String, String)> = pairs
+        let pairs: Vec<(String, OsString)> = pairs
             .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
             .collect();
+        from_os(pairs)
+    }
+
+    fn from_os(pairs: Vec<(String, OsString)>) -> (Config, Vec<String>) {
         Config::from_vars(move |name| {
             pairs
                 .iter()
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.clone())
         })
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_value_that_is_not_utf8_warns_and_keeps_the_default() {
+        use std::os::unix::ffi::OsStringExt;
+        for name in ["MEMPROF_REPORT", "MEMPROF_OUTPUT", "MEMPROF_UNIT"] {
+            let raw = OsString::from_vec(b"ca\xffll".to_vec());
+            let (config, warnings) = from_os(vec![(name.to_owned(), raw)]);
+            assert_eq!(config, Config::default(), "{name}");
+            assert_eq!(warnings.len(), 1, "{warnings:?}");
+            assert!(
+                warnings[0].starts_with(&format!(
+                    "memprof: ignoring {name}=\"ca\u{fffd}ll\": not valid UTF-8, expected "
+                )),
+                "{warnings:?}"
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! 1. leaves: `kernel` (the optimized statement step and the `repr(C)` state
 //!    it shares, with `owned`), [`units`], [`config`] (configuration as a value);
 //!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
+//!    `stdio` (stdout and stderr, written without panicking);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
 //!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
 //!    a stand-in answering "no GPU" without the `gpu` feature);
@@ -17,7 +18,8 @@
 //!    timeline, `timeline`;
 //! 6. rendering: `render`;
 //! 7. budgets and output: `budget`, `output` (with `json_file`, the
-//!    `MEMPROF_JSON` file it writes), `track`;
+//!    `MEMPROF_JSON` file it writes), `track`; `fork` (what a child of
+//!    `fork` inherits);
 //! 8. what generated code calls: `probe`, and `__private` below.
 //!
 //! The hot path crosses the layers once: generated code calls `probe`, whose
@@ -33,6 +35,7 @@ mod budget;
 mod calls;
 mod cells;
 pub mod config;
+mod fork;
 #[cfg(feature = "gpu")]
 mod gpu;
 #[cfg(not(feature = "gpu"))]
@@ -50,6 +53,7 @@ mod region;
 mod render;
 mod report;
 mod settings;
+mod stdio;
 mod summary;
 mod timeline;
 mod tls;
@@ -83,7 +87,7 @@ pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
 // Not public API. Used by generated code.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::alloc::slots_in_use;
+    pub use crate::alloc::{SLOT_COUNT, slots_in_use};
     pub use crate::budget::{Comparison, Condition, Quantity, check_memory};
     pub use crate::calls::{Cursor, FnMeta, Instrumented, Registration, TailGuard, is_off};
     pub use crate::cells::LineCell;

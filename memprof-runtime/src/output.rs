@@ -175,9 +175,12 @@ fn register_exit_hook() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         extern "C" fn at_exit() {
+            EXITING.store(true, Relaxed);
             untracked(|| {
                 print_exit_tables();
-                write_json();
+                if !JSON_AFTER_EXIT_HANDLERS {
+                    write_json();
+                }
             });
         }
         // SAFETY: `at_exit` is a plain `extern "C" fn` that never unwinds
@@ -185,6 +188,7 @@ fn register_exit_hook() {
         unsafe {
             libc::atexit(at_exit);
         }
+        crate::fork::register();
     });
 }
 
@@ -236,6 +240,29 @@ fn freed_more_note(meta: &FnMeta, function: &FunctionReport, settings: &RenderSe
     }
 }
 
+/// Whether `MEMPROF_JSON` is written after every `atexit` handler, from
+/// `.fini_array`, rather than from memprof's own handler.
+const JSON_AFTER_EXIT_HANDLERS: bool = cfg!(target_os = "linux");
+
+// NOTE: `atexit` handlers run last registered first, and memprof registers
+// its own at the first profiled call: a handler the program registered
+// earlier runs after it, and its profiled calls would miss the report.
+// `.fini_array` runs after every handler registered once the program
+// started (glibc and musl run the loader's finalizers, which run it, last).
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static JSON_AT_FINI: extern "C" fn() = json_at_fini;
+
+#[cfg(target_os = "linux")]
+extern "C" fn json_at_fini() {
+    // Only where profiled calls registered the exit hook, as before.
+    if EXITING.load(Relaxed) {
+        // A panic must not unwind out of an `extern "C" fn`.
+        let _ = std::panic::catch_unwind(|| untracked(write_json));
+    }
+}
+
 /// `MEMPROF_JSON`: the aggregated report, written at exit, with those of
 /// the run's earlier processes (see `json_file`).
 fn write_json() {
@@ -243,64 +270,95 @@ fn write_json() {
         return;
     };
     if let Err(err) = crate::json_file::write(path, &report()) {
-        eprintln!(
+        crate::stdio::warning!(
             "memprof: cannot write MEMPROF_JSON={}: {err}",
             path.display()
         );
     }
 }
 
-/// Writes `text` where `MEMPROF_OUTPUT` says: stdout through `print!` (so
-/// that libtest's capture sees it), stderr, or a file. Anything that fails
-/// falls back to stderr; nothing here panics.
+/// Set when writing memprof's text failed: nothing more is printed.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// Set while the exit hook runs: no test's output capture is active then.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` where `MEMPROF_OUTPUT` says: stdout, stderr, or a file
+/// (stderr if it cannot be opened). When a write fails (a closed pipe, a
+/// full disk), memprof stops printing and says so once on stderr; nothing
+/// here panics, so the program goes on as it would unprofiled.
 pub(crate) fn emit(text: &str) {
-    untracked(|| match &crate::settings::get().output {
-        Output::Stdout => {
-            if std::panic::catch_unwind(|| print!("{text}")).is_err() {
-                to_stderr(text);
-            }
-        }
-        Output::Stderr => to_stderr(text),
-        Output::File(path) => match output_file(path) {
-            Some(file) => {
-                use std::io::Write;
-                let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
-                if file.write_all(text.as_bytes()).is_err() {
-                    to_stderr(text);
+    if STOPPED.load(Relaxed) {
+        return;
+    }
+    untracked(|| {
+        let (written, sink) = match &crate::settings::get().output {
+            Output::Stdout => (to_stdout(text), "stdout"),
+            Output::Stderr => (crate::stdio::stderr(text), "stderr"),
+            Output::File(path) => match output_file(path) {
+                Some(file) => {
+                    use std::io::Write;
+                    let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+                    (file.write_all(text.as_bytes()), "MEMPROF_OUTPUT")
                 }
-            }
-            None => to_stderr(text),
-        },
+                None => (crate::stdio::stderr(text), "stderr"),
+            },
+        };
+        if let Err(err) = written
+            && !STOPPED.swap(true, Relaxed)
+        {
+            crate::stdio::warning!(
+                "memprof: cannot write to {sink} ({err}); printing nothing more"
+            );
+        }
     });
 }
 
-fn to_stderr(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().write_all(text.as_bytes());
+/// Writes `text` to stdout. In a test binary, through `print!` while a test
+/// may be running, so that libtest's capture sees it; `print!` panics on a
+/// failed write, so a broken pipe is looked for first, and a panic caught.
+fn to_stdout(text: &str) -> std::io::Result<()> {
+    if !crate::settings::get().test_binary || EXITING.load(Relaxed) {
+        return crate::stdio::stdout(text);
+    }
+    let broken = || std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+    if crate::stdio::stdout_is_broken() {
+        return Err(broken());
+    }
+    std::panic::catch_unwind(|| print!("{text}")).map_err(|_| broken())
 }
+
+static OUTPUT_FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
+    std::sync::OnceLock::new();
 
 /// The `MEMPROF_OUTPUT` file, created at the first write; `None`, after one
 /// warning, if it cannot be.
 fn output_file(path: &std::path::Path) -> Option<&'static std::sync::Mutex<std::fs::File>> {
-    static FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
-        std::sync::OnceLock::new();
-    FILE.get_or_init(|| match std::fs::File::create(path) {
-        Ok(file) => Some(std::sync::Mutex::new(file)),
-        Err(err) => {
-            eprintln!(
-                "memprof: cannot open MEMPROF_OUTPUT={}: {err}; writing to stderr instead",
-                path.display()
-            );
-            None
-        }
-    })
-    .as_ref()
+    OUTPUT_FILE
+        .get_or_init(|| match std::fs::File::create(path) {
+            Ok(file) => Some(std::sync::Mutex::new(file)),
+            Err(err) => {
+                crate::stdio::warning!(
+                    "memprof: cannot open MEMPROF_OUTPUT={}: {err}; writing to stderr instead",
+                    path.display()
+                );
+                None
+            }
+        })
+        .as_ref()
+}
+
+/// The `MEMPROF_OUTPUT` file locked, if it is open, for `fork` to hold
+/// across a fork (see `crate::fork`).
+pub(crate) fn hold_file_for_fork() -> Option<std::sync::MutexGuard<'static, std::fs::File>> {
+    let file = OUTPUT_FILE.get()?.as_ref()?;
+    Some(file.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 pub(crate) fn warn_not_installed() {
     static WARNED: Once = Once::new();
     WARNED.call_once(|| {
-        eprintln!(
+        crate::stdio::warning!(
             "memprof: no memprof allocator is installed, so there are no figures to show. \
              Enable the `global-allocator` feature of `memprof` (on by default), or declare \
              `#[global_allocator] static ALLOC: memprof::Allocator = memprof::Allocator::system();`"

@@ -11,11 +11,11 @@ pub(crate) fn get() -> &'static Config {
     static CONFIG: OnceLock<Config> = OnceLock::new();
     CONFIG.get_or_init(|| {
         untracked(|| {
-            let (mut config, warnings) = Config::from_vars(|name| std::env::var(name).ok());
+            let (mut config, warnings) = Config::from_vars(|name| std::env::var_os(name));
             config.test_binary =
                 std::env::current_exe().is_ok_and(|exe| crate::config::is_test_binary(&exe));
             for warning in warnings {
-                eprintln!("{warning}");
+                crate::stdio::warning!("{warning}");
             }
             config
         })

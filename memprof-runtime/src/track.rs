@@ -171,8 +171,10 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
                 .open(path)
                 .and_then(|mut f| f.write_all(text.as_bytes()));
             if let Err(err) = written {
-                eprintln!("memprof: cannot append to {path}: {err}; writing to stderr instead");
-                let _ = std::io::stderr().write_all(text.as_bytes());
+                crate::stdio::warning!(
+                    "memprof: cannot append to {path}: {err}; writing to stderr instead"
+                );
+                let _ = crate::stdio::stderr(&text);
             }
         }),
     }

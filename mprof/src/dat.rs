@@ -179,7 +179,8 @@ fn parse_line(profile: &mut Profile, line: &str) -> Option<()> {
         "CHLD" => {
             let (pid, rest) = rest.split_once(' ')?;
             let pid = pid.parse().ok()?;
-            profile.children.entry(pid).or_default().push(sample(rest)?);
+            let sample = sample(rest)?;
+            profile.children.entry(pid).or_default().push(sample);
         }
         "FUNC" => profile.calls.push(call(rest)?),
         "SHORT" => profile.short.push(short_calls(rest)?),
@@ -195,10 +196,15 @@ fn number(field: Option<&str>) -> Option<f64> {
     field?.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
+/// A memory figure: a number, never below zero.
+fn memory(field: Option<&str>) -> Option<f64> {
+    number(field).filter(|mib| *mib >= 0.0)
+}
+
 /// `<MiB> <time>`.
 fn sample(rest: &str) -> Option<Sample> {
     let mut fields = rest.split(' ');
-    let mib = number(fields.next())?;
+    let mib = memory(fields.next())?;
     let time = number(fields.next())?;
     fields.next().is_none().then_some(Sample { time, mib })
 }
@@ -207,9 +213,9 @@ fn sample(rest: &str) -> Option<Sample> {
 fn call(rest: &str) -> Option<Call> {
     let mut fields = rest.split(' ');
     let name = fields.next().filter(|n| !n.is_empty())?.to_string();
-    let start_mib = number(fields.next())?;
+    let start_mib = memory(fields.next())?;
     let start_time = number(fields.next())?;
-    let end_mib = number(fields.next())?;
+    let end_mib = memory(fields.next())?;
     let end_time = number(fields.next())?;
     let depth = match fields.next() {
         Some(depth) => Some(depth.parse().ok()?),
@@ -346,6 +352,22 @@ mod tests {
         assert_eq!(p.mem.len(), 2);
         assert_eq!(skipped.count, 5);
         assert_eq!(skipped.first.unwrap().0, 2);
+    }
+
+    #[test]
+    fn a_negative_memory_figure_is_a_malformed_line() {
+        let text =
+            "MEM -5.0 1.0\nMEM 2.0 2.0\nHEAP -1.0 2.0\nCHLD 7 -3.0 2.0\nFUNC f -1.0 1.0 2.0 2.0\n";
+        let (p, skipped) = Profile::parse(Path::new("x.dat"), text);
+        assert_eq!(skipped.count, 4);
+        assert_eq!(skipped.first.unwrap().0, 1);
+        assert_eq!(p.mem.len(), 1);
+        assert_eq!(p.peak().unwrap().mib, 2.0);
+        assert!(p.heap.is_empty() && p.children.is_empty() && p.calls.is_empty());
+        // A file of negative samples only has no samples: `mprof peak`
+        // answers with an error, not a negative peak.
+        let (p, _) = Profile::parse(Path::new("x.dat"), "MEM -5.0 1.0\n");
+        assert!(p.peak().is_none());
     }
 
     #[test]

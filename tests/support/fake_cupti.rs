@@ -33,6 +33,9 @@ pub mod cbid {
 /// `CUDA_ERROR_OUT_OF_MEMORY`.
 pub const CUDA_ERROR_OUT_OF_MEMORY: c_int = 2;
 
+/// `CUDA_ERROR_INVALID_VALUE`.
+pub const CUDA_ERROR_INVALID_VALUE: c_int = 1;
+
 /// The path of the fake `libcupti.so`, built on first use in this test
 /// process. Panics with cargo's output if the build fails.
 pub fn library() -> PathBuf {
@@ -109,6 +112,13 @@ impl FakeCupti {
     pub fn free(&self, cbid: u32, device: u32, address: u64) {
         // SAFETY: as in `alloc`.
         unsafe { (self.free)(cbid, device, address, 0) }
+    }
+
+    /// Driver call `cbid` refuses to free `address` (or release a handle),
+    /// returning `code`.
+    pub fn free_failing(&self, cbid: u32, device: u32, address: u64, code: c_int) {
+        // SAFETY: as in `alloc`.
+        unsafe { (self.free)(cbid, device, address, code) }
     }
 
     /// Whether driver call `cbid` has its callback enabled.

@@ -55,13 +55,14 @@ use std::alloc::{GlobalAlloc, Layout, System};
 ///
 /// # Failed allocations
 ///
-/// A request of [`COUNT_FIRST_BELOW`](Self::COUNT_FIRST_BELOW) bytes or more
-/// is counted only once the inner allocator has returned memory: a failed
-/// large allocation, or a `try_reserve` that fails, changes no figure. A
-/// smaller request is counted before the inner allocator runs and stays
-/// counted if it fails. A small request fails only when the process is out
-/// of memory, and Rust's infallible APIs then abort through
-/// `handle_alloc_error`, so no figure is left to read.
+/// A request whose size plus alignment reaches
+/// [`COUNT_FIRST_BELOW`](Self::COUNT_FIRST_BELOW) bytes is counted only once
+/// the inner allocator has returned memory: a failed large allocation, one
+/// with an alignment no allocator can meet, or a `try_reserve` that fails,
+/// changes no figure. A smaller request is counted before the inner
+/// allocator runs and stays counted if it fails. A small request fails only
+/// when the process is out of memory, and Rust's infallible APIs then abort
+/// through `handle_alloc_error`, so no figure is left to read.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Allocator<A = System> {
     inner: A,
@@ -80,8 +81,9 @@ impl<A> Allocator<A> {
         Allocator { inner }
     }
 
-    /// Requests below this many bytes are counted before the inner
-    /// allocator runs (see [Failed allocations](Self#failed-allocations)).
+    /// Requests whose size plus alignment stays below this many bytes are
+    /// counted before the inner allocator runs (see
+    /// [Failed allocations](Self#failed-allocations)).
     ///
     /// PERF: counting first lets `alloc` leave through a tail call into the
     /// inner allocator, with no stack frame, as `dealloc` does. Above this
@@ -100,7 +102,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
 
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= Self::COUNT_FIRST_BELOW {
+        if counts_after(layout) {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { alloc_then_count(&self.inner, layout, false) };
         }
@@ -114,7 +116,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= Self::COUNT_FIRST_BELOW {
+        if counts_after(layout) {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { alloc_then_count(&self.inner, layout, true) };
         }
@@ -153,8 +155,17 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
     }
 }
 
-/// `alloc` or `alloc_zeroed` of [`Allocator::COUNT_FIRST_BELOW`] bytes or
-/// more: counted only if the inner allocator succeeds.
+/// Whether an `alloc` of `layout` is counted only once the inner allocator
+/// has succeeded: a large request, or one with a large alignment, which an
+/// allocator may refuse without being out of memory (an impossible
+/// alignment). One addition: `Layout` keeps the sum below `isize::MAX`.
+#[inline(always)]
+fn counts_after(layout: Layout) -> bool {
+    layout.size() + layout.align() >= Allocator::<System>::COUNT_FIRST_BELOW
+}
+
+/// `alloc` or `alloc_zeroed` that [`counts_after`]: counted only if the
+/// inner allocator succeeds.
 ///
 /// # Safety
 /// As [`GlobalAlloc::alloc`].

@@ -10,7 +10,8 @@
 //!   process-wide figure without the owner paying for atomic read-modify-write.
 //!
 //! Threads beyond `SLOT_COUNT` share one overflow slot through atomic adds:
-//! still exact, only slower.
+//! still exact, only slower; each moves to a slot of its own once one is
+//! free (see `slots` for why there are few).
 //!
 //! Every special case leaves the fast path through one of two tests of
 //! values it loads anyway: the thread's `hook`, null unless the thread is
@@ -34,9 +35,11 @@ pub use allocator::Allocator;
 use classes::{ClassTally, count_classes};
 pub(crate) use classes::{SIZE_CLASSES, take_size_classes};
 use slots::OVERFLOW;
+#[doc(hidden)]
+pub use slots::SLOT_COUNT;
 pub use slots::in_use as slots_in_use;
 pub use slots::process_heap;
-use slots::{EMPTY, Slot, claim_slot};
+use slots::{EMPTY, Slot, any_free, claim_slot, promote};
 pub(crate) use slots::{KERNEL_GLOBALS, process_net, release as release_slot};
 use watch::{WATCH_MASK, watch_record};
 pub(crate) use watch::{Watch, watch_begin, watch_counts, watch_end};
@@ -57,6 +60,9 @@ const OVERFLOW_SLOT: u8 = 2;
 const PAUSED: u8 = 3;
 /// Counting, and also counting by size class for `track!` checkpoints.
 const TRACKING: u8 = 4;
+/// The thread is ending and gave its slot back (or had none): it adds to
+/// the overflow slot, as in `OVERFLOW_SLOT`, and claims no slot any more.
+const RETIRED: u8 = 5;
 
 /// The calling thread's counters. Only this thread reads or writes them.
 ///
@@ -67,8 +73,8 @@ const TRACKING: u8 = 4;
 pub(crate) struct ThreadCounters {
     /// What the fast paths touch. `hook` is set only through [`set_mode`].
     pub(crate) head: Counters,
-    /// One of `COUNTING`, `UNCLAIMED`, `OVERFLOW_SLOT`, `PAUSED`, `TRACKING`;
-    /// read on the slow path only.
+    /// One of `COUNTING`, `UNCLAIMED`, `OVERFLOW_SLOT`, `PAUSED`, `TRACKING`,
+    /// `RETIRED`; read on the slow path only.
     mode: Cell<u8>,
     /// Set by the thread's first `track!`: count by size class from now on.
     wants_tracking: Cell<bool>,
@@ -241,6 +247,13 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
             t.slot.set(slot);
             set_mode(t, mode);
             count(t, slot, delta, allocs, deallocs);
+        }
+        OVERFLOW_SLOT if any_free() && promote(t) => {
+            // SAFETY: `promote` pointed `slot` into the static `SLOTS`.
+            count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs);
+            if t.wants_tracking.get() {
+                count_classes(t, allocated, freed);
+            }
         }
         _ => {
             count(t, &t.private, delta, allocs, deallocs);

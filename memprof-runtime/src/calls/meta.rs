@@ -5,8 +5,8 @@ use crate::cells::{LineCell, RowFigures};
 use crate::config::ReportMode;
 use crate::kernel::layout::{FnHead, ThreadFnHead};
 use crate::region::Scope;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
 
 /// Static description of one `#[profile]` function, emitted by the macro.
 ///
@@ -185,6 +185,44 @@ impl FnMeta {
         // Tables are to be handed out again: calls take the runtime's entry.
         self.head.fast.store(false, Relaxed);
         self.head.generation.fetch_add(1, Relaxed);
+    }
+}
+
+/// Every profiled function's list of live aggregates, locked, so that no
+/// thread is inside one (adding, removing or summing aggregates) while the
+/// process forks: taken before `fork`, dropped after it, in the parent and
+/// in the child alike (see `crate::fork`).
+pub(crate) struct ListsHeldForFork(Vec<(&'static FnMeta, MutexGuard<'static, Vec<ThreadFnPtr>>)>);
+
+impl ListsHeldForFork {
+    /// Locks every list, in registration order. No thread holds one list
+    /// while it waits for another, so this cannot deadlock.
+    pub(crate) fn lock() -> Self {
+        ListsHeldForFork(
+            inventory::iter::<Registration>
+                .into_iter()
+                .map(|r| {
+                    let guard = r.0.threads.lock().unwrap_or_else(|e| e.into_inner());
+                    (r.0, guard)
+                })
+                .collect(),
+        )
+    }
+
+    /// In the child: the threads that own the listed aggregates other than
+    /// the calling thread's are gone, and a row one was writing as the
+    /// process forked would make every later sum wait for it forever. Ends
+    /// those writes (the calling thread was making none: it was forking).
+    pub(crate) fn end_lost_writes(&self) {
+        for (meta, threads) in &self.0 {
+            for thread in threads.iter() {
+                // SAFETY: listed aggregates are alive while the lock is held,
+                // and an aggregate's head leads to its rows, one per cell.
+                let cells =
+                    unsafe { std::slice::from_raw_parts((*thread.0).cells, meta.cell_count()) };
+                cells.iter().for_each(LineCell::end_lost_write);
+            }
+        }
     }
 }
 

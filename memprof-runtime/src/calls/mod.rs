@@ -16,7 +16,7 @@ mod thread;
 pub use cursor::{Cursor, TailGuard};
 pub use frame::AUTO_CALL_TABLES;
 pub(crate) use frame::{CallFacts, Frame};
-pub(crate) use meta::switch_on_entry;
 pub use meta::{FnMeta, Registration, is_off};
+pub(crate) use meta::{ListsHeldForFork, switch_on_entry};
 pub use task::Instrumented;
 pub(crate) use thread::open_here;

@@ -16,7 +16,8 @@
 //! It never unwinds into C (its body runs under `catch_unwind`) and its
 //! bookkeeping allocates only through the untracked heap.
 
-use super::ledger::{BlockKey, LEDGER};
+use super::ledger::{BlockKey, LEDGER, PendingFree};
+use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -292,6 +293,12 @@ unsafe extern "C" fn callback(
     }));
 }
 
+thread_local! {
+    /// The block of the free this thread's driver call is running, between
+    /// its entry and its exit.
+    static PENDING_FREE: Cell<Option<PendingFree>> = const { Cell::new(None) };
+}
+
 /// Records one driver call in the ledger.
 ///
 /// # Safety
@@ -301,27 +308,45 @@ unsafe fn record(id: CallbackId, data: &CallbackData) {
     if params.is_null() {
         return;
     }
+    let is_free = matches!(
+        id,
+        cbid::MEM_FREE_V2 | cbid::MEM_FREE_ASYNC | cbid::MEM_FREE_ASYNC_PTSZ | cbid::MEM_RELEASE
+    );
     if data.callback_site == CUPTI_API_ENTER {
-        // NOTE: a free is taken off at entry, before the driver may hand the
-        // address to another thread's allocation.
-        // SAFETY (both arms): the params struct of that call.
-        let key = match id {
-            cbid::MEM_FREE_V2 | cbid::MEM_FREE_ASYNC | cbid::MEM_FREE_ASYNC_PTSZ => {
-                BlockKey::Address(unsafe { (*params.cast::<FreeParams>()).dptr })
-            }
-            cbid::MEM_RELEASE => {
-                BlockKey::Handle(unsafe { (*params.cast::<ReleaseParams>()).handle })
-            }
-            _ => return,
+        if !is_free {
+            return;
+        }
+        // NOTE: a free's block leaves the live ones at entry, before the
+        // driver may hand the address to another thread's allocation; it is
+        // counted at exit, and only if the free succeeded.
+        let key = if id == cbid::MEM_RELEASE {
+            // SAFETY: the params struct of that call.
+            BlockKey::Handle(unsafe { (*params.cast::<ReleaseParams>()).handle })
+        } else {
+            // SAFETY: the params struct of that call.
+            BlockKey::Address(unsafe { (*params.cast::<FreeParams>()).dptr })
         };
-        LEDGER.freed(key);
+        if let Some(pending) = LEDGER.free_begins(key) {
+            // A free whose exit never came (none does in CUDA) counts as done.
+            if let Ok(Some(earlier)) = PENDING_FREE.try_with(|p| p.replace(Some(pending))) {
+                LEDGER.free_ends(earlier, true);
+            }
+        }
         return;
     }
-    if data.callback_site != CUPTI_API_EXIT || data.function_return_value.is_null() {
+    if data.callback_site != CUPTI_API_EXIT {
         return;
     }
     // SAFETY: at exit the driver domain's return value is a `CUresult`.
-    if unsafe { *data.function_return_value.cast::<CuResult>() } != 0 {
+    let succeeded = !data.function_return_value.is_null()
+        && unsafe { *data.function_return_value.cast::<CuResult>() } == 0;
+    if is_free {
+        if let Ok(Some(pending)) = PENDING_FREE.try_with(Cell::take) {
+            LEDGER.free_ends(pending, succeeded);
+        }
+        return;
+    }
+    if !succeeded {
         return;
     }
     // SAFETY (each arm): the params struct of that call, whose output

@@ -37,6 +37,14 @@ struct Block {
     device: u32,
 }
 
+/// A block whose free the driver is running: out of the live blocks, not
+/// counted as freed until the free returns success.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingFree {
+    key: BlockKey,
+    block: Block,
+}
+
 /// One device's live bytes and their high-water mark, all threads together.
 #[derive(Debug)]
 struct DeviceTally {
@@ -128,16 +136,45 @@ impl Ledger {
         self.count(Block { bytes, device }, 1);
     }
 
-    /// The block `key` is freed by the calling thread. Returns its bytes, or
-    /// `None` for a key never seen (allocated before counting started, or
-    /// not a device block at all): nothing is counted then.
+    /// The block `key` is freed by the calling thread, and the free
+    /// succeeded. Returns its bytes, or `None` for a key never seen
+    /// (allocated before counting started, or not a device block at all):
+    /// nothing is counted then.
+    #[cfg(test)]
     pub(crate) fn freed(&self, key: BlockKey) -> Option<u64> {
+        let pending = self.free_begins(key)?;
+        self.free_ends(pending, true);
+        Some(pending.block.bytes)
+    }
+
+    /// The calling thread asks the driver to free `key`: takes the block out
+    /// of the live ones without counting anything yet, so that an address
+    /// the driver hands out again before the free returns is a new block.
+    /// `None` for a key never seen.
+    pub(crate) fn free_begins(&self, key: BlockKey) -> Option<PendingFree> {
         let block = untracked(|| {
             let mut blocks = self.blocks.lock().unwrap_or_else(PoisonError::into_inner);
             blocks.as_mut()?.remove(&key)
         })?;
-        self.count(block, -1);
-        Some(block.bytes)
+        Some(PendingFree { key, block })
+    }
+
+    /// The free that [`Ledger::free_begins`] saw has returned: counted if it
+    /// `succeeded`; otherwise the block is live again, as the driver left it
+    /// (unless the key was taken meanwhile, which only a free we missed
+    /// allows).
+    pub(crate) fn free_ends(&self, pending: PendingFree, succeeded: bool) {
+        if succeeded {
+            self.count(pending.block, -1);
+            return;
+        }
+        untracked(|| {
+            let mut blocks = self.blocks.lock().unwrap_or_else(PoisonError::into_inner);
+            blocks
+                .get_or_insert_with(HashMap::new)
+                .entry(pending.key)
+                .or_insert(pending.block);
+        });
     }
 
     fn count(&self, block: Block, sign: i64) {
@@ -278,6 +315,21 @@ mod tests {
         assert_eq!(ledger.freed(BlockKey::Address(0x1000)), Some(MIB));
         assert_eq!(ledger.freed(BlockKey::Address(0x1000)), None);
         assert_eq!(ledger.device(0).0, 0);
+    }
+
+    #[test]
+    fn a_failed_free_leaves_its_block_live() {
+        let ledger = Ledger::new();
+        let before = thread_net();
+        ledger.allocated(BlockKey::Address(0x1000), 256 * MIB, 0);
+        let pending = ledger.free_begins(BlockKey::Address(0x1000)).unwrap();
+        ledger.free_ends(pending, false);
+        assert_eq!(ledger.device(0).0, 256 * MIB as i64);
+        assert_eq!(thread_net() - before, 256 * MIB as i64);
+        // The later real free counts it.
+        assert_eq!(ledger.freed(BlockKey::Address(0x1000)), Some(256 * MIB));
+        assert_eq!(ledger.device(0).0, 0);
+        assert_eq!(thread_net(), before);
     }
 
     #[test]

@@ -90,7 +90,7 @@ fn open() -> Option<Gpu> {
     };
     let note = |why: &str| {
         if explicit {
-            eprintln!("memprof: no GPU columns: {why}");
+            crate::stdio::warning!("memprof: no GPU columns: {why}");
         }
     };
     let mut builder = Nvml::builder();
@@ -124,7 +124,7 @@ fn open() -> Option<Gpu> {
     let indices: Vec<u32> = match config.gpu {
         GpuSelection::Index(index) if index < count => vec![index],
         GpuSelection::Index(index) => {
-            eprintln!(
+            crate::stdio::warning!(
                 "memprof: ignoring MEMPROF_GPU={index}: NVML shows {count} device(s), \
                  numbered from 0; using all of them"
             );
@@ -203,7 +203,7 @@ fn open() -> Option<Gpu> {
                 );
                 gpu.driver_description = Some(nvml_view.replacen("GPU:", "GPU driver view:", 1));
             }
-            Err(why) => eprintln!(
+            Err(why) => crate::stdio::warning!(
                 "memprof: GPU columns sampled from NVML at each statement, \
                  without a GPU peak: {why}"
             ),
@@ -258,7 +258,7 @@ pub(crate) fn sample() -> Option<i64> {
 fn lose(err: NvmlError) {
     if STATE.swap(LOST, Relaxed) == READY {
         untracked(|| {
-            eprintln!(
+            crate::stdio::warning!(
                 "memprof: GPU sampling stopped, NVML failed: {err}; tables go on without GPU columns"
             );
         });
@@ -299,7 +299,7 @@ pub(crate) fn driver() -> Option<i64> {
         Err(err) => {
             if !DRIVER_LOST.swap(true, Relaxed) {
                 untracked(|| {
-                    eprintln!("memprof: GPU driver view stopped, NVML failed: {err}");
+                    crate::stdio::warning!("memprof: GPU driver view stopped, NVML failed: {err}");
                 });
             }
             None

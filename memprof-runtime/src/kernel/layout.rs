@@ -7,7 +7,7 @@
 //! invariants; the kernel only runs the fast path over it.
 
 use core::cell::{Cell, UnsafeCell};
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicIsize, AtomicU32, AtomicU64};
 
 /// No region open, or no scope-end row.
 pub const NO_CELL: u32 = u32::MAX;
@@ -19,7 +19,6 @@ pub const NO_CELL: u32 = u32::MAX;
 #[repr(C, align(128))]
 pub struct Slot {
     pub net: AtomicI64,
-    pub claimed: AtomicBool,
 }
 
 /// The part of a thread's counters that the allocator's fast path and the
@@ -183,9 +182,10 @@ pub struct Globals {
     /// `tls`'s published distance from the thread pointer to the thread's
     /// counters, or 0.
     pub tls_offset: *const AtomicIsize,
-    /// `alloc::slots`: the slots, how many have been used, and the overflow.
+    /// `alloc::slots`: the slots, which of them are claimed (bit `i` for
+    /// slot `i`), and the overflow.
     pub slots: *const Slot,
-    pub slots_used: *const AtomicUsize,
+    pub claimed: *const AtomicU64,
     pub overflow: *const Slot,
 }
 

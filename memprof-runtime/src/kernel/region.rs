@@ -221,19 +221,21 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     0
 }
 
-/// The process's net heap: the sum of the slots in use. The runtime reads
-/// it through this too (`alloc::process_net`).
+/// The process's net heap: the overflow plus the slots claimed now, so
+/// that its cost follows the threads that hold one (a few at most), not
+/// every thread there ever was. The runtime reads it through this too
+/// (`alloc::process_net`).
 #[inline(always)]
 pub fn process_net(g: &Globals) -> i64 {
     // SAFETY: `Globals` points at the runtime's statics.
-    let (used, overflow) = unsafe { (&*g.slots_used, &*g.overflow) };
-    let used = used.load(Ordering::Relaxed);
+    let (claimed, overflow) = unsafe { (&*g.claimed, &*g.overflow) };
+    let mut claimed = claimed.load(Ordering::Relaxed);
     let mut sum = overflow.net.load(Ordering::Relaxed);
-    let mut i = 0;
-    while i < used {
-        // SAFETY: `used` never exceeds the number of slots.
+    while claimed != 0 {
+        let i = claimed.trailing_zeros() as usize;
+        // SAFETY: the runtime sets bits only for slots that exist.
         sum += unsafe { &*g.slots.add(i) }.net.load(Ordering::Relaxed);
-        i += 1;
+        claimed &= claimed - 1;
     }
     sum
 }

@@ -3,6 +3,9 @@
 //! benches/call_cost.rs; prints one `name value` line per figure, in
 //! nanoseconds.
 //!
+//! Then the 1-thread call again, after 10,000 threads came and went and
+//! with 2,000 alive.
+//!
 //! Usage: `memprof-call-cost <calls> <rounds>`.
 
 use std::hint::black_box;
@@ -115,4 +118,40 @@ fn main() {
     println!("call_overhead {one:.2}");
     println!("call_overhead_2_threads {two:.2}");
     println!("probe {:.2}", median(probe));
+
+    // The same call after 10,000 threads came and went (each allocating,
+    // none making a profiled call), then with 2,000 threads alive: a call's
+    // entry sums the process's heap, whose cost must not follow them.
+    let overhead = || {
+        median(
+            (0..rounds)
+                .map(|_| per_call(profiled, calls, 1) - per_call(plain, calls, 1))
+                .collect(),
+        )
+    };
+    for n in 0..10_000 {
+        std::thread::spawn(move || black_box(vec![0u8; n % 100 + 1]).len())
+            .join()
+            .unwrap();
+    }
+    println!("call_overhead_after_10000_threads {:.2}", overhead());
+    let all = std::sync::Arc::new(std::sync::Barrier::new(2_001));
+    let live: Vec<_> = (0..2_000)
+        .map(|_| {
+            let all = std::sync::Arc::clone(&all);
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn(move || {
+                    let held = black_box(vec![0u8; 64]);
+                    all.wait();
+                    all.wait();
+                    drop(held);
+                })
+                .unwrap()
+        })
+        .collect();
+    all.wait();
+    println!("call_overhead_2000_live_threads {:.2}", overhead());
+    all.wait();
+    live.into_iter().for_each(|h| h.join().unwrap());
 }

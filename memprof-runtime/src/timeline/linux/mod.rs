@@ -118,7 +118,7 @@ fn start() -> bool {
         )
     };
     if fd < 0 {
-        eprintln!(
+        crate::stdio::warning!(
             "memprof: cannot open {FILE_VAR}={}: {}; not recording for mprof",
             path.to_string_lossy(),
             std::io::Error::last_os_error()
