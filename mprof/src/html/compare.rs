@@ -21,9 +21,10 @@ pub fn comparison(base: &RunReport, base_path: &Path, head: &RunReport) -> Marku
             p.meta {
                 "With the base run " code { (base_path.display()) } ". Figures are per call, \
                 as " code { "mprof diff" } " shows them; what grew is in red."
-                @if unchanged > 0 {
-                    " " (unchanged) @if unchanged == 1 { " function is" } @else { " functions are" }
-                    " unchanged and not shown."
+                @if unchanged == 1 {
+                    " 1 function that did not change (or never ran) is not shown."
+                } @else if unchanged > 1 {
+                    " " (unchanged) " functions that did not change (or never ran) are not shown."
                 }
             }
             @if shown.is_empty() {
