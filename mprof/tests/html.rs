@@ -299,3 +299,56 @@ fn a_report_that_cannot_be_read_is_one_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!dir.join("old.html").exists());
 }
+
+#[test]
+fn a_gpu_peak_column_where_the_run_counted_device_allocations() {
+    let dir = scratch("html-gpu");
+    let mut functions = run_report(1, 4096, 6144);
+    for (row, gpu) in [(1, 1 << 20), (2, 1 << 20), (3, 1 << 19)] {
+        functions[0]["lines"][row]["gpu_peak"] = json!(gpu);
+    }
+    write(&dir, "run.json", functions);
+    let page = page(&dir, &["run.json"]);
+    let summary = element(&page, "<section id=\"summary\">", "</section>");
+    assert!(
+        summary.contains(
+            "<th class=\"num\" aria-sort=\"descending\">Peak</th><th class=\"num\">GPU peak</th>"
+        ),
+        "{summary}"
+    );
+    // A function without device figures has an empty cell, sorted last.
+    assert!(
+        summary.contains(
+            "<td class=\"num\" data-sort=\"6144\">6.0 KiB</td>\
+             <td class=\"num\" data-sort=\"1048576\">1.0 MiB</td></tr>"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "<td class=\"num\" data-sort=\"8192\">8.0 KiB</td>\
+             <td class=\"num\" data-sort=\"\"></td></tr>"
+        ),
+        "{summary}"
+    );
+    let lines = element(
+        &page,
+        "<section class=\"function\" id=\"fn-0\">",
+        "</section>",
+    );
+    assert!(lines.contains("<th class=\"num\">GPU peak</th>"), "{lines}");
+    assert!(
+        lines.contains(
+            "<span class=\"fill gpu\" style=\"width:50.0%\"></span>\
+             <span class=\"value\">512.0 KiB</span>"
+        ),
+        "{lines}"
+    );
+    // Only functions with device figures have the column.
+    let build = element(
+        &page,
+        "<section class=\"function\" id=\"fn-1\">",
+        "</section>",
+    );
+    assert!(!build.contains("GPU peak"), "{build}");
+}
