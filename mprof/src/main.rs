@@ -11,6 +11,7 @@ mod diff;
 mod error;
 mod files;
 mod gpu;
+mod html;
 mod plot;
 mod procfs;
 mod run;
@@ -68,6 +69,9 @@ enum Command {
     /// functions that did not change are left out (--all shows them)
     #[command(after_help = DIFF_HELP)]
     Diff(DiffArgs),
+    /// Write a run's MEMPROF_JSON report as one self-contained HTML page: a sortable summary,
+    /// each function's lines with bars, the memory over time (--dat) and a comparison (--base)
+    Html(HtmlArgs),
 }
 
 const DIFF_HELP: &str = "\
@@ -113,6 +117,23 @@ struct DiffArgs {
     /// Also show the functions whose figures did not change
     #[arg(long)]
     all: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct HtmlArgs {
+    /// The run's report (written with MEMPROF_JSON=FILE)
+    report: PathBuf,
+    /// Also plot the run's memory over time, with its profiled calls, from this file of
+    /// `mprof run`
+    #[arg(long, value_name = "FILE")]
+    dat: Option<PathBuf>,
+    /// Also compare the run with an earlier run's report, as `mprof diff BASE REPORT --lines`
+    /// does
+    #[arg(long, value_name = "BASE")]
+    base: Option<PathBuf>,
+    /// The page to write [default: the report's name with .html]
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -252,6 +273,16 @@ fn execute(command: Command) -> Result<i32, Error> {
             Ok(0)
         }
         Command::Peak { profiles } => files::peak(&profiles).map(|()| 0),
+        Command::Html(args) => {
+            let output = html::html(&html::HtmlOptions {
+                report: args.report,
+                base: args.base,
+                dat: args.dat,
+                output: args.output,
+            })?;
+            eprintln!("mprof: wrote {}", output.display());
+            Ok(0)
+        }
         Command::Diff(args) => diff::diff(&diff::DiffOptions {
             base: args.base,
             head: args.head,

@@ -2,10 +2,10 @@
 //! function (`compare`) and, with `--lines`, line by line (`lines`), as a
 //! text report (`table`) or a Markdown one (`markdown`).
 
-mod compare;
-mod format;
-mod input;
-mod lines;
+pub mod compare;
+pub mod format;
+pub mod input;
+pub mod lines;
 mod markdown;
 mod table;
 

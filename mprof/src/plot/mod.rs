@@ -84,6 +84,22 @@ pub fn plot(options: &PlotOptions) -> Result<PathBuf, Error> {
     Ok(output)
 }
 
+/// One recorded file's plot, with its profiled calls, as an SVG document:
+/// what `mprof plot -o FILE.svg` writes, for `mprof html` to inline.
+pub fn svg(file: &Path) -> Result<String, Error> {
+    let profile = Profile::read(file)?;
+    let options = PlotOptions {
+        files: vec![file.to_path_buf()],
+        output: None,
+        title: None,
+        flame: false,
+        functions: true,
+        window: None,
+    };
+    let scene = Scene::build(std::slice::from_ref(&profile), &options);
+    String::from_utf8(render_svg(&scene)?).map_err(plot_error)
+}
+
 /// Prints on stderr each function's calls and the wall time they covered,
 /// which the plot cannot give for calls merged or too short to draw.
 fn print_summary(profile: &Profile) {

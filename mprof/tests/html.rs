@@ -1,0 +1,354 @@
+//! `mprof html`: the page's structure for hand-written reports, exactly:
+//! the summary's rows in order of peak, every line's bars, names and source
+//! escaped, functions that never ran left out, nothing fetched from
+//! outside; the comparison's highlighted lines; the plot inlined. The page
+//! in a browser is `scripts/html-check`'s.
+
+mod common;
+
+use common::report::{function, write};
+use common::{assert_one_line_error, mprof, scratch, stderr};
+use serde_json::{Value, json};
+use std::path::Path;
+
+const SERIALIZE: &str = "<S as serde::Serializer>::serialize_map";
+
+/// A trait impl whose name and source need escaping, a plain function, and
+/// one that never ran.
+fn run_report(calls: u64, kept: i64, peak: u64) -> Vec<Value> {
+    vec![
+        function(
+            SERIALIZE,
+            calls,
+            &[
+                (10, None, None, "#[profile]"),
+                (11, Some(kept), Some(peak), "fn serialize_map(&mut self) {"),
+                (
+                    12,
+                    Some(kept),
+                    Some(peak),
+                    "    let v: Vec<&str> = a.then(|| b);",
+                ),
+                (13, Some(0), Some(peak / 2), "    drop(x < y && y > z);"),
+                (14, None, None, "}"),
+            ],
+        ),
+        function(
+            "app::build",
+            1,
+            &[
+                (20, Some(-1024), Some(8192), "fn build() {"),
+                (21, Some(-1024), Some(0), "    drop(input);"),
+            ],
+        ),
+        function(
+            "app::never",
+            0,
+            &[(30, None, None, "fn never() {"), (31, None, None, "}")],
+        ),
+    ]
+}
+
+/// Writes the page for `args` in `dir`; returns it.
+fn page(dir: &Path, args: &[&str]) -> String {
+    let mut all = vec!["html"];
+    all.extend(args);
+    let out = mprof(dir, &all);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let output = all
+        .iter()
+        .position(|&a| a == "-o")
+        .map_or("run.html", |i| all[i + 1]);
+    assert_eq!(stderr(&out), format!("mprof: wrote {output}\n"));
+    std::fs::read_to_string(dir.join(output)).unwrap()
+}
+
+/// The element that starts with `start`, up to the first `end` after it.
+fn element<'a>(page: &'a str, start: &str, end: &str) -> &'a str {
+    let from = page
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in {page}"));
+    let to = page[from..].find(end).unwrap() + from + end.len();
+    &page[from..to]
+}
+
+/// Splits a fragment before each row, for diffs that read.
+fn rows(html: &str) -> Vec<String> {
+    html.split("<tr")
+        .enumerate()
+        .map(|(i, part)| match i {
+            0 => part.to_owned(),
+            _ => format!("<tr{part}"),
+        })
+        .collect()
+}
+
+#[test]
+fn the_summary_has_one_row_per_function_that_ran_by_peak() {
+    let dir = scratch("html-summary");
+    write(&dir, "run.json", run_report(2, 4096, 6144));
+    let page = page(&dir, &["run.json"]);
+    let summary = element(&page, "<section id=\"summary\">", "</section>");
+    assert_eq!(
+        rows(summary),
+        [
+            "<section id=\"summary\"><h2>Summary</h2><p class=\"meta\">2 functions ran. \
+             Kept is what the calls left allocated (the <code>fn</code> row's increment); \
+             Peak is the highest of any one call. Click a column's header to sort by it.</p>\
+             <table class=\"sortable summary\"><thead>",
+            "<tr><th>Function</th><th class=\"num\">Calls</th><th class=\"num\">Kept</th>\
+             <th class=\"num\">Kept/call</th><th class=\"num\" aria-sort=\"descending\">Peak</th>\
+             </tr></thead><tbody>",
+            "<tr><td class=\"name\" data-sort=\"app::build\"><a href=\"#fn-1\"><code>app::build\
+             </code></a></td><td class=\"num\" data-sort=\"1\">1</td>\
+             <td class=\"num\" data-sort=\"-1024\">-1.0 KiB</td>\
+             <td class=\"num\" data-sort=\"-1024\">-1.0 KiB</td>\
+             <td class=\"num\" data-sort=\"8192\">8.0 KiB</td></tr>",
+            "<tr><td class=\"name\" data-sort=\"&lt;S as serde::Serializer&gt;::serialize_map\">\
+             <a href=\"#fn-0\"><code>&lt;S as serde::Serializer&gt;::serialize_map</code></a>\
+             </td><td class=\"num\" data-sort=\"2\">2</td>\
+             <td class=\"num\" data-sort=\"4096\">4.0 KiB</td>\
+             <td class=\"num\" data-sort=\"2048\">2.0 KiB</td>\
+             <td class=\"num\" data-sort=\"6144\">6.0 KiB</td></tr></tbody></table></section>",
+        ]
+    );
+    // Never called: in no table, no link, no heading.
+    assert!(!page.contains("app::never"), "{page}");
+    assert!(!page.contains("fn never"), "{page}");
+}
+
+#[test]
+fn every_line_that_ran_has_an_increment_bar_and_a_peak_bar_and_escaped_source() {
+    let dir = scratch("html-lines");
+    write(&dir, "run.json", run_report(2, 4096, 6144));
+    let page = page(&dir, &["run.json"]);
+    let section = element(
+        &page,
+        "<section class=\"function\" id=\"fn-0\">",
+        "</section>",
+    );
+    let bar = |kind: &str, width: &str, text: &str| {
+        format!(
+            "<td class=\"num bar\"><div><span class=\"fill {kind}\" style=\"width:{width}%\">\
+             </span><span class=\"value\">{text}</span></div></td>"
+        )
+    };
+    let empty = "<td class=\"num bar\"></td>";
+    assert_eq!(
+        rows(section),
+        [
+            "<section class=\"function\" id=\"fn-0\"><h3><code>&lt;S as serde::Serializer&gt;\
+             ::serialize_map</code></h3><p class=\"meta\"><code>src/app.rs</code> · 2 calls</p>\
+             <table class=\"lines\"><thead>"
+                .to_owned(),
+            "<tr><th class=\"num\">Line #</th><th class=\"num\">Increment</th>\
+             <th class=\"num\">Peak</th><th>Line Contents</th></tr></thead><tbody>"
+                .to_owned(),
+            format!(
+                "<tr><td class=\"num\">10</td>{empty}{empty}\
+                 <td class=\"src\"><code>#[profile]</code></td></tr>"
+            ),
+            format!(
+                "<tr class=\"ran\"><td class=\"num\">11</td>{}{}<td class=\"src\"><code>\
+                 fn serialize_map(&amp;mut self) {{</code></td></tr>",
+                bar("increment", "100.0", "4.0 KiB"),
+                bar("peak", "100.0", "6.0 KiB")
+            ),
+            format!(
+                "<tr class=\"ran\"><td class=\"num\">12</td>{}{}<td class=\"src\"><code>    \
+                 let v: Vec&lt;&amp;str&gt; = a.then(|| b);</code></td></tr>",
+                bar("increment", "100.0", "4.0 KiB"),
+                bar("peak", "100.0", "6.0 KiB")
+            ),
+            format!(
+                "<tr class=\"ran\"><td class=\"num\">13</td>{}{}<td class=\"src\"><code>    \
+                 drop(x &lt; y &amp;&amp; y &gt; z);</code></td></tr>",
+                bar("increment", "0.0", "0 B"),
+                bar("peak", "50.0", "3.0 KiB")
+            ),
+            format!(
+                "<tr><td class=\"num\">14</td>{empty}{empty}\
+                 <td class=\"src\"><code>}}</code></td></tr></tbody></table></section>"
+            ),
+        ]
+    );
+    // Bytes freed have their own colour.
+    let build = element(
+        &page,
+        "<section class=\"function\" id=\"fn-1\">",
+        "</section>",
+    );
+    assert!(
+        build.contains(&bar("freed", "100.0", "-1.0 KiB")),
+        "{build}"
+    );
+}
+
+#[test]
+fn the_page_fetches_nothing_and_escapes_every_name() {
+    let dir = scratch("html-self-contained");
+    write(&dir, "run.json", run_report(2, 4096, 6144));
+    let page = page(&dir, &["run.json", "-o", "page.html"]);
+    assert!(page.starts_with("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"));
+    assert!(page.ends_with("</script></body></html>"), "{page}");
+    // No URL at all: no script, style sheet, font or image from elsewhere.
+    for outside in ["http:", "https:", "://", "src=", "<link", "@import", "url("] {
+        assert!(!page.contains(outside), "{outside} in the page");
+    }
+    assert_eq!(page.matches("<script>").count(), 1);
+    assert_eq!(page.matches("<style>").count(), 1);
+    // Every `<` of a name or of source text is escaped.
+    assert!(!page.contains("<S as"));
+    assert!(!page.contains("Vec<&str>"));
+    // The summary's sort key and link, and the function's heading.
+    let escaped = "&lt;S as serde::Serializer&gt;::serialize_map";
+    assert_eq!(page.matches(escaped).count(), 3);
+}
+
+#[test]
+fn the_comparison_highlights_what_grew() {
+    let dir = scratch("html-compare");
+    write(&dir, "base.json", run_report(2, 4096, 6144));
+    write(&dir, "head.json", run_report(2, 8192, 6144));
+    let page = page(
+        &dir,
+        &["head.json", "--base", "base.json", "-o", "head.html"],
+    );
+    let comparison = element(&page, "<section id=\"comparison\">", "</section>");
+    let table = element(comparison, "<table class=\"sortable compare\">", "</table>");
+    assert_eq!(
+        rows(table),
+        [
+            "<table class=\"sortable compare\"><thead>",
+            "<tr><th>Function</th><th>Status</th><th class=\"num\">Calls</th>\
+             <th class=\"num\">Peak</th><th class=\"num\">Peak change</th>\
+             <th class=\"num\">Kept/call</th><th class=\"num\">Kept/call change</th></tr>\
+             </thead><tbody>",
+            "<tr class=\"grew\"><td class=\"name\" data-sort=\"&lt;S as serde::Serializer&gt;\
+             ::serialize_map\"><code>&lt;S as serde::Serializer&gt;::serialize_map</code></td>\
+             <td>grew</td><td class=\"num\" data-sort=\"2\">2 → 2</td>\
+             <td class=\"num\" data-sort=\"6144\">6.0 KiB → 6.0 KiB</td>\
+             <td class=\"num change\" data-sort=\"0\">0 B (0.0%)</td>\
+             <td class=\"num\" data-sort=\"4096\">2.0 KiB → 4.0 KiB</td>\
+             <td class=\"num change grew\" data-sort=\"2048\">+2.0 KiB (+100.0%)</td></tr>\
+             </tbody></table>",
+        ]
+    );
+    assert!(
+        comparison.contains(" 2 functions that did not change (or never ran) are not shown."),
+        "{comparison}"
+    );
+    // The lines: the two that keep more are highlighted, per call.
+    let lines = element(comparison, "<table class=\"lines\">", "</table>");
+    let grown: Vec<&str> = lines
+        .split("<tr class=\"grew ran\">")
+        .skip(1)
+        .map(|row| &row[row.find("<code>").unwrap() + 6..row.find("</code>").unwrap()])
+        .collect();
+    assert_eq!(
+        grown,
+        [
+            "fn serialize_map(&amp;mut self) {",
+            "    let v: Vec&lt;&amp;str&gt; = a.then(|| b);"
+        ]
+    );
+    assert_eq!(lines.matches("<tr class=\"ran\">").count(), 1, "{lines}");
+}
+
+#[test]
+fn a_dat_file_is_plotted_inline_with_its_calls() {
+    let dir = scratch("html-plot");
+    write(&dir, "run.json", run_report(1, 4096, 6144));
+    std::fs::write(
+        dir.join("run.dat"),
+        "CMDLINE ./app --n <3>\n\
+         MEM 5.000000 1795300840.0000\n\
+         MEM 9.000000 1795300840.1000\n\
+         MEM 7.000000 1795300840.2000\n\
+         FUNC app::build 5.0 1795300840.0500 9.0 1795300840.1500 0\n",
+    )
+    .unwrap();
+    let page = page(&dir, &["run.json", "--dat", "run.dat"]);
+    let timeline = element(&page, "<section id=\"timeline\">", "</section>");
+    assert!(
+        timeline.starts_with(
+            "<section id=\"timeline\"><h2>Memory over time</h2><p class=\"meta\">Recorded by \
+             <code>mprof run</code> in <code>run.dat</code></p><figure class=\"plot\">\
+             <svg width=\"1200\" height=\"600\" viewBox=\"0 0 1200 600\""
+        ),
+        "{timeline}"
+    );
+    assert!(
+        timeline.ends_with("</svg>\n</figure></section>"),
+        "{timeline}"
+    );
+    // The title (the command line) escaped by the plot's SVG writer, and the
+    // call's legend.
+    assert!(timeline.contains("./app --n &lt;3&gt;"), "{timeline}");
+    assert!(timeline.contains("build 0.100s"), "{timeline}");
+    assert!(page.contains("<a href=\"#timeline\">Memory over time</a>"));
+}
+
+#[test]
+fn a_report_that_cannot_be_read_is_one_line() {
+    let dir = scratch("html-errors");
+    assert_one_line_error(&mprof(&dir, &["html", "missing.json"]), "missing.json");
+    std::fs::write(dir.join("old.json"), json!({"functions": []}).to_string()).unwrap();
+    let out = mprof(&dir, &["html", "old.json"]);
+    assert_one_line_error(&out, "no schema version");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!dir.join("old.html").exists());
+}
+
+#[test]
+fn a_gpu_peak_column_where_the_run_counted_device_allocations() {
+    let dir = scratch("html-gpu");
+    let mut functions = run_report(1, 4096, 6144);
+    for (row, gpu) in [(1, 1 << 20), (2, 1 << 20), (3, 1 << 19)] {
+        functions[0]["lines"][row]["gpu_peak"] = json!(gpu);
+    }
+    write(&dir, "run.json", functions);
+    let page = page(&dir, &["run.json"]);
+    let summary = element(&page, "<section id=\"summary\">", "</section>");
+    assert!(
+        summary.contains(
+            "<th class=\"num\" aria-sort=\"descending\">Peak</th><th class=\"num\">GPU peak</th>"
+        ),
+        "{summary}"
+    );
+    // A function without device figures has an empty cell, sorted last.
+    assert!(
+        summary.contains(
+            "<td class=\"num\" data-sort=\"6144\">6.0 KiB</td>\
+             <td class=\"num\" data-sort=\"1048576\">1.0 MiB</td></tr>"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "<td class=\"num\" data-sort=\"8192\">8.0 KiB</td>\
+             <td class=\"num\" data-sort=\"\"></td></tr>"
+        ),
+        "{summary}"
+    );
+    let lines = element(
+        &page,
+        "<section class=\"function\" id=\"fn-0\">",
+        "</section>",
+    );
+    assert!(lines.contains("<th class=\"num\">GPU peak</th>"), "{lines}");
+    assert!(
+        lines.contains(
+            "<span class=\"fill gpu\" style=\"width:50.0%\"></span>\
+             <span class=\"value\">512.0 KiB</span>"
+        ),
+        "{lines}"
+    );
+    // Only functions with device figures have the column.
+    let build = element(
+        &page,
+        "<section class=\"function\" id=\"fn-1\">",
+        "</section>",
+    );
+    assert!(!build.contains("GPU peak"), "{build}");
+}
