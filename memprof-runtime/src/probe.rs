@@ -224,7 +224,10 @@ fn enter_slowly(meta: &'static FnMeta) -> *const CursorHead {
     record.holds = meta.has_budget() && crate::output::budgeted_call_started();
     record.top = Cursor::for_call(std::ptr::from_ref(&record.frame).cast::<CallHead>());
     crate::output::at_first_call();
-    record.mark = crate::timeline::call_start(true, meta);
+    // A recursion is one call on the timeline, as in `Calls`: its outermost.
+    if record.frame.is_outermost() {
+        record.mark = crate::timeline::call_start(true, meta);
+    }
     std::ptr::from_ref(&record.top).cast::<CursorHead>()
 }
 
@@ -348,7 +351,11 @@ impl<'a> CallGuard<'a> {
     fn new(frame: &'a Frame, nests: bool) -> Self {
         let mark = if frame.is_runtime_entered() {
             crate::output::at_first_call();
-            crate::timeline::call_start(nests, frame.meta)
+            if frame.is_outermost() {
+                crate::timeline::call_start(nests, frame.meta)
+            } else {
+                CallMark::none()
+            }
         } else {
             CallMark::none()
         };

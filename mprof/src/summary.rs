@@ -18,8 +18,9 @@ pub type Spans = Vec<(f64, f64)>;
 pub struct FunctionSummary {
     pub name: String,
     pub calls: u64,
-    /// Seconds during which at least one call ran. A recursive function's
-    /// calls at each depth are covered apart and added.
+    /// Seconds during which at least one call ran. Calls at different
+    /// depths are covered apart and added; a recursion's inner calls are
+    /// not recorded (memprof's timeline holds its outermost calls).
     pub covered: f64,
     /// Its `FUNC` lines: none when every call was too short to draw.
     pub drawn: usize,

@@ -308,6 +308,13 @@ impl Frame {
         self.open();
     }
 
+    /// Whether no open call of the function on this thread encloses this
+    /// one (it is not a recursion's inner call); `async fn` calls, which
+    /// no thread's depth counts, always are. Only once entered.
+    pub(crate) fn is_outermost(&self) -> bool {
+        get(&self.state().outermost) || !get(&self.state().nested_count)
+    }
+
     /// Which per-call table an outermost call starts, or 0 for none.
     #[inline]
     fn wanted_table(&self) -> u64 {

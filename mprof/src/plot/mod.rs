@@ -184,16 +184,18 @@ const FILE_COLORS: [RGBColor; 7] = [
 const HEAP_COLOR: RGBColor = RGBColor(31, 119, 180);
 const GPU_COLOR: RGBColor = RGBColor(44, 160, 44);
 const PEAK_COLOR: RGBColor = RGBColor(220, 20, 20);
-/// One per profiled function, in order of first call.
+/// One per profiled function, in order of first call: hues far apart from
+/// one another and from the curves' (a test checks), dark enough on white.
+/// (Two purples once drew two functions alike.)
 const FUNCTION_COLORS: [RGBColor; 8] = [
     RGBColor(148, 103, 189),
     RGBColor(255, 127, 14),
-    RGBColor(214, 60, 160),
     RGBColor(140, 86, 75),
-    RGBColor(190, 30, 45),
-    RGBColor(110, 110, 110),
-    RGBColor(120, 60, 200),
-    RGBColor(240, 128, 100),
+    RGBColor(255, 0, 255),
+    RGBColor(0, 80, 0),
+    RGBColor(70, 0, 70),
+    RGBColor(0, 0, 200),
+    RGBColor(200, 0, 120),
 ];
 /// Children's curves, none of the functions' colours.
 const CHILD_COLORS: [RGBColor; 5] = [
@@ -265,4 +267,29 @@ struct Scene {
     /// memory_profiler leaves an empty band on top.
     flame_bands: u32,
     legend: Vec<LegendRow>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn distance(a: RGBColor, b: RGBColor) -> f64 {
+        let d = |x: u8, y: u8| (f64::from(x) - f64::from(y)).powi(2);
+        (d(a.0, b.0) + d(a.1, b.1) + d(a.2, b.2)).sqrt()
+    }
+
+    #[test]
+    fn functions_colours_are_far_apart_and_from_the_curves() {
+        for (i, &a) in FUNCTION_COLORS.iter().enumerate() {
+            for &b in &FUNCTION_COLORS[i + 1..] {
+                assert!(distance(a, b) >= 100.0, "{a:?} and {b:?} look alike");
+            }
+            for curve in [FILE_COLORS[0], HEAP_COLOR, GPU_COLOR, PEAK_COLOR] {
+                assert!(distance(a, curve) >= 80.0, "{a:?} looks like a curve");
+            }
+            for child in CHILD_COLORS {
+                assert!(distance(a, child) >= 60.0, "{a:?} looks like a child's");
+            }
+        }
+    }
 }
