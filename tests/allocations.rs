@@ -8,23 +8,17 @@
 #[path = "support/child.rs"]
 mod child;
 
+#[path = "support/tables.rs"]
+mod tables;
+
 use child::{is_child, run_child};
 use memprof::{FunctionReport, profile};
 use std::hint::black_box;
-
-fn table(name: &str) -> FunctionReport {
-    let report = memprof::report();
-    report
-        .function(name)
-        .unwrap_or_else(|| panic!("no table for {name}:\n{report}"))
-        .clone()
-}
+use tables::{row, table};
 
 /// (allocations, occurrences) of the row containing `text`.
 fn allocations(table: &FunctionReport, text: &str) -> (u64, u64) {
-    let row = table
-        .line_containing(text)
-        .unwrap_or_else(|| panic!("no row containing {text:?} in\n{table}"));
+    let row = row(table, text);
     (row.allocations.expect("figures"), row.occurrences)
 }
 

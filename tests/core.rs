@@ -6,35 +6,14 @@
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
 
-use memprof::{FunctionReport, LineReport, measure, memit, profile};
+#[path = "support/tables.rs"]
+mod tables;
+
+use memprof::{measure, memit, profile};
 use std::hint::black_box;
+use tables::{figures, row, table};
 
 const MIB: u64 = 1 << 20;
-
-fn table(name: &str) -> FunctionReport {
-    let report = memprof::report();
-    report
-        .function(name)
-        .unwrap_or_else(|| panic!("no table for {name}:\n{report}"))
-        .clone()
-}
-
-fn row<'a>(table: &'a FunctionReport, text: &str) -> &'a LineReport {
-    table
-        .line_containing(text)
-        .unwrap_or_else(|| panic!("no row containing {text:?} in\n{table}"))
-}
-
-/// (increment, peak, occurrences) of the row containing `text`.
-fn figures(table: &FunctionReport, text: &str) -> (i64, u64, u64) {
-    let row = row(table, text);
-    (
-        row.increment
-            .unwrap_or_else(|| panic!("row {text:?} has no figures")),
-        row.peak.unwrap(),
-        row.occurrences,
-    )
-}
 
 #[profile]
 fn one_mebibyte() -> usize {

@@ -9,31 +9,14 @@
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
 
+#[path = "support/tables.rs"]
+mod tables;
+
 use memprof::{FunctionReport, measure, profile};
 use std::hint::black_box;
+use tables::{figures, table};
 
 const MIB: usize = 1 << 20;
-
-fn table(name: &str) -> FunctionReport {
-    let report = memprof::report();
-    report
-        .function(name)
-        .unwrap_or_else(|| panic!("no table for {name}:\n{report}"))
-        .clone()
-}
-
-/// (increment, peak, occurrences) of the row containing `text`.
-fn figures(table: &FunctionReport, text: &str) -> (i64, u64, u64) {
-    let row = table
-        .line_containing(text)
-        .unwrap_or_else(|| panic!("no row containing {text:?} in\n{table}"));
-    (
-        row.increment
-            .unwrap_or_else(|| panic!("row {text:?} has no figures in\n{table}")),
-        row.peak.unwrap(),
-        row.occurrences,
-    )
-}
 
 /// The closing brace's row: the last row with figures.
 fn close_row(table: &FunctionReport) -> (i64, u64, u64) {

@@ -143,17 +143,12 @@ pub(crate) fn table(
         }
     }
 
-    let mut builder = Builder::default();
-    let header = columns.iter().map(|&(name, _)| name);
-    builder.push_record(header.chain(["Line Contents"]));
-    for record in records {
-        builder.push_record(record);
-    }
-    let mut table = builder.build();
-    table
-        .with(Style::blank())
-        .with(Modify::new(Columns::new(0..figures)).with(Alignment::right()))
-        .with(Modify::new(Columns::new(figures..)).with(Alignment::left()));
+    let header: Vec<&str> = columns
+        .iter()
+        .map(|&(name, _)| name)
+        .chain(["Line Contents"])
+        .collect();
+    let table = simple_table(&header, figures, records);
 
     let mut out = format!("Filename: {}   Function: {}", function.file, function.name);
     if aggregated {
@@ -189,7 +184,7 @@ pub(crate) fn table(
         ));
     }
     out.push('\n');
-    out.push_str(&ruled(&table.to_string()));
+    out.push_str(&table);
     out
 }
 
