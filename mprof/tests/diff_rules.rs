@@ -275,3 +275,67 @@ fn a_change_inside_a_multi_line_statement_shows_its_text() {
 "
     );
 }
+
+/// `load` calls `parse`, whose buffer grew; `load` adds nothing of its own.
+fn caller_and_callee(parse_bytes: i64) -> Vec<serde_json::Value> {
+    let parse = function(
+        "app::parse",
+        1,
+        &[
+            (30, None, None, "#[profile]"),
+            (
+                31,
+                Some(parse_bytes),
+                Some(parse_bytes as u64),
+                "fn parse(text: &str) -> Vec<u8> {",
+            ),
+            (
+                32,
+                Some(parse_bytes),
+                Some(parse_bytes as u64),
+                "    let out = Vec::with_capacity(text.len());",
+            ),
+        ],
+    );
+    let load = function(
+        "app::load",
+        1,
+        &[
+            (40, None, None, "#[profile]"),
+            (
+                41,
+                Some(parse_bytes + 100),
+                Some(parse_bytes as u64 + 100),
+                "fn load() -> Vec<u8> {",
+            ),
+            (42, Some(100), Some(100), "    let text = read();"),
+            (
+                43,
+                Some(parse_bytes),
+                Some(parse_bytes as u64),
+                "    let bytes = parse(&text);",
+            ),
+        ],
+    );
+    vec![parse, load]
+}
+
+#[test]
+fn a_function_that_grew_through_its_callee_only_says_so() {
+    let dir = scratch("diff-rule-callees");
+    write(&dir, "base.json", caller_and_callee(16));
+    write(&dir, "head.json", caller_and_callee(32));
+    let (out, _, _) = diff(&dir, &["base.json", "head.json"]);
+    let headers: Vec<&str> = out.lines().filter(|l| l.starts_with("Filename")).collect();
+    assert_eq!(
+        headers,
+        [
+            "Filename: src/app.rs   Function: app::load   Status: grew in callees",
+            "Filename: src/app.rs   Function: app::parse   Status: grew",
+        ]
+    );
+    assert!(
+        out.contains("(each line that grew calls a function that grew: app::parse)\n"),
+        "{out}"
+    );
+}

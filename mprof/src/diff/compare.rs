@@ -121,6 +121,9 @@ pub struct FunctionDiff<'a> {
     pub changes: Vec<Change>,
     /// The byte figures that grew past `--fail-over`.
     pub over: Vec<Change>,
+    /// For a function that grew only through the profiled functions it
+    /// calls: their names (see `callees`). Empty otherwise.
+    pub callees: Vec<String>,
 }
 
 impl FunctionDiff<'_> {
@@ -141,7 +144,12 @@ impl FunctionDiff<'_> {
         match self.presence {
             Presence::New => "new",
             Presence::Removed => "removed",
-            Presence::Both if self.byte_changes().any(|c| c.growth() > 0) => "grew",
+            Presence::Both if self.byte_changes().any(|c| c.growth() > 0) => {
+                match self.callees.is_empty() {
+                    true => "grew",
+                    false => "grew in callees",
+                }
+            }
             Presence::Both if self.byte_changes().any(|c| c.delta() < 0) => "shrank",
             Presence::Both if self.byte_changes().any(|c| c.base != c.head) => "changed",
             Presence::Both => "same",
@@ -254,9 +262,11 @@ pub fn compare<'a>(
                 head: h,
                 changes,
                 over,
+                callees: Vec::new(),
             }
         })
         .collect();
+    super::callees::attribute(&mut diffs);
     diffs.sort_by_key(|d| (d.over.is_empty(), Reverse(d.growth())));
     diffs
 }

@@ -2,6 +2,7 @@
 //! function (`compare`) and, with `--lines`, line by line (`lines`), as a
 //! text report (`table`) or a Markdown one (`markdown`).
 
+mod callees;
 pub mod compare;
 pub mod format;
 pub mod input;

@@ -43,6 +43,12 @@ fn function(diff: &FunctionDiff, lines: bool) -> String {
         let names: Vec<&str> = diff.over.iter().map(|c| c.figure.name()).collect();
         out.push_str(&format!("   Past --fail-over: {}", names.join(", ")));
     }
+    if !diff.callees.is_empty() {
+        out.push_str(&format!(
+            "\n(each line that grew calls a function that grew: {})",
+            diff.callees.join(", ")
+        ));
+    }
     if let Some(base_name) = diff.base_name {
         out.push_str(&format!(
             "\n(matched by file and `fn` line; in the base: {base_name})"
