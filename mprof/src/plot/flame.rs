@@ -53,6 +53,19 @@ impl Scene {
                 );
             }
         }
+        // NOTE: the boxes share the plot with the curves, whose axis is MiB:
+        // each band says it is a depth, so that no box reads as memory.
+        let right = chart.backend_coord(&(x1, 0.0)).0;
+        let mut depths: Vec<u32> = self.flame.iter().map(|fb| fb.depth).collect();
+        depths.sort_unstable();
+        depths.dedup();
+        for depth in depths {
+            let (_, top) = chart.backend_coord(&(x0, band * f64::from(depth + 1)));
+            labels.push(
+                Label::new(format!("depth {depth}"), (right - 4, top + 3), LABEL_SIZE)
+                    .anchor(HPos::Right, VPos::Top),
+            );
+        }
         Ok(())
     }
 }
