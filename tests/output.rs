@@ -20,6 +20,7 @@ fn called_five_times(n: usize) -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_five_calls() {
     if is_child() {
         for n in 1..=5 {
@@ -86,6 +87,7 @@ fn a_passing_test_prints_no_table() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_fails_after_a_call() {
     if is_child() {
         called_five_times(1024);
@@ -164,6 +166,7 @@ fn a_bad_setting_warns_once_and_uses_the_default() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_memit() {
     if is_child() {
         let v = memit!(vec![0u8; 1 << 20]);
@@ -175,6 +178,7 @@ fn child_memit() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_memit_frees() {
     if is_child() {
         let v = vec![0u8; 1 << 20];
@@ -260,6 +264,7 @@ fn json_carries_the_same_figures_as_the_report() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_exits_through_process_exit() {
     if is_child() {
         called_five_times(2000);
@@ -373,6 +378,7 @@ fn loud_and_quiet() -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_loud_and_quiet() {
     if is_child() {
         loud_and_quiet();
@@ -396,6 +402,7 @@ fn min_increment_hides_quieter_lines() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_switch() {
     if is_child() {
         let len = called_five_times(4096);

@@ -43,7 +43,7 @@ pub fn run_child_of(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> 
 /// captured by libtest.
 pub fn child_command(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.args([name, "--exact", "--test-threads=1"])
+    cmd.args([name, "--ignored", "--exact", "--test-threads=1"])
         .env("MEMPROF_CHILD", "1")
         .env_remove("MEMPROF")
         .env_remove("MEMPROF_REPORT")
