@@ -20,8 +20,10 @@ fn lines(dir: &std::path::Path, file: &str, prefix: &str) -> Vec<String> {
 #[test]
 fn passes_on_the_exit_status() {
     let dir = scratch("exit-status");
-    // The program exits once mprof has written two samples, however late.
-    let script = "until [ $(grep -c ^MEM a.dat) -ge 2 ]; do sleep 0.01; done; exit 3";
+    // The program exits once mprof has written two samples, however late
+    // (or after some 300 s: a guard against hanging, not a timing bound).
+    let script = "i=0; until [ $(grep -c ^MEM a.dat) -ge 2 ] || [ $i -ge 30000 ]; \
+                  do sleep 0.01; i=$((i+1)); done; exit 3";
     let out = mprof(&dir, &["run", "-o", "a.dat", "sh", "-c", script]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert_eq!(
