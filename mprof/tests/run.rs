@@ -2,7 +2,8 @@
 //!
 //! The program is this test binary itself, run again with
 //! `MPROF_TEST_WORKLOAD` set: `workload_child` then grows the heap to
-//! 200 MiB in 25 MiB steps, holds it, and frees it again, inside nested
+//! 200 MiB in 25 MiB steps, holds it until mprof has sampled it, and frees
+//! it again, inside nested
 //! `#[memprof::profile]` functions, writing every page so that RSS grows as
 //! much as the heap. Every call lasts longer than a tenth of the interval, so
 //! that each has its `FUNC` line; `short_calls_are_counted_not_listed`
@@ -61,12 +62,46 @@ fn shrink(blocks: &mut Vec<Vec<u8>>) {
 }
 
 #[memprof::profile]
-fn workload() {
+fn workload(dat: &std::path::Path, buffer: &mut [u8]) {
     let mut blocks = Vec::with_capacity(STEPS);
     eprintln!("heap-before {}", memprof::process_heap());
     grow(&mut blocks);
-    std::thread::sleep(5 * PAUSE);
+    std::thread::sleep(PAUSE);
+    wait_for_a_sample(dat, unix_now(), buffer);
     shrink(&mut blocks);
+}
+
+fn unix_now() -> f64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.unwrap().as_secs_f64()
+}
+
+/// Waits until `mprof run` has written a `MEM` sample to `dat` taken after
+/// `after` (Unix seconds): one that saw the peak, however late mprof
+/// samples. Reads the file into `buffer`, allocated before the workload
+/// starts, so that waiting changes no heap figure.
+fn wait_for_a_sample(dat: &std::path::Path, after: f64, buffer: &mut [u8]) {
+    use std::io::Read;
+    // NOTE: a guard against hanging, not a timing assertion.
+    let started = Instant::now();
+    loop {
+        let mut file = std::fs::File::open(dat).unwrap();
+        let mut len = 0;
+        while let Ok(n @ 1..) = file.read(&mut buffer[len..]) {
+            len += n;
+        }
+        let text = std::str::from_utf8(&buffer[..len]).unwrap_or_default();
+        let sampled = text.lines().any(|line| {
+            let time = line.strip_prefix("MEM ").and_then(|l| l.split(' ').nth(1));
+            time.and_then(|t| t.parse::<f64>().ok())
+                .is_some_and(|t| t > after)
+        });
+        if sampled {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "no sample");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Returns `Pending` once, as an `.await` that really suspends.
@@ -182,8 +217,11 @@ fn serve_requests() -> usize {
 fn workload_child() {
     match std::env::var("MPROF_TEST_WORKLOAD").as_deref() {
         Ok("grow") => {
+            // Before the workload, as its figures must not include them.
+            let dat = std::path::PathBuf::from(std::env::var_os("MEMPROF_MPROF").unwrap());
+            let mut buffer = vec![0u8; 1 << 20];
             std::thread::sleep(PAUSE);
-            workload();
+            workload(&dat, &mut buffer);
             std::thread::sleep(PAUSE);
         }
         Ok("async") => assert_eq!(run_async(), (1 << 20) + 4096),
