@@ -127,8 +127,10 @@ fn twice_over() -> Vec<u8> {
     vec![1u8; 2048]
 }
 
-/// `text` with the Mem usage column blanked: the heap before the call is
-/// the test binary's, and varies.
+/// `text` with the Mem usage column blanked, and without the note that
+/// other threads allocated during the call: both depend on what the test
+/// harness's other threads do meanwhile (the note showed, once in 20 runs
+/// on a loaded machine).
 fn without_mem_usage(text: &str) -> String {
     let header = text
         .lines()
@@ -139,6 +141,7 @@ fn without_mem_usage(text: &str) -> String {
         header.find("Mem usage").unwrap() + "Mem usage".len(),
     );
     text.lines()
+        .filter(|l| !l.starts_with("(memprof: other threads or tasks allocated"))
         .map(|l| match l.get(..to) {
             Some(_) if l.starts_with("    ") || l.starts_with(" Line") => {
                 format!("{}{}{}", &l[..from], " ".repeat(to - from), &l[to..])
@@ -183,7 +186,13 @@ Filename: tests/budgets.rs   Function: budgets::twice_over
 /// stdout and stderr, and whether it passed.
 fn run_child(name: &str) -> (String, String, bool) {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            name,
+            "--ignored",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("MEMPROF_CHILD", "1")
         .env_remove("MEMPROF")
         .env_remove("MEMPROF_REPORT")
@@ -197,6 +206,7 @@ fn run_child(name: &str) -> (String, String, bool) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_over_budget() {
     if std::env::var_os("MEMPROF_CHILD").is_some() {
         twice_over();
@@ -269,8 +279,9 @@ fn assert_memory_fails_with_the_measured_figures() {
     );
 }
 
-const FAILED_ASSERT_LINE: u32 = line!() + 5;
+const FAILED_ASSERT_LINE: u32 = line!() + 6;
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_assert_memory_fails() {
     if std::env::var_os("MEMPROF_CHILD").is_some() {
         let kept = 4096;
@@ -330,6 +341,7 @@ fn frees_then_overshoots_while_a_thread_loads(cache: &mut Vec<Vec<u8>>) -> Vec<u
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_frees_then_overshoots() {
     if std::env::var_os("MEMPROF_CHILD").is_some() {
         frees_then_overshoots(&mut vec![vec![7u8; 8 << 20]]);
@@ -337,6 +349,7 @@ fn child_frees_then_overshoots() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_frees_then_overshoots_while_a_thread_loads() {
     if std::env::var_os("MEMPROF_CHILD").is_some() {
         frees_then_overshoots_while_a_thread_loads(&mut vec![vec![7u8; 8 << 20]]);

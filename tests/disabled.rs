@@ -37,30 +37,54 @@ fn build(features: &[&str]) -> PathBuf {
     bin
 }
 
-/// The size in bytes of the code of each named function, from `nm`.
-fn symbol_sizes(bin: &Path, names: &[&str]) -> Vec<u64> {
-    let out = Command::new("nm")
-        .args(["--defined-only", "--print-size"])
+/// The instructions of the function `name` in `bin`, from `objdump`, less
+/// what differs between two copies of the same code at two places:
+/// addresses, the function's own name, and `%rip`-relative displacements.
+fn disassembly(bin: &Path, name: &str) -> Vec<String> {
+    let out = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(format!("--disassemble={name}"))
         .arg(bin)
         .output()
-        .expect("nm (binutils) is installed");
+        .expect("objdump (binutils) is installed");
+    assert!(out.status.success(), "{out:?}");
     let listing = String::from_utf8_lossy(&out.stdout);
-    names
-        .iter()
-        .map(|name| {
-            listing
-                .lines()
-                .find_map(
-                    |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
-                        [_, size, _, symbol] if symbol == *name => {
-                            u64::from_str_radix(size, 16).ok()
-                        }
-                        _ => None,
-                    },
-                )
-                .unwrap_or_else(|| panic!("no symbol {name} in {}", bin.display()))
-        })
-        .collect()
+    let header = format!("<{name}>:");
+    let code: Vec<String> = listing
+        .lines()
+        .skip_while(|line| !line.ends_with(&header))
+        .skip(1)
+        .filter_map(|line| Some(normalise(line.split_once(":\t")?.1, name)))
+        .collect();
+    assert!(!code.is_empty(), "no code for {name} in {}", bin.display());
+    code
+}
+
+/// One instruction of `name`, as in `call 34930 <f> # comment` ->
+/// `call <f>` and `lea 0x5ee2(%rip),%rdi` -> `lea DISP(%rip),%rdi`.
+fn normalise(instruction: &str, name: &str) -> String {
+    let instruction = instruction.split('#').next().unwrap_or_default();
+    let instruction = instruction.replace(name, "SELF");
+    let tokens: Vec<&str> = instruction.split_whitespace().collect();
+    let mut kept = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        let is_address = token.chars().all(|c| c.is_ascii_hexdigit())
+            && tokens.get(i + 1).is_some_and(|next| next.starts_with('<'));
+        if is_address {
+            continue;
+        }
+        let operands: Vec<String> = token
+            .split(',')
+            .map(|operand| match operand.find("0x") {
+                Some(at) if operand.ends_with("(%rip)") => {
+                    format!("{}DISP(%rip)", operand[..at].trim_end_matches('-'))
+                }
+                _ => operand.to_owned(),
+            })
+            .collect();
+        kept.push(operands.join(","));
+    }
+    kept.join(" ")
 }
 
 fn run(bin: &Path) -> (String, String) {
@@ -84,15 +108,13 @@ fn feature_off_leaves_the_program_as_written() {
     let on = build(&["on"]);
     let twins = ["profiled_build", "plain_build"];
 
-    // Off: the profiled function compiles to the same code as its plain twin,
-    // nothing is printed, no allocator counts, `assert_memory!` checks
-    // nothing (it would fail on zero figures), `measure` gives zeros, and
-    // `memprof::ENABLED` says so.
-    let sizes = symbol_sizes(&off, &twins);
-    assert_eq!(
-        sizes[0], sizes[1],
-        "profiled and plain twins differ in size"
-    );
+    // Off: the profiled function compiles to the same machine code as its
+    // plain twin, instruction for instruction, nothing is printed, no
+    // allocator counts, `assert_memory!` checks nothing (it would fail on
+    // zero figures), `measure` gives zeros, and `memprof::ENABLED` says
+    // so.
+    let code = twins.map(|name| disassembly(&off, name));
+    assert_eq!(code[0], code[1], "profiled and plain twins differ");
     let (stdout, stderr) = run(&off);
     assert_eq!(stdout, "");
     assert_eq!(
@@ -101,10 +123,10 @@ fn feature_off_leaves_the_program_as_written() {
     );
 
     // On (the control): the same checks see memprof.
-    let sizes = symbol_sizes(&on, &twins);
+    let code = twins.map(|name| disassembly(&on, name));
     assert!(
-        sizes[0] > sizes[1],
-        "profiled twin is not instrumented: {sizes:?}"
+        code[0].len() > code[1].len(),
+        "profiled twin is not instrumented: {code:#?}"
     );
     let (stdout, stderr) = run(&on);
     assert!(

@@ -33,6 +33,7 @@ fn counted_lines(c: &FakeCupti) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_counted_lines() {
     in_counted_child(|_nvml, c| {
         counted_lines(c);
@@ -140,6 +141,7 @@ fn every_call(c: &FakeCupti) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_every_call() {
     in_counted_child(|_nvml, c| {
         every_call(c);
@@ -196,6 +198,7 @@ fn on_two_counted_devices(c: &FakeCupti) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_two_counted_devices() {
     in_counted_child(|_nvml, c| {
         on_two_counted_devices(c);
@@ -255,6 +258,7 @@ fn whole_process(c: &FakeCupti) -> u64 {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_counted_threads() {
     in_counted_child(|_nvml, c| {
         let theirs = beside_another_thread(c);
@@ -305,6 +309,7 @@ fn with_a_context(nvml: &FakeNvml, c: &FakeCupti) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_driver_view() {
     in_counted_child(|nvml, c| {
         with_a_context(nvml, c);
@@ -383,6 +388,7 @@ fn outer_of_scratch(c: &FakeCupti) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_nested_counted() {
     in_counted_child(|_nvml, c| {
         outer_of_scratch(c);
@@ -425,6 +431,7 @@ fn refused_free(c: &FakeCupti) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_refused_free() {
     in_counted_child(|_nvml, c| refused_free(c));
 }

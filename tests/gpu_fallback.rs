@@ -19,6 +19,7 @@ use gpu_child::*;
 use memprof::profile;
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_plain() {
     if is_child() {
         #[profile]
@@ -78,6 +79,7 @@ fn without_a_library_device_or_driver_there_are_no_columns_and_no_message() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_fallback() {
     if is_child() {
         let fake = FakeNvml::new();
@@ -151,6 +153,7 @@ fn unlisted_lines(fake: &FakeNvml) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_unlisted() {
     if is_child() {
         let fake = FakeNvml::new();

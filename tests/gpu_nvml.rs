@@ -19,6 +19,7 @@ use memprof::{memit, profile};
 use std::process::Command;
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_device_lines() {
     if is_child() {
         let fake = FakeNvml::new();
@@ -94,6 +95,7 @@ fn without_gpu(fake: &FakeNvml) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_sampling() {
     if is_child() {
         let fake = FakeNvml::new();
@@ -139,6 +141,7 @@ fn device_memory_is_sampled_once_per_statement_boundary_and_only_where_asked() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_lost() {
     if is_child() {
         let fake = FakeNvml::new();
@@ -190,6 +193,7 @@ fn on_two_devices(fake: &FakeNvml) {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_two_devices() {
     if is_child() {
         let fake = FakeNvml::new();
@@ -249,6 +253,7 @@ fn devices_are_chosen_by_memprof_gpu() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_measure_and_memit() {
     if is_child() {
         let fake = FakeNvml::new();
@@ -298,6 +303,7 @@ fn measure_memit_and_checkpoints_carry_gpu_figures() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_in_a_container() {
     if is_child() {
         let fake = FakeNvml::new();
@@ -345,6 +351,7 @@ fn in_another_pid_namespace_the_columns_fall_back_to_device_memory() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_crowded_device() {
     if is_child() {
         let fake = FakeNvml::new();

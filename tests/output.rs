@@ -20,6 +20,7 @@ fn called_five_times(n: usize) -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_five_calls() {
     if is_child() {
         for n in 1..=5 {
@@ -59,6 +60,7 @@ fn default_mode_prints_three_calls_then_one_aggregate_at_exit() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_three_calls() {
     if is_child() {
         for n in 1..=3 {
@@ -132,6 +134,7 @@ fn a_passing_test_prints_no_table() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_fails_after_a_call() {
     if is_child() {
         called_five_times(1024);
@@ -210,6 +213,7 @@ fn a_bad_setting_warns_once_and_uses_the_default() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_memit() {
     if is_child() {
         let v = memit!(vec![0u8; 1 << 20]);
@@ -221,6 +225,7 @@ fn child_memit() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_memit_frees() {
     if is_child() {
         let v = vec![0u8; 1 << 20];
@@ -306,6 +311,7 @@ fn json_carries_the_same_figures_as_the_report() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_exits_through_process_exit() {
     if is_child() {
         called_five_times(2000);
@@ -331,6 +337,7 @@ fn called_from_an_exit_handler() -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_calls_from_an_earlier_exit_handler() {
     if is_child() {
         extern "C" fn handler() {
@@ -462,6 +469,7 @@ fn loud_and_quiet() -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_loud_and_quiet() {
     if is_child() {
         loud_and_quiet();
@@ -485,6 +493,7 @@ fn min_increment_hides_quieter_lines() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_switch() {
     if is_child() {
         let len = called_five_times(4096);
@@ -531,6 +540,7 @@ fn shared_by_two_tests(n: usize) -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_shared_first() {
     if is_child() {
         for n in 1..=3 {
@@ -540,6 +550,7 @@ fn child_shared_first() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_shared_second() {
     if is_child() {
         shared_by_two_tests(4000);
@@ -554,7 +565,7 @@ fn child_shared_second() {
 fn failure_shown(filter: &[&str], name: &str) -> Vec<String> {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(filter)
-        .arg("--test-threads=1")
+        .args(["--ignored", "--test-threads=1"])
         .env("MEMPROF_CHILD", "1")
         .env_remove("MEMPROF")
         .env_remove("MEMPROF_REPORT")
@@ -655,6 +666,7 @@ fn over_budget_with_helpers() -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_budget_with_helpers() {
     if is_child() {
         over_budget_with_helpers();

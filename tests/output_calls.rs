@@ -38,6 +38,7 @@ async fn async_called_five_times(n: usize) -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_five_async_calls() {
     if is_child() {
         for n in 1..=5 {
@@ -94,6 +95,7 @@ fn panics_midway(n: usize) -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_panics_in_a_profiled_call() {
     if is_child() {
         panics_midway(1024);
@@ -176,6 +178,7 @@ async fn drops_what_a_task_returns() -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_awaits_spawned_tasks() {
     if is_child() {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -222,6 +225,7 @@ fn fan_out() -> Vec<Vec<u8>> {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_memit_fans_out() {
     if is_child() {
         let parts = memit!(fan_out());
@@ -285,6 +289,7 @@ fn evicts_while_a_thread_loads(cache: &mut Vec<Vec<u8>>) -> Vec<u8> {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_evicts() {
     if is_child() {
         let mut cache = vec![vec![1u8; 4 << 20], vec![2u8; 16]];

@@ -14,7 +14,13 @@ fn is_child() -> bool {
 
 fn run_child(name: &str) -> String {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            name,
+            "--ignored",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("MEMPROF_CHILD", "1")
         .env("MEMPROF_UNIT", "KiB")
         .output()
@@ -24,6 +30,7 @@ fn run_child(name: &str) -> String {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_checkpoints() {
     if is_child() {
         memprof::track!();
@@ -99,6 +106,7 @@ fn checkpoints_list_allocations_and_frees_by_size_class() {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_checkpoints_to_a_file() {
     if is_child() {
         let path = std::env::var("MEMPROF_TRACK_FILE").unwrap();
@@ -114,7 +122,12 @@ fn checkpoints_can_append_to_a_file() {
     let path = std::env::temp_dir().join(format!("memprof-track-{}.log", std::process::id()));
     std::fs::write(&path, "earlier\n").unwrap();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["child_checkpoints_to_a_file", "--exact", "--nocapture"])
+        .args([
+            "child_checkpoints_to_a_file",
+            "--ignored",
+            "--exact",
+            "--nocapture",
+        ])
         .env("MEMPROF_CHILD", "1")
         .env("MEMPROF_TRACK_FILE", &path)
         .output()
@@ -169,6 +182,7 @@ fn after_a_checkpoint() -> usize {
 }
 
 #[test]
+#[ignore = "a child run: this file's tests start it"]
 fn child_string_growth() {
     if is_child() {
         memprof::track!();

@@ -114,29 +114,13 @@ impl Recorder<'_> {
     /// Samples every interval until the program exits.
     fn record(&mut self, child: &mut Child) -> Result<ExitStatus, Error> {
         let interval = Duration::from_secs_f64(self.options.interval);
-        let origin = Instant::now();
-        let mut tick: u32 = 0;
-        loop {
-            if let Some(status) = child.try_wait().map_err(wait_error)? {
-                return Ok(status);
-            }
-            self.sample(child.id());
-            // Deadlines, not sleeps of a fixed length, so samples do not
-            // drift; checked often so that the end of the program ends the
-            // recording at once.
-            tick = tick.saturating_add(1);
-            let deadline = origin + interval * tick;
-            loop {
-                let now = Instant::now();
-                if now >= deadline {
-                    break;
-                }
-                std::thread::sleep((deadline - now).min(Duration::from_millis(5)));
-                if let Some(status) = child.try_wait().map_err(wait_error)? {
-                    return Ok(status);
-                }
-            }
-        }
+        let pid = child.id();
+        sample_until_exit(
+            &mut SystemClock,
+            interval,
+            || child.try_wait().map_err(wait_error),
+            || self.sample(pid),
+        )
     }
 
     fn sample(&mut self, pid: u32) {
@@ -187,6 +171,56 @@ impl Recorder<'_> {
                     self.path.display(),
                     crate::error::describe(&err)
                 );
+            }
+        }
+    }
+}
+
+/// Where [`sample_until_exit`] reads the time and waits: the system's
+/// clock, or a test's.
+trait Clock {
+    fn now(&mut self) -> Instant;
+    fn sleep(&mut self, duration: Duration);
+}
+
+struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&mut self) -> Instant {
+        Instant::now()
+    }
+    fn sleep(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+}
+
+/// Calls `sample` once per `interval` until `exited` gives the program's
+/// status. Deadlines, not sleeps of a fixed length, so samples do not drift
+/// and a late one is taken at once, none skipped; `exited` is checked
+/// often so that the end of the program ends the recording at once.
+fn sample_until_exit<T>(
+    clock: &mut impl Clock,
+    interval: Duration,
+    mut exited: impl FnMut() -> Result<Option<T>, Error>,
+    mut sample: impl FnMut(),
+) -> Result<T, Error> {
+    let origin = clock.now();
+    let mut tick: u32 = 0;
+    loop {
+        if let Some(status) = exited()? {
+            return Ok(status);
+        }
+        sample();
+        tick = tick.saturating_add(1);
+        let deadline = origin + interval * tick;
+        loop {
+            let now = clock.now();
+            if now >= deadline {
+                break;
+            }
+            clock.sleep((deadline - now).min(Duration::from_millis(5)));
+            if let Some(status) = exited()? {
+                return Ok(status);
             }
         }
     }
@@ -270,5 +304,77 @@ mod signals {
                 libc::kill(pid, signal);
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A clock that moves only when slept on, or when a sample takes time.
+    struct FakeClock {
+        now: Instant,
+    }
+
+    impl Clock for FakeClock {
+        fn now(&mut self) -> Instant {
+            self.now
+        }
+        fn sleep(&mut self, duration: Duration) {
+            self.now += duration;
+        }
+    }
+
+    /// The seconds since `origin` at which samples were taken, for a
+    /// program that exits at `exit_at`, when the sample at index `slow`
+    /// takes `slow_for`.
+    fn sample_times(exit_at: f64, slow: usize, slow_for: Duration) -> Vec<f64> {
+        let origin = Instant::now();
+        let exit_at = origin + Duration::from_secs_f64(exit_at);
+        let clock = std::cell::RefCell::new(FakeClock { now: origin });
+        let mut times = Vec::new();
+        let status = sample_until_exit(
+            &mut Shared(&clock),
+            Duration::from_millis(100),
+            || Ok((clock.borrow().now >= exit_at).then_some(7)),
+            || {
+                let mut clock = clock.borrow_mut();
+                times.push((clock.now - origin).as_secs_f64());
+                if times.len() == slow + 1 {
+                    clock.now += slow_for;
+                }
+            },
+        );
+        assert_eq!(status.unwrap(), 7);
+        times
+    }
+
+    struct Shared<'a>(&'a std::cell::RefCell<FakeClock>);
+
+    impl Clock for Shared<'_> {
+        fn now(&mut self) -> Instant {
+            self.0.borrow_mut().now()
+        }
+        fn sleep(&mut self, duration: Duration) {
+            self.0.borrow_mut().sleep(duration);
+        }
+    }
+
+    fn rounded(times: &[f64]) -> Vec<f64> {
+        times.iter().map(|t| (t * 1e6).round() / 1e6).collect()
+    }
+
+    #[test]
+    fn one_sample_per_interval_until_the_program_exits() {
+        let times = sample_times(0.45, 0, Duration::ZERO);
+        assert_eq!(rounded(&times), [0.0, 0.1, 0.2, 0.3, 0.4]);
+    }
+
+    #[test]
+    fn late_samples_are_taken_at_once_and_none_skipped() {
+        // The second sample takes 0.25 s: the two samples due meanwhile
+        // follow at once, and the next ones are back on their deadlines.
+        let times = sample_times(0.65, 1, Duration::from_millis(250));
+        assert_eq!(rounded(&times), [0.0, 0.1, 0.35, 0.35, 0.4, 0.5, 0.6]);
     }
 }

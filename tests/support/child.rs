@@ -19,10 +19,19 @@ pub fn run_child(name: &str, env: &[(&str, &str)]) -> (String, String) {
 pub fn run_child_as_program(name: &str, env: &[(&str, &str)]) -> (String, String) {
     static COPY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     let copy = COPY.get_or_init(|| {
-        let dir = scratch_dir("program");
-        let copy = dir.join("output-as-program");
-        std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
-        copy
+        // NOTE: a hard link, not a copy. A copy is written through a file
+        // descriptor that a child forked by another test thread meanwhile
+        // holds until it execs, and running the copy then fails with
+        // ETXTBSY ("Text file busy"): it did, once in 20 loaded runs. A link
+        // has no writer. CARGO_TARGET_TMPDIR is on the test binary's file
+        // system.
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("output-as-program-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = dir.join("output-as-program");
+        let _ = std::fs::remove_file(&link);
+        std::fs::hard_link(std::env::current_exe().unwrap(), &link).unwrap();
+        link
     });
     run_child_of(copy, name, env)
 }
@@ -43,7 +52,7 @@ pub fn run_child_of(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> 
 /// captured by libtest.
 pub fn child_command(exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.args([name, "--exact", "--test-threads=1"])
+    cmd.args([name, "--ignored", "--exact", "--test-threads=1"])
         .env("MEMPROF_CHILD", "1")
         .env_remove("MEMPROF")
         .env_remove("MEMPROF_REPORT")

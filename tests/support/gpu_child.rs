@@ -75,20 +75,26 @@ pub fn run_child_with(prefix: Option<&[&str]>, name: &str, env: &[(&str, &str)])
         }
         _ => Command::new(&exe),
     };
-    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env("MEMPROF_GPU_CHILD", "1")
-        .env("MEMPROF_NVML_LIB", &library)
-        .env("MEMPROF_REPORT", "call")
-        .env("MEMPROF_UNIT", "MiB")
-        .env_remove("MEMPROF")
-        .env_remove("MEMPROF_GPU")
-        .env_remove("MEMPROF_GPU_MEMORY")
-        .env("MEMPROF_GPU_SAMPLE", "statement")
-        .env_remove("MEMPROF_CUPTI_LIB")
-        .env_remove("FAKE_CUPTI_SUBSCRIBE_ERROR")
-        .env_remove("FAKE_CUPTI_REFUSE_CBID")
-        .env_remove("FAKE_NVML_DEVICES")
-        .env_remove("FAKE_NVML_FAIL_INIT");
+    cmd.args([
+        name,
+        "--ignored",
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("MEMPROF_GPU_CHILD", "1")
+    .env("MEMPROF_NVML_LIB", &library)
+    .env("MEMPROF_REPORT", "call")
+    .env("MEMPROF_UNIT", "MiB")
+    .env_remove("MEMPROF")
+    .env_remove("MEMPROF_GPU")
+    .env_remove("MEMPROF_GPU_MEMORY")
+    .env("MEMPROF_GPU_SAMPLE", "statement")
+    .env_remove("MEMPROF_CUPTI_LIB")
+    .env_remove("FAKE_CUPTI_SUBSCRIBE_ERROR")
+    .env_remove("FAKE_CUPTI_REFUSE_CBID")
+    .env_remove("FAKE_NVML_DEVICES")
+    .env_remove("FAKE_NVML_FAIL_INIT");
     for (k, v) in env {
         cmd.env(k, v);
     }
