@@ -6,30 +6,19 @@
 //! strategy, and runs it with its stdout the write end of a pipe whose read
 //! end is already closed.
 
+#[path = "support/fixture.rs"]
+mod fixture;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Builds the fixture with `panic` ("abort" or "unwind") and returns its
 /// binary.
 fn build(panic: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("closed-pipe");
-    let fixture = root.join("tests/crates/closed-pipe");
-    // The workspace's exact dependency versions, with nothing to resolve.
-    std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock"))
-        .expect("fixture is writable");
-    let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["build", "--quiet", "--manifest-path"])
-        .arg(fixture.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target)
-        .env("CARGO_PROFILE_DEV_PANIC", panic)
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "building the fixture failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut cargo = fixture::cargo("build", "closed-pipe", "closed-pipe");
+    cargo.arg("--quiet").env("CARGO_PROFILE_DEV_PANIC", panic);
+    fixture::succeed(cargo, "building the fixture");
+    let target = fixture::target_dir("closed-pipe");
     // Both builds write the same path: copy each one out before the next.
     let bin = target.join(format!("panic-{panic}"));
     std::fs::copy(target.join("debug/memprof-closed-pipe-check"), &bin).expect("binary was built");

@@ -7,29 +7,20 @@
 //! twice: with memprof's default features off, and with them on as the
 //! control that shows the same checks do see memprof when it is there.
 
+#[path = "support/fixture.rs"]
+mod fixture;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Builds the fixture with `features` and returns its binary.
 fn build(features: &[&str]) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("disabled");
-    let fixture = root.join("tests/crates/disabled");
-    // The workspace's exact dependency versions, with nothing to resolve.
-    std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock"))
-        .expect("fixture is writable");
-    let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["build", "--quiet", "--manifest-path"])
-        .arg(fixture.join("Cargo.toml"))
-        .args(features.iter().flat_map(|f| ["--features", f]))
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "building the fixture failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut cargo = fixture::cargo("build", "disabled", "disabled");
+    cargo
+        .arg("--quiet")
+        .args(features.iter().flat_map(|f| ["--features", f]));
+    fixture::succeed(cargo, "building the fixture");
+    let target = fixture::target_dir("disabled");
     // Both builds write the same path: copy each one out before the next.
     let name = if features.is_empty() { "off" } else { "on" };
     let bin = target.join(name);

@@ -5,8 +5,10 @@
 //! The check runs `cargo test` on `tests/crates/json-run`, a crate of its own
 //! with two test binaries and a doctest, each calling a function of its own.
 
+#[path = "support/fixture.rs"]
+mod fixture;
+
 use std::path::Path;
-use std::process::Command;
 
 /// (name, calls, the `fn` row's increment) of each function in the file.
 fn functions(json: &Path) -> Vec<(String, u64, i64)> {
@@ -35,35 +37,18 @@ fn functions(json: &Path) -> Vec<(String, u64, i64)> {
     found
 }
 
-fn cargo_test(fixture: &Path, json: &Path) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // The workspace's exact dependency versions, with nothing to resolve.
-    std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock"))
-        .expect("fixture is writable");
-    let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["test", "--quiet", "--manifest-path"])
-        .arg(fixture.join("Cargo.toml"))
-        // Shared with tests/disabled.rs's control build: memprof is built once.
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("disabled"),
-        )
+fn cargo_test(json: &Path) {
+    // Shared with tests/disabled.rs's control build: memprof is built once.
+    let mut cargo = fixture::cargo("test", "json-run", "disabled");
+    cargo
+        .arg("--quiet")
         .env("MEMPROF_JSON", json)
-        .env("MEMPROF_REPORT", "off")
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "cargo test of the fixture failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .env("MEMPROF_REPORT", "off");
+    fixture::succeed(cargo, "cargo test of the fixture");
 }
 
 #[test]
 fn one_cargo_test_writes_every_binary_and_doctest_into_one_file() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fixture = root.join("tests/crates/json-run");
     let json = Path::new(env!("CARGO_TARGET_TMPDIR")).join("json-run.json");
     let _ = std::fs::remove_file(&json);
     let expected = vec![
@@ -71,10 +56,10 @@ fn one_cargo_test_writes_every_binary_and_doctest_into_one_file() {
         ("memprof_json_run::from_first".to_owned(), 1, 0),
         ("memprof_json_run::from_second".to_owned(), 2, 400),
     ];
-    cargo_test(&fixture, &json);
+    cargo_test(&json);
     assert_eq!(functions(&json), expected);
     // A second run replaces the first one's figures rather than adding to
     // them.
-    cargo_test(&fixture, &json);
+    cargo_test(&json);
     assert_eq!(functions(&json), expected);
 }

@@ -6,38 +6,18 @@
 //!
 //! The check builds `tests/crates/optional`, a crate of its own.
 
-use std::path::Path;
-use std::process::Command;
+#[path = "support/fixture.rs"]
+mod fixture;
 
 /// The packages `cargo build` compiles for the fixture, with `features`.
 fn compiled(features: &[&str]) -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fixture = root.join("tests/crates/optional");
-    // The workspace's exact dependency versions, with nothing to resolve.
-    std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock"))
-        .expect("fixture is writable");
-    let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args([
-            "build",
-            "--tests",
-            "--message-format=json",
-            "--manifest-path",
-        ])
-        .arg(fixture.join("Cargo.toml"))
-        .args(features.iter().flat_map(|f| ["--features", f]))
-        // Shared with tests/disabled.rs's control build, which has the same
-        // memprof features: memprof is built once.
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("disabled"),
-        )
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "building the fixture failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // Shared with tests/disabled.rs's control build, which has the same
+    // memprof features: memprof is built once.
+    let mut cargo = fixture::cargo("build", "optional", "disabled");
+    cargo
+        .args(["--tests", "--message-format=json"])
+        .args(features.iter().flat_map(|f| ["--features", f]));
+    let out = fixture::succeed(cargo, "building the fixture");
     let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
