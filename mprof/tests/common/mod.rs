@@ -51,6 +51,32 @@ pub fn assert_one_line_error(output: &Output, needle: &str) {
     );
 }
 
+/// Whether this process still runs under `mprof run`: some process above
+/// it is `mprof`. A program that waits for mprof to sample it stops waiting
+/// (and fails) once mprof is gone, rather than after some time, which on a
+/// loaded machine means nothing.
+pub fn under_mprof() -> bool {
+    let mut pid = std::process::id();
+    while pid > 1 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            return false;
+        };
+        if &stat[open + 1..close] == "mprof" {
+            return true;
+        }
+        // After the command: state, then the parent's pid.
+        let parent = stat[close + 1..].split_whitespace().nth(1);
+        match parent.and_then(|p| p.parse().ok()) {
+            Some(parent) => pid = parent,
+            None => return false,
+        }
+    }
+    false
+}
+
 /// Width and height of a PNG, from its header.
 pub fn png_size(bytes: &[u8]) -> (u32, u32) {
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
