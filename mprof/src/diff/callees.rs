@@ -5,8 +5,7 @@
 //! another grown profiled function (its name followed by `(`, in the line's
 //! text) grew only through them; it is marked so, and the callees named.
 
-use super::compare::{FunctionDiff, Presence, per_call};
-use super::input::LineRun;
+use super::compare::{FunctionDiff, Presence};
 use super::lines::match_lines;
 
 /// Sets `callees` on each grown function that grew through its callees
@@ -49,15 +48,13 @@ fn grown_lines(diff: &FunctionDiff) -> Vec<String> {
     let (Some(base), Some(head)) = (diff.base, diff.head) else {
         return Vec::new();
     };
-    let kept = |line: &LineRun, calls: u64| per_call(line.increment.unwrap_or(0), calls).max(0);
-    let peak = |line: &LineRun| line.peak.unwrap_or(0);
     // The `fn` row holds the whole call: only the statements tell.
     let fn_rows = (base.fn_row().map(|r| r.line), head.fn_row().map(|r| r.line));
     match_lines(&base.lines, &head.lines)
         .into_iter()
         .filter_map(|pair| match (pair.base, pair.head) {
             (Some(b), Some(h)) if (Some(b.line), Some(h.line)) != fn_rows => {
-                let grew = kept(h, head.calls) > kept(b, base.calls) || peak(h) > peak(b);
+                let grew = pair.grew(base.calls, head.calls);
                 (grew && h.increment.is_some()).then(|| h.contents.trim().to_owned())
             }
             (None, Some(h))

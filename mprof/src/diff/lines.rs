@@ -8,6 +8,7 @@
 //! and an added one, and a copy of a line added above the original does not
 //! take the original's place.
 
+use super::compare::{Change, Figure, per_call, to_i64};
 use super::input::LineRun;
 
 /// A line in both runs, or in one only.
@@ -22,6 +23,54 @@ impl LinePair<'_> {
     pub fn ran(&self) -> bool {
         let ran = |l: Option<&LineRun>| l.is_some_and(|l| l.increment.is_some());
         ran(self.base) || ran(self.head)
+    }
+
+    /// Whether a line comparison shows the line: it ran, or it was added
+    /// or removed and is not blank. A line without figures that changed
+    /// continues a statement (whose figures are on its first line) or
+    /// changes one, and is what changed there.
+    pub fn shown(&self) -> bool {
+        let edited = self.base.is_none() != self.head.is_none()
+            && self
+                .base
+                .or(self.head)
+                .is_some_and(|l| !l.contents.trim().is_empty());
+        self.ran() || edited
+    }
+
+    /// The line's kept bytes per call (its increment over the calls) and its
+    /// peak, in both runs, as [`Change`]s: what `mprof diff` judges growth
+    /// on.
+    pub fn changes(&self, base_calls: u64, head_calls: u64) -> [Change; 2] {
+        let kept = |l: Option<&LineRun>, calls: u64| {
+            l.and_then(|l| l.increment)
+                .filter(|_| calls > 0)
+                .map(|v| per_call(v, calls))
+        };
+        let peak = |l: Option<&LineRun>| l.and_then(|l| l.peak).map(to_i64);
+        [
+            Change {
+                figure: Figure::KeptPerCall,
+                base: kept(self.base, base_calls),
+                head: kept(self.head, head_calls),
+            },
+            Change {
+                figure: Figure::Peak,
+                base: peak(self.base),
+                head: peak(self.head),
+            },
+        ]
+    }
+
+    /// Whether the line, in both runs, grew as `mprof diff` judges a
+    /// function: kept more above 0, or peaked higher.
+    pub fn grew(&self, base_calls: u64, head_calls: u64) -> bool {
+        self.base.is_some()
+            && self.head.is_some()
+            && self
+                .changes(base_calls, head_calls)
+                .iter()
+                .any(|c| c.growth() > 0)
     }
 }
 

@@ -2,7 +2,7 @@
 //! `--lines`, one of its lines; in the style of memprof's own tables
 //! (figures right-aligned, a `=` rule as wide as the header).
 
-use super::compare::{FunctionDiff, per_call, to_i64};
+use super::compare::FunctionDiff;
 use super::format::{bytes, delta, percent, side, signed_bytes, unchanged_line};
 use super::input::{FunctionRun, LineRun};
 use super::lines::{LinePair, match_lines};
@@ -85,31 +85,15 @@ pub fn line_table(diff: &FunctionDiff) -> String {
     let head = diff.head.map_or(empty, |f| &f.lines);
     let calls = |f: Option<&FunctionRun>| f.map_or(0, |f| f.calls);
     let (base_calls, head_calls) = (calls(diff.base), calls(diff.head));
-    let per_call = |l: Option<&LineRun>, calls: u64| {
-        l.and_then(|l| l.increment)
-            .filter(|_| calls > 0)
-            .map(|v| per_call(v, calls))
-    };
-    let peak = |l: Option<&LineRun>| l.and_then(|l| l.peak).map(to_i64);
     let figure = |v: Option<i64>| v.map(bytes).unwrap_or_default();
     let mut rows = Vec::new();
     for pair in match_lines(base, head) {
-        // A line without figures that was added or removed is shown too: it
-        // continues a statement (whose figures are on its first line) or
-        // changes one, and is what changed there.
-        let edited = pair.base.is_none() != pair.head.is_none()
-            && pair
-                .base
-                .or(pair.head)
-                .is_some_and(|l| !l.contents.trim().is_empty());
-        if !pair.ran() && !edited {
+        if !pair.shown() {
             continue;
         }
-        let increment = (
-            per_call(pair.base, base_calls),
-            per_call(pair.head, head_calls),
-        );
-        let peaks = (peak(pair.base), peak(pair.head));
+        let [kept, peak] = pair.changes(base_calls, head_calls);
+        let increment = (kept.base, kept.head);
+        let peaks = (peak.base, peak.head);
         let number = |l: Option<&LineRun>| l.map(|l| l.line.to_string()).unwrap_or_default();
         let (marker, text) = match (pair.base, pair.head) {
             (Some(_), None) => ("removed", pair.base),

@@ -3,7 +3,7 @@
 //! then each one's lines matched by text; what grew is highlighted.
 
 use super::run::figure_cell;
-use crate::diff::compare::{self, FunctionDiff, per_call, to_i64};
+use crate::diff::compare::{self, FunctionDiff};
 use crate::diff::format::{bytes, delta, percent, side, signed_bytes};
 use crate::diff::input::{FunctionRun, LineRun, RunReport};
 use crate::diff::lines::match_lines;
@@ -93,22 +93,9 @@ fn line_table(diff: &FunctionDiff) -> Markup {
     let head = diff.head.map_or(empty, |f| &f.lines);
     let calls = |f: Option<&FunctionRun>| f.map_or(0, |f| f.calls);
     let (base_calls, head_calls) = (calls(diff.base), calls(diff.head));
-    let increment = |l: Option<&LineRun>, calls: u64| {
-        l.and_then(|l| l.increment)
-            .filter(|_| calls > 0)
-            .map(|v| per_call(v, calls))
-    };
-    let peak = |l: Option<&LineRun>| l.and_then(|l| l.peak).map(to_i64);
     let pairs: Vec<_> = match_lines(base, head)
         .into_iter()
-        .filter(|pair| {
-            let edited = pair.base.is_none() != pair.head.is_none()
-                && pair
-                    .base
-                    .or(pair.head)
-                    .is_some_and(|l| !l.contents.trim().is_empty());
-            pair.ran() || edited
-        })
+        .filter(|pair| pair.shown())
         .collect();
     html! {
         section.function.compared {
@@ -131,10 +118,11 @@ fn line_table(diff: &FunctionDiff) -> Markup {
                 }
                 tbody {
                     @for pair in &pairs {
-                        @let increments = (increment(pair.base, base_calls), increment(pair.head, head_calls));
-                        @let peaks = (peak(pair.base), peak(pair.head));
+                        @let [kept, peak] = pair.changes(base_calls, head_calls);
+                        @let increments = (kept.base, kept.head);
+                        @let peaks = (peak.base, peak.head);
                         @let both = pair.base.is_some() && pair.head.is_some();
-                        @let grown = both && (kept_grew(increments) || grew(peaks));
+                        @let grown = pair.grew(base_calls, head_calls);
                         @let (marker, text) = match (pair.base, pair.head) {
                             (Some(_), None) => ("removed", pair.base),
                             (None, Some(_)) => ("added", pair.head),
@@ -148,10 +136,10 @@ fn line_table(diff: &FunctionDiff) -> Markup {
                             td.num { (number(pair.head)) }
                             (figure_cell(increments.0, bytes))
                             (figure_cell(increments.1, bytes))
-                            (change_cell(increments, both, kept_grew(increments)))
+                            (change_cell(increments, both, kept.growth() > 0))
                             (figure_cell(peaks.0, bytes))
                             (figure_cell(peaks.1, bytes))
-                            (change_cell(peaks, both, grew(peaks)))
+                            (change_cell(peaks, both, peak.growth() > 0))
                             td { (marker) }
                             td.src { code { (text.map_or("", |l| l.contents.as_str())) } }
                         }
@@ -164,18 +152,6 @@ fn line_table(diff: &FunctionDiff) -> Markup {
 
 fn number(line: Option<&LineRun>) -> String {
     line.map(|l| l.line.to_string()).unwrap_or_default()
-}
-
-/// Whether a line's peak is higher in the head than in the base.
-fn grew((base, head): (Option<i64>, Option<i64>)) -> bool {
-    head.unwrap_or(0) > base.unwrap_or(0)
-}
-
-/// Whether a line keeps more in the head than in the base, as `mprof diff`
-/// judges kept bytes: only above 0, since a line that frees less of its
-/// input has not grown.
-fn kept_grew((base, head): (Option<i64>, Option<i64>)) -> bool {
-    head.unwrap_or(0).max(0) > base.unwrap_or(0).max(0)
 }
 
 /// The change of a line's figure, red where it `grew`; empty unless the
