@@ -4,6 +4,9 @@
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
 
+#[path = "support/child.rs"]
+mod child;
+
 use memprof::{assert_memory, profile};
 use std::hint::black_box;
 
@@ -185,17 +188,8 @@ Filename: tests/budgets.rs   Function: budgets::twice_over
 /// Runs the child test `name` of this binary with `--nocapture`; returns its
 /// stdout and stderr, and whether it passed.
 fn run_child(name: &str) -> (String, String, bool) {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            name,
-            "--ignored",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("MEMPROF_CHILD", "1")
-        .env_remove("MEMPROF")
-        .env_remove("MEMPROF_REPORT")
+    let out = child::child_command(&std::env::current_exe().unwrap(), name, &[])
+        .arg("--nocapture")
         .output()
         .unwrap();
     (

@@ -10,8 +10,10 @@
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
 
+#[path = "support/child.rs"]
+mod child;
+
 use memprof::{FunctionReport, measure, profile};
-use std::process::Command;
 
 /// Keeps one 1000-byte buffer per level and returns them all.
 #[profile]
@@ -145,24 +147,11 @@ fn mutual_recursion_counts_each_function_once() {
 // ---- the printing modes, in a child process ----------------------------------
 
 fn run_child(name: &str, env: &[(&str, &str)]) -> String {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        name,
-        "--ignored",
-        "--exact",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("MEMPROF_CHILD", "1")
-    .env_remove("MEMPROF")
-    .env_remove("MEMPROF_REPORT")
-    .env("MEMPROF_UNIT", "B");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "child {name} failed: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
+    let env: Vec<(&str, &str)> = [("MEMPROF_UNIT", "B")]
+        .into_iter()
+        .chain(env.iter().copied())
+        .collect();
+    child::run_child(name, &env).0
 }
 
 #[test]
