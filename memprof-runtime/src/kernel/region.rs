@@ -77,6 +77,29 @@ pub fn close_in(t: &Counters, start: i64, saved: i64, allocs: u64) -> RegionStat
     }
 }
 
+/// Whether nothing was allocated or freed in the context since a region
+/// opened at `start` with `allocs` ([`open_in`], [`allocs_in`]): then the
+/// count is still `start`, the allocation count still `allocs`, and the
+/// region closes with zero figures (see [`close_quiet_in`]).
+///
+/// PERF: a free without an allocation always moves the count (no block has
+/// zero bytes), and a `realloc` counts as an allocation, so the two
+/// comparisons see every event. Allocations are far rarer than statements:
+/// this is how most statements close.
+#[inline(always)]
+pub fn quiet_in(t: &Counters, start: i64, allocs: u64) -> bool {
+    t.net() + get(&t.adjust_net) == start && allocs_in(t) == allocs
+}
+
+/// [`close_in`] for a region that [`quiet_in`]: restores the enclosing
+/// region's watermark, `saved`, which is all that the full close changes
+/// then (the region's own watermark is its start, and `saved` is at least
+/// that).
+#[inline(always)]
+pub fn close_quiet_in(t: &Counters, saved: i64) {
+    set(&t.carry, saved);
+}
+
 impl LineCell {
     /// An execution of the row starts (owner only).
     #[inline(always)]
@@ -107,6 +130,24 @@ impl LineCell {
     #[inline(always)]
     pub(crate) fn closed(&self, stats: &RegionStats, mem_usage: i64) {
         self.closed_with(stats, mem_usage, None);
+    }
+
+    /// [`LineCell::closed`] for an execution in which nothing was allocated
+    /// or freed: its occurrence and its Mem usage, the only figures such an
+    /// execution can move.
+    #[inline(always)]
+    pub(crate) fn closed_quiet(&self, mem_usage: i64) {
+        use Ordering::Relaxed;
+        // SAFETY: only the owning thread touches `open`.
+        let open = unsafe { &mut *self.open.get() };
+        *open = open.saturating_sub(1);
+        let seq = self.begin_write();
+        self.occurrences
+            .store(load_u64(&self.occurrences) + 1, Relaxed);
+        if mem_usage > load_i64(&self.mem_usage) {
+            self.mem_usage.store(mem_usage, Relaxed);
+        }
+        self.end_write(seq);
     }
 
     /// [`LineCell::closed`] with the execution's GPU figures, (increment,
@@ -202,13 +243,25 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     let t = unsafe { &*counters };
     let cell = get(&cursor.cell);
     if cell != NO_CELL {
-        let stats = close_in(
-            t,
-            get(&cursor.start),
-            get(&cursor.saved),
-            get(&cursor.start_allocs),
-        );
-        call.row(cell).closed(&stats, get(&call.base) + stats.end);
+        let start = get(&cursor.start);
+        if quiet_in(t, start, get(&cursor.start_allocs)) {
+            // PERF: the fast path of almost every statement. The next row's
+            // region would open where this one started, under the same
+            // enclosing watermark and allocation count: the cursor keeps
+            // them, and the thread's counters stay as they are (their
+            // `carry` holds nothing above `start`, which every close reads
+            // together with `peak`, at least `start` since this region
+            // opened).
+            call.row(cell).closed_quiet(get(&call.base) + start);
+            set(&cursor.cell, next);
+            if next == NO_CELL {
+                close_quiet_in(t, get(&cursor.saved));
+            } else {
+                call.row(next).opened();
+            }
+            return 0;
+        }
+        close_loud(cursor, call, t);
     }
     set(&cursor.cell, next);
     if next != NO_CELL {
@@ -219,6 +272,22 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         set(&cursor.start_allocs, allocs_in(t));
     }
     0
+}
+
+/// Closes the cursor's open row's region, which saw an allocation or a
+/// free, and records its figures.
+///
+/// PERF: out of line, so that [`step`]'s quiet path saves no registers.
+#[inline(never)]
+fn close_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
+    let stats = close_in(
+        t,
+        get(&cursor.start),
+        get(&cursor.saved),
+        get(&cursor.start_allocs),
+    );
+    call.row(get(&cursor.cell))
+        .closed(&stats, get(&call.base) + stats.end);
 }
 
 /// The process's net heap: the overflow plus the slots claimed now, so
@@ -365,23 +434,25 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
     if get(&unsafe { &*call }.mode) != CALL_KERNEL {
         return 1;
     }
-    // SAFETY: as the caller promises.
-    if get(&unsafe { &*top }.cell) != NO_CELL {
-        // SAFETY: as the caller promises.
-        unsafe { step(top, NO_CELL) };
-    }
     // SAFETY: as the caller promises; `enter` set both pointers.
-    let (call, t, tf) = unsafe {
+    let (cursor, call, t, tf) = unsafe {
         let call = &*call;
-        (call, &*get(&call.counters), &*get(&call.thread_fn))
+        (&*top, call, &*get(&call.counters), &*get(&call.thread_fn))
     };
-    let stats = close_in(
-        t,
-        get(&call.start),
-        get(&call.saved),
-        get(&call.start_allocs),
-    );
-    call.row(0).closed(&stats, get(&call.base) + stats.end);
+    let start = get(&call.start);
+    if quiet_in(t, start, get(&call.start_allocs)) {
+        // PERF: nothing was allocated or freed during the call, so neither
+        // during the body's open row, which started where the call did: one
+        // test for both regions.
+        let cell = get(&cursor.cell);
+        if cell != NO_CELL {
+            call.row(cell).closed_quiet(get(&call.base) + start);
+        }
+        close_quiet_in(t, get(&call.saved));
+        call.row(0).closed_quiet(get(&call.base) + start);
+    } else {
+        exit_loud(cursor, call, t);
+    }
     set(&tf.depth, get(&tf.depth) - 1);
     if get(&call.outermost) {
         tf.calls.store(load_u64(&tf.calls) + 1, Ordering::Relaxed);
@@ -389,6 +460,30 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
     // Everything above the frame (its blocks' cursors) is gone already.
     set(&t.stack_top, call as *const CallHead as *mut u8);
     0
+}
+
+/// [`exit`]'s closes for a call during which something was allocated or
+/// freed: its body's open row, if any, then its `fn` row. Out of line, as
+/// [`close_loud`] is.
+#[inline(never)]
+fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
+    if get(&cursor.cell) != NO_CELL {
+        if quiet_in(t, get(&cursor.start), get(&cursor.start_allocs)) {
+            let start = get(&cursor.start);
+            call.row(get(&cursor.cell))
+                .closed_quiet(get(&call.base) + start);
+            close_quiet_in(t, get(&cursor.saved));
+        } else {
+            close_loud(cursor, call, t);
+        }
+    }
+    let stats = close_in(
+        t,
+        get(&call.start),
+        get(&call.saved),
+        get(&call.start_allocs),
+    );
+    call.row(0).closed(&stats, get(&call.base) + stats.end);
 }
 
 /// A cursor for a nested block of the call whose body's cursor is `top`, if
