@@ -331,3 +331,58 @@ fn a_table_starts_at_the_attributes_not_at_the_doc_comment() {
         ]
     );
 }
+
+// A spike, then statements that allocate nothing, at the body's level and
+// in a nested block: after a thread's first calls, which the runtime enters
+// to print their tables, the kernel enters the call and closes such
+// statements by its quiet path, which leaves the thread's counters as they
+// are. Each row must still read as the runtime's path records it, and the
+// spike must stay in the call's peak. The spike comes only in the later
+// calls: a peak is the highest over calls, so the runtime's calls would
+// hide a kernel call's missing one.
+#[profile]
+fn spike_then_quiet(spike: usize, keep: usize) -> Vec<u8> {
+    let spike = black_box(vec![0u8; spike]).len();
+    let kept = vec![0u8; keep];
+    for i in 0..4 {
+        let quiet = black_box(i) + 1;
+        black_box(quiet);
+    }
+    // The condition's temporary is freed before the block runs: the `if`
+    // row's peak lives on while its block's statements run and close.
+    if black_box(vec![0u8; spike]).len() == spike {
+        let inner = black_box(spike);
+        black_box(inner);
+    }
+    let empty: u64 = black_box(spike as u64);
+    black_box(empty);
+    kept
+}
+
+#[test]
+fn statements_that_allocate_nothing_keep_every_figure_exact() {
+    std::thread::spawn(|| {
+        for call in 0..20 {
+            let spike = if call < 10 { 0 } else { 3000 };
+            black_box(spike_then_quiet(spike, call % 2 * 100));
+        }
+    })
+    .join()
+    .unwrap();
+    let t = table("spike_then_quiet");
+    assert_eq!(figures(&t, "fn spike_then_quiet"), (1000, 3100, 20));
+    assert_eq!(figures(&t, "let spike"), (0, 3000, 20));
+    assert_eq!(figures(&t, "let kept"), (1000, 100, 20));
+    assert_eq!(figures(&t, "for i in"), (0, 0, 20));
+    assert_eq!(figures(&t, "let quiet"), (0, 0, 80));
+    assert_eq!(figures(&t, "black_box(quiet)"), (0, 0, 80));
+    assert_eq!(figures(&t, "if black_box"), (0, 3000, 20));
+    assert_eq!(figures(&t, "let inner"), (0, 0, 20));
+    assert_eq!(figures(&t, "let empty"), (0, 0, 20));
+    // Mem usage after the quiet rows is the heap they ran at: the kept
+    // bytes above what the call started with.
+    let usage = |text| row(&t, text).mem_usage.unwrap();
+    assert_eq!(usage("let quiet"), usage("let kept"));
+    assert_eq!(usage("let empty"), usage("let kept"));
+    assert_eq!(usage("let spike") + 100, usage("let kept"));
+}

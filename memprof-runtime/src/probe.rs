@@ -77,7 +77,12 @@ struct CursorRecord {
 /// `cell`'s.
 #[inline(always)]
 fn step(cursor: *const CursorHead, cell: u32) {
-    // SAFETY: this thread's live cursor, or null.
+    // PERF: `MEMPROF=off` (no cursor) makes no call: a statement of a body
+    // that has no as-written copy (a recursive function) costs a test.
+    if cursor.is_null() {
+        return;
+    }
+    // SAFETY: this thread's live cursor.
     if unsafe { crate::kernel::step(cursor, cell) } != 0 {
         step_slowly(cursor, cell);
     }
@@ -99,6 +104,12 @@ impl SyncCall {
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn start(meta: &'static FnMeta) -> SyncCall {
+        // PERF: `MEMPROF=off` asks neither the kernel nor the runtime.
+        if crate::calls::is_off() {
+            return SyncCall {
+                top: std::ptr::null(),
+            };
+        }
         // SAFETY: a function's head and the runtime's globals.
         let top = unsafe { crate::kernel::enter(&meta.head, &KERNEL_GLOBALS) };
         SyncCall {
@@ -114,6 +125,11 @@ impl SyncCall {
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn cursor(&self) -> StackCursor {
+        if self.top.is_null() {
+            return StackCursor {
+                cursor: std::ptr::null(),
+            };
+        }
         // SAFETY: this thread's innermost open call, or null.
         let cursor = unsafe { crate::kernel::cursor(self.top) };
         StackCursor {
@@ -180,7 +196,7 @@ impl Drop for StackCursor {
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     fn drop(&mut self) {
         // SAFETY: this thread's innermost cursor, or null.
-        if unsafe { crate::kernel::cursor_end(self.cursor) } != 0 {
+        if !self.cursor.is_null() && unsafe { crate::kernel::cursor_end(self.cursor) } != 0 {
             cursor_end_slowly(self.cursor);
         }
     }

@@ -41,6 +41,30 @@ with_and_without_profile!(plain_loop, profiled_loop, fn(n: u64) -> u64 {
     sum
 });
 
+// A recursive function, which keeps one body under `MEMPROF=off` (see
+// `off_branch` in memprof-macros): the case that costs most there.
+#[inline(never)]
+fn plain_depth(n: u64) -> u64 {
+    if n == 0 {
+        return black_box(0);
+    }
+    let below = plain_depth(black_box(n - 1));
+    below + n
+}
+
+#[inline(never)]
+#[memprof::profile]
+fn profiled_depth(n: u64) -> u64 {
+    if n == 0 {
+        return black_box(0);
+    }
+    let below = profiled_depth(black_box(n - 1));
+    below + n
+}
+
+/// Levels per call of the recursion.
+const DEPTH: u64 = 16;
+
 /// Iterations per call of the loops.
 const LOOP: u64 = 1000;
 
@@ -101,6 +125,7 @@ fn main() {
     // Interleaved rounds; each figure is the median of the within-round
     // differences, which keeps it steady on a shared machine.
     let (mut one, mut two, mut one_plain, mut probe) = (vec![], vec![], vec![], vec![]);
+    let (mut depth_plain, mut depth_ratio) = (vec![], vec![]);
     for _ in 0..rounds {
         let p1 = per_call(plain, calls, 1);
         let m1 = per_call(profiled, calls, 1);
@@ -112,12 +137,18 @@ fn main() {
         two.push(m2 - p2);
         one_plain.push(p1);
         probe.push((lm - lp) / PROBES_PER_ITERATION);
+        let dp = per_call(|_| plain_depth(DEPTH), calls / DEPTH, 1);
+        let dm = per_call(|_| profiled_depth(DEPTH), calls / DEPTH, 1);
+        depth_plain.push(dp / DEPTH as f64);
+        depth_ratio.push(dm / dp);
     }
     let (one, two) = (median(one), median(two));
     println!("plain_call {:.2}", median(one_plain));
     println!("call_overhead {one:.2}");
     println!("call_overhead_2_threads {two:.2}");
     println!("probe {:.2}", median(probe));
+    println!("recursive_plain_level {:.2}", median(depth_plain));
+    println!("recursive_ratio {:.3}", median(depth_ratio));
 
     // The same call after 10,000 threads came and went (each allocating,
     // none making a profiled call), then with 2,000 threads alive: a call's
