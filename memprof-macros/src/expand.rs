@@ -131,6 +131,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     let close_line = close_line_of(&func.block.brace_token.span).max(fn_line);
     let rows = source_rows(&func, first_line, close_line);
 
+    let is_async = func.sig.asyncness.is_some();
     let mut instrumenter = Instrumenter {
         first_line,
         last_line: close_line,
@@ -138,16 +139,8 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         cell_rows: vec![fn_line - first_line],
         frame: local("__memprof_frame"),
         cursor: local("__memprof_cursor"),
-        enter_template: {
-            let cursor = local("__memprof_cursor");
-            // NOTE: after a statement that diverges this is unreachable, as is
-            // the user's next statement.
-            parse_quote!(#[allow(unreachable_code)] #cursor.enter(0);)
-        },
-        frame_enter_template: {
-            let frame = local("__memprof_frame");
-            parse_quote!(#[allow(unreachable_code)] #frame.enter(0);)
-        },
+        enter_template: step_template(&local("__memprof_cursor"), is_async),
+        frame_enter_template: step_template(&local("__memprof_frame"), is_async),
         body_on_frame: false,
         prelude: Vec::new(),
     };
@@ -190,7 +183,6 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         None => quote!(::core::primitive::u64::MAX),
     };
     let (limit, max_retained) = (size(&args.limit), size(&args.max_retained));
-    let is_async = func.sig.asyncness.is_some();
     // A synchronous call keeps its state on the thread's side stack, with a
     // pointer here; an `async fn` call, in its future, as it may move.
     let entry = if is_async {
@@ -316,6 +308,9 @@ impl VisitMut for MovedBody<'_> {
         }
         self.found = true;
         let instrumenter = &mut *self.instrumenter;
+        // Its cursors are an `async fn`'s.
+        instrumenter.enter_template = step_template(&instrumenter.cursor, true);
+        instrumenter.frame_enter_template = step_template(&instrumenter.frame, true);
         instrumenter.instrument_block(&mut body.block);
         let ncells = instrumenter.cell_rows.len();
         let frame = &instrumenter.frame;
@@ -368,4 +363,27 @@ fn source_rows(func: &ItemFn, first: u32, last: u32) -> Vec<String> {
     let fn_row = (line_of(func.sig.fn_token.span) - first) as usize;
     rows[fn_row] = func.sig.to_token_stream().to_string();
     rows
+}
+
+/// A statement's step into `cursor`, to cell 0 (see `Instrumenter::step`,
+/// which sets the cell). NOTE: after a statement that diverges this is
+/// unreachable, as is the user's next statement.
+///
+/// PERF: a synchronous function's cursors are the runtime's `SyncCall` and
+/// `StackCursor`, whose steps are calls of `statement`: in unoptimized
+/// builds the kernel's own function, with no runtime function between. An
+/// `async fn`'s are `Cursor`s, stepped by their method. The `;` keeps the
+/// test a statement where it ends a block, whose type a statement before it
+/// may make `!` (`let ... else { continue; }`).
+fn step_template(cursor: &syn::Ident, is_async: bool) -> syn::Stmt {
+    if is_async {
+        parse_quote!(#[allow(unreachable_code)] #cursor.enter(0);)
+    } else {
+        parse_quote! {
+            #[allow(unreachable_code)]
+            if ::memprof::__private::statement(&#cursor.probe, 0) != 0 {
+                ::memprof::__private::statement_slowly(&#cursor.probe);
+            };
+        }
+    }
 }

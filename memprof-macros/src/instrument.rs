@@ -18,11 +18,12 @@ pub(crate) struct Instrumenter {
     pub(crate) cell_rows: Vec<u32>,
     pub(crate) frame: Ident,
     pub(crate) cursor: Ident,
-    /// `cursor.enter(0);`, cloned for each statement. PERF: parsing it anew
-    /// for each of thousands of statements showed in compile times.
+    /// A step of the block's cursor to cell 0 (`step_template` in
+    /// `expand`), cloned for each statement. PERF: parsing it anew for each
+    /// of thousands of statements showed in compile times.
     pub(crate) enter_template: Stmt,
-    /// `frame.enter(0);`, for the statements of a body that steps its
-    /// frame (see `body_on_frame`).
+    /// The same step of the frame, for the statements of a body that steps
+    /// its frame (see `body_on_frame`).
     pub(crate) frame_enter_template: Stmt,
     /// The next block instrumented is a synchronous function's body, whose
     /// statements step the frame (`SyncCall`) rather than a cursor of their
@@ -222,24 +223,19 @@ impl Instrumenter {
                 if is_tail && (binds_locals || end_cell != NO_CELL) {
                     out.push(parse_quote!(let #tail_guard = #cursor.tail(#cell, #end_cell);));
                 } else {
-                    let mut enter = template.clone();
-                    if let Stmt::Expr(Expr::MethodCall(call), _) = &mut enter {
-                        call.args[0] = cell_literal(cell);
-                        call.attrs.extend(cfgs);
-                    }
-                    out.push(enter);
+                    out.push(step(&template, cell, cfgs));
                     open = true;
                 }
             } else if open && runs {
                 // A statement with no row of its own (it shares an enclosing
                 // statement's line) must not count towards the previous one.
-                out.push(parse_quote!(#[allow(unreachable_code)] #cursor.leave(#NO_CELL);));
+                out.push(step(&template, NO_CELL, Vec::new()));
                 open = false;
             }
             out.extend(group.stmts);
         }
         if !has_tail {
-            out.push(parse_quote!(#[allow(unreachable_code)] #cursor.leave(#end_cell);));
+            out.push(step(&template, end_cell, Vec::new()));
         }
         block.stmts = out;
     }
@@ -275,6 +271,29 @@ fn cfg_tail_start(stmts: &[Stmt]) -> usize {
 
 /// No row: the runtime's `u32::MAX`.
 const NO_CELL: u32 = u32::MAX;
+
+/// `template` (see `step_template` in `expand`) stepping to `cell`, under
+/// `cfgs`: the cell is the argument after the cursor of `statement`, or the
+/// only one of a `Cursor`'s `enter`.
+fn step(template: &Stmt, cell: u32, cfgs: Vec<syn::Attribute>) -> Stmt {
+    let mut step = template.clone();
+    match &mut step {
+        Stmt::Expr(Expr::MethodCall(call), _) => {
+            call.args[0] = cell_literal(cell);
+            call.attrs.extend(cfgs);
+        }
+        Stmt::Expr(Expr::If(step), _) => {
+            if let Expr::Binary(test) = &mut *step.cond
+                && let Expr::Call(call) = &mut *test.left
+            {
+                call.args[1] = cell_literal(cell);
+            }
+            step.attrs.extend(cfgs);
+        }
+        _ => unreachable!("a step template is a call or a test of one"),
+    }
+    step
+}
 
 fn cell_literal(cell: u32) -> Expr {
     Expr::Lit(syn::ExprLit {

@@ -93,7 +93,9 @@ pub mod __private {
     pub use crate::cells::LineCell;
     pub use crate::kernel::library as kernel_library;
     pub use crate::measure::MeasureGuard;
-    pub use crate::probe::{CallFrame, CallGuard, StackCursor, StackTail, SyncCall};
+    pub use crate::probe::{
+        CallFrame, CallGuard, Probe, StackCursor, StackTail, SyncCall, statement, statement_slowly,
+    };
     pub use crate::region::Scope;
     pub use crate::tls::{give_up as give_up_tls_shortcut, in_use as tls_shortcut_in_use};
     pub use crate::track::track;

@@ -30,16 +30,74 @@ use std::marker::PhantomData;
 /// the body's cursor for the same reason: a pointer less per call.
 #[derive(Debug)]
 #[must_use]
+#[repr(transparent)]
 pub struct SyncCall {
-    top: *const CursorHead,
+    /// The body's cursor, which generated code passes to [`statement`].
+    pub probe: Probe,
 }
 
 /// The statement cursor of one nested block of a [`SyncCall`]: see
 /// [`Cursor`], which it points at on the side stack (null: records nothing).
 #[derive(Debug)]
 #[must_use]
+#[repr(transparent)]
 pub struct StackCursor {
-    cursor: *const CursorHead,
+    /// The cursor, which generated code passes to [`statement`].
+    pub probe: Probe,
+}
+
+/// Where a [`SyncCall`]'s or [`StackCursor`]'s statement steps go: a pointer
+/// to a cursor of this thread on its side stack (or the heap), null when the
+/// call records nothing. Only the runtime makes one, and only inside the
+/// call or block it belongs to, which outlives every `&Probe`: so a
+/// `&Probe` always leads to a live cursor or to null, which is what makes
+/// [`statement`] safe to call.
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct Probe(*const CursorHead);
+
+#[cfg(memprof_kernel)]
+unsafe extern "C" {
+    /// A statement's step, as generated code takes it: ends the current
+    /// statement's region of `probe`'s cursor, if any, and starts cell
+    /// `cell`'s (`u32::MAX`: none). Returns 0 when done; otherwise the call
+    /// takes the runtime's slow step: call [`statement_slowly`].
+    ///
+    /// PERF: in unoptimized builds, the kernel's own function: a statement
+    /// costs generated code one call, straight into optimized code, with no
+    /// unoptimized runtime function between (each is a dozen loads and
+    /// stores through the stack).
+    #[link_name = "memprof_kernel_0_1_0_statement"]
+    pub safe fn statement(probe: &Probe, cell: u32) -> u32;
+}
+
+/// A statement's step, as generated code takes it: ends the current
+/// statement's region of `probe`'s cursor, if any, and starts cell `cell`'s
+/// (`u32::MAX`: none). Returns 0 when done; otherwise the call takes the
+/// runtime's slow step: call [`statement_slowly`].
+///
+/// PERF: out of line in unoptimized builds (the pure-Rust kernel's), as
+/// the other probes are there: inlined, each statement's temporaries would
+/// take room in the caller's frame.
+#[cfg(not(memprof_kernel))]
+#[cfg_attr(memprof_unoptimized, inline(never))]
+#[cfg_attr(not(memprof_unoptimized), inline(always))]
+pub fn statement(probe: &Probe, cell: u32) -> u32 {
+    if probe.0.is_null() {
+        return 0;
+    }
+    // SAFETY: a probe leads to this thread's live cursor.
+    unsafe { crate::kernel::step(probe.0, cell) }
+}
+
+/// The step that [`statement`] left to the runtime, to the row it was given.
+#[cold]
+#[inline(never)]
+pub fn statement_slowly(probe: &Probe) {
+    // SAFETY: `statement` returns non-zero only for a live cursor, after
+    // writing the row it was to open there.
+    let next = unsafe { (*probe.0).pending.get() };
+    step_slowly(probe.0, next);
 }
 
 /// Moves a [`SyncCall`]'s or [`StackCursor`]'s cursor from a block's tail
@@ -49,7 +107,7 @@ pub struct StackCursor {
 #[derive(Debug)]
 #[must_use]
 pub struct StackTail<'c> {
-    cursor: &'c *const CursorHead,
+    cursor: &'c Probe,
 }
 
 /// A call the runtime entered, on the side stack (or the heap).
@@ -90,10 +148,10 @@ fn step(cursor: *const CursorHead, cell: u32) {
 
 /// [`step`] to cell `cell`, then hands the tail guard back.
 #[inline(always)]
-fn tail(cursor: &*const CursorHead, cell: u32, end: u32) -> StackTail<'_> {
-    step(*cursor, cell);
+fn tail(cursor: &Probe, cell: u32, end: u32) -> StackTail<'_> {
+    step(cursor.0, cell);
     // SAFETY: this thread's live cursor, or null.
-    if let Some(head) = unsafe { cursor.as_ref() } {
+    if let Some(head) = unsafe { cursor.0.as_ref() } {
         head.end.set(end);
     }
     StackTail { cursor }
@@ -107,17 +165,17 @@ impl SyncCall {
         // PERF: `MEMPROF=off` asks neither the kernel nor the runtime.
         if crate::calls::is_off() {
             return SyncCall {
-                top: std::ptr::null(),
+                probe: Probe(std::ptr::null()),
             };
         }
         // SAFETY: a function's head and the runtime's globals.
         let top = unsafe { crate::kernel::enter(&meta.head, &KERNEL_GLOBALS) };
         SyncCall {
-            top: if top.is_null() {
+            probe: Probe(if top.is_null() {
                 enter_slowly(meta)
             } else {
                 top
-            },
+            }),
         }
     }
 
@@ -125,20 +183,21 @@ impl SyncCall {
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn cursor(&self) -> StackCursor {
-        if self.top.is_null() {
+        let top = self.probe.0;
+        if top.is_null() {
             return StackCursor {
-                cursor: std::ptr::null(),
+                probe: Probe(std::ptr::null()),
             };
         }
-        // SAFETY: this thread's innermost open call, or null.
-        let cursor = unsafe { crate::kernel::cursor(self.top) };
+        // SAFETY: this thread's innermost open call.
+        let cursor = unsafe { crate::kernel::cursor(top) };
         StackCursor {
-            cursor: if cursor.is_null() && !self.top.is_null() {
+            probe: Probe(if cursor.is_null() {
                 // SAFETY: a call's body cursor leads to its frame.
-                cursor_slowly(unsafe { (*self.top).call })
+                cursor_slowly(unsafe { (*top).call })
             } else {
                 cursor
-            },
+            }),
         }
     }
 }
@@ -147,35 +206,20 @@ impl Drop for SyncCall {
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     fn drop(&mut self) {
+        let top = self.probe.0;
         // SAFETY: this thread's innermost open call, if any.
-        if !self.top.is_null() && unsafe { crate::kernel::exit(self.top) } != 0 {
-            exit_slowly(self.top);
+        if !top.is_null() && unsafe { crate::kernel::exit(top) } != 0 {
+            exit_slowly(top);
         }
     }
 }
 
-/// The statement steps of a cursor held in field `$head`: the same for the
-/// body's cursor ([`SyncCall`]) and a nested block's ([`StackCursor`]).
+/// The tail step of a cursor held in field `$head`: the same for the body's
+/// cursor ([`SyncCall`]) and a nested block's ([`StackCursor`]). (Their
+/// other statements step through [`statement`].)
 macro_rules! statement_steps {
     ($type:ty, $head:ident) => {
         impl $type {
-            /// Ends the current statement's region, if any, and starts cell
-            /// `cell`'s.
-            #[cfg_attr(memprof_unoptimized, inline(never))]
-            #[cfg_attr(not(memprof_unoptimized), inline(always))]
-            pub fn enter(&self, cell: u32) {
-                step(self.$head, cell);
-            }
-
-            /// Ends the current statement's region; then starts the closing
-            /// brace's region, cell `end`, unless it is `u32::MAX` (no such
-            /// row).
-            #[cfg_attr(memprof_unoptimized, inline(never))]
-            #[cfg_attr(not(memprof_unoptimized), inline(always))]
-            pub fn leave(&self, end: u32) {
-                step(self.$head, end);
-            }
-
             /// Starts a block's tail expression (cell `cell`); when the
             /// returned guard drops, right after the tail, the cursor moves
             /// on to `end`.
@@ -188,16 +232,17 @@ macro_rules! statement_steps {
     };
 }
 
-statement_steps!(SyncCall, top);
-statement_steps!(StackCursor, cursor);
+statement_steps!(SyncCall, probe);
+statement_steps!(StackCursor, probe);
 
 impl Drop for StackCursor {
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     fn drop(&mut self) {
+        let cursor = self.probe.0;
         // SAFETY: this thread's innermost cursor, or null.
-        if !self.cursor.is_null() && unsafe { crate::kernel::cursor_end(self.cursor) } != 0 {
-            cursor_end_slowly(self.cursor);
+        if !cursor.is_null() && unsafe { crate::kernel::cursor_end(cursor) } != 0 {
+            cursor_end_slowly(cursor);
         }
     }
 }
@@ -207,8 +252,8 @@ impl Drop for StackTail<'_> {
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     fn drop(&mut self) {
         // SAFETY: this thread's live cursor, or null.
-        if let Some(head) = unsafe { self.cursor.as_ref() } {
-            step(*self.cursor, head.end.get());
+        if let Some(head) = unsafe { self.cursor.0.as_ref() } {
+            step(self.cursor.0, head.end.get());
         }
     }
 }

@@ -87,6 +87,7 @@ impl<'a> Cursor<'a> {
                 call,
                 cell: Cell::new(NO_CELL),
                 end: Cell::new(NO_CELL),
+                pending: Cell::new(NO_CELL),
                 start: Cell::new(0),
                 saved: Cell::new(0),
                 start_allocs: Cell::new(0),

@@ -246,6 +246,9 @@ pub struct CursorHead {
     /// The closing brace's row, while the block's tail runs (see
     /// `StackTail`); in what would be padding.
     pub end: Cell<u32>,
+    /// The row a step that the kernel left to the runtime was to open (see
+    /// `region::step`), for the runtime's slow step to read.
+    pub pending: Cell<u32>,
     /// The open region's start and the enclosing region's watermark, and
     /// the context's allocation count at its start.
     pub start: Cell<i64>,

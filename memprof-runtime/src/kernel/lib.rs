@@ -23,6 +23,26 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_step(cursor: *const CursorHead, ne
     unsafe { region::step(cursor, next) }
 }
 
+/// [`region::step`] as generated code calls it in unoptimized builds, with
+/// no runtime function between: from the place that holds the cursor
+/// pointer, null under `MEMPROF=off` (the runtime's `Probe`).
+///
+/// # Safety
+/// `probe` points at a cursor pointer as [`region::step`] takes it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memprof_kernel_0_1_0_statement(
+    probe: *const *const CursorHead,
+    next: u32,
+) -> u32 {
+    // SAFETY: as the caller promises.
+    let cursor = unsafe { *probe };
+    if cursor.is_null() {
+        return 0;
+    }
+    // SAFETY: as the caller promises.
+    unsafe { region::step(cursor, next) }
+}
+
 /// [`region::enter`].
 ///
 /// # Safety

@@ -236,6 +236,7 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     let call = unsafe { &*cursor.call };
     let counters = get(&call.counters);
     if get(&call.flags) != 0 || counters.is_null() {
+        set(&cursor.pending, next);
         return 1;
     }
     // SAFETY: a synchronous call's counters are its thread's, which live as
@@ -388,6 +389,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
             call: record,
             cell: Cell::new(NO_CELL),
             end: Cell::new(NO_CELL),
+            pending: Cell::new(NO_CELL),
             start: Cell::new(0),
             saved: Cell::new(0),
             start_allocs: Cell::new(0),
@@ -515,6 +517,7 @@ pub unsafe fn cursor(top: *const CursorHead) -> *mut CursorHead {
                 call,
                 cell: Cell::new(NO_CELL),
                 end: Cell::new(NO_CELL),
+                pending: Cell::new(NO_CELL),
                 start: Cell::new(0),
                 saved: Cell::new(0),
                 start_allocs: Cell::new(0),
