@@ -195,8 +195,13 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             let #frame = ::memprof::__private::SyncCall::start(&__MEMPROF_META);
         }
     };
-    let kept_as_written =
-        !is_async && !moved && crate::off_branch::fits(&func, &as_written, ncells);
+    use crate::off_branch::AsWritten;
+    let kept = if is_async || moved {
+        AsWritten::Not
+    } else {
+        crate::off_branch::as_written(&func, &as_written, ncells)
+    };
+    let kept_as_written = kept != AsWritten::Not;
     if let Some(args) = &moved_args {
         args.adjust(&mut func.sig, &mut func.block, kept_as_written);
     }
@@ -226,11 +231,22 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     };
     let body = if is_async {
         quote!(::memprof::__private::Instrumented::new(async move { #body }).await)
-    } else if kept_as_written {
+    } else if kept == AsWritten::Kept {
         // PERF: under `MEMPROF=off` a call costs one load and a branch,
         // in unoptimized builds too.
         quote! {
             if ::memprof::__private::is_off() #as_written else { #body }
+        }
+    } else if kept == AsWritten::KeptOptimized {
+        // The same, in optimized builds only (see `off_branch`).
+        quote! {
+            #[cfg(not(debug_assertions))]
+            {
+                if ::memprof::__private::is_off() {
+                    return #as_written;
+                }
+            }
+            #body
         }
     } else {
         body

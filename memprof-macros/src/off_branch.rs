@@ -13,8 +13,11 @@
 //!   register twice);
 //! - at most `MAX_CELLS` probed rows, which bounds the extra compile time
 //!   (the 2,000-statement function of the compile-cost bench has none);
-//! - the function does not call itself by name: unoptimized, a frame holds
-//!   the locals of both copies, and a recursion would reach less deep;
+//! - the function does not call itself by name, or the build is optimized
+//!   (`debug_assertions` off) and no argument is `mut`: unoptimized, a frame
+//!   holds the locals of both copies, and a recursion would reach less
+//!   deep; optimized, the two copies share the frame's slots. (An argument's
+//!   `mut` would be needed by one copy and unused in the other build.)
 //! - it is not `#[inline(always)]`: unoptimized builds inline it anyway,
 //!   with the locals of both copies, into callers that may be such
 //!   functions too, so frames would double at each level (aho-corasick's
@@ -64,19 +67,59 @@ const ITEM_FREE_MACROS: &[&str] = &[
     "writeln",
 ];
 
+/// Whether a function keeps its body as written for `MEMPROF=off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AsWritten {
+    /// In every build.
+    Kept,
+    /// In optimized builds (`debug_assertions` off): a recursive function.
+    KeptOptimized,
+    /// One body only.
+    Not,
+}
+
 /// Whether a function with this return type, body and number of rows gets
-/// the `MEMPROF=off` branch.
-pub(crate) fn fits(func: &ItemFn, body: &Block, cells: usize) -> bool {
+/// the `MEMPROF=off` branch, and in which builds.
+pub(crate) fn as_written(func: &ItemFn, body: &Block, cells: usize) -> AsWritten {
     if cells > MAX_CELLS
         || crate::syntax::nameable_return(&func.sig.output).is_none()
         || func.attrs.iter().any(is_inline_always)
     {
-        return false;
+        return AsWritten::Not;
     }
     let name = &func.sig.ident;
-    let mut check = Independent { name, fits: true };
+    let mut check = Independent {
+        name,
+        fits: true,
+        recursive: false,
+    };
     check.visit_block(body);
-    check.fits
+    match (check.fits, check.recursive) {
+        (false, _) => AsWritten::Not,
+        (true, false) => AsWritten::Kept,
+        (true, true) if has_mut_argument(&func.sig) => AsWritten::Not,
+        (true, true) => AsWritten::KeptOptimized,
+    }
+}
+
+/// An argument declared `mut` (`mut self`, `mut v: T`, or a `mut` inside a
+/// pattern).
+fn has_mut_argument(sig: &syn::Signature) -> bool {
+    struct FindMut(bool);
+    impl<'a> Visit<'a> for FindMut {
+        fn visit_pat_ident(&mut self, pat: &'a syn::PatIdent) {
+            self.0 |= pat.mutability.is_some();
+            syn::visit::visit_pat_ident(self, pat);
+        }
+    }
+    sig.inputs.iter().any(|arg| match arg {
+        syn::FnArg::Receiver(receiver) => receiver.mutability.is_some(),
+        syn::FnArg::Typed(typed) => {
+            let mut find = FindMut(false);
+            find.visit_pat(&typed.pat);
+            find.0
+        }
+    })
 }
 
 /// `#[inline(always)]`.
@@ -84,11 +127,13 @@ fn is_inline_always(attr: &syn::Attribute) -> bool {
     attr.path().is_ident("inline") && attr.parse_args::<Ident>().is_ok_and(|arg| arg == "always")
 }
 
-/// Stays true while nothing in the body would differ or clash when emitted
-/// twice, and the body does not call the function `name` itself.
+/// `fits` stays true while nothing in the body would differ or clash when
+/// emitted twice; `recursive` is set where the body calls the function
+/// `name` itself.
 struct Independent<'n> {
     name: &'n Ident,
     fits: bool,
+    recursive: bool,
 }
 
 impl<'a> Visit<'a> for Independent<'_> {
@@ -104,14 +149,14 @@ impl<'a> Visit<'a> for Independent<'_> {
                 .last()
                 .is_some_and(|s| s.ident == *self.name)
         {
-            self.fits = false;
+            self.recursive = true;
         }
         syn::visit::visit_expr_call(self, call);
     }
 
     fn visit_expr_method_call(&mut self, call: &'a syn::ExprMethodCall) {
         if call.method == *self.name {
-            self.fits = false;
+            self.recursive = true;
         }
         syn::visit::visit_expr_method_call(self, call);
     }
@@ -132,9 +177,13 @@ impl<'a> Visit<'a> for Independent<'_> {
 mod tests {
     use super::*;
 
-    fn fits_fn(source: &str) -> bool {
+    fn kept(source: &str) -> AsWritten {
         let func: ItemFn = syn::parse_str(source).unwrap();
-        fits(&func, &func.block, 3)
+        as_written(&func, &func.block, 3)
+    }
+
+    fn fits_fn(source: &str) -> bool {
+        kept(source) == AsWritten::Kept
     }
 
     #[test]
@@ -154,11 +203,26 @@ mod tests {
     }
 
     #[test]
-    fn recursion_and_inline_always_keep_one_body() {
-        assert!(!fits_fn(
-            "fn f(n: u32) -> u32 { if n == 0 { 0 } else { f(n - 1) } }"
-        ));
-        assert!(!fits_fn("fn f(&self) -> u32 { self.f() }"));
+    fn recursion_keeps_both_in_optimized_builds_only() {
+        assert_eq!(
+            kept("fn f(n: u32) -> u32 { if n == 0 { 0 } else { f(n - 1) } }"),
+            AsWritten::KeptOptimized
+        );
+        assert_eq!(kept("fn f(&self) -> u32 { self.f() }"), AsWritten::KeptOptimized);
+        // A `mut` argument: one body, so that its `mut` is used in every build.
+        assert_eq!(
+            kept("fn f(mut n: u32) -> u32 { n -= 1; if n == 0 { 0 } else { f(n) } }"),
+            AsWritten::Not
+        );
+        assert_eq!(kept("fn f(mut self) -> u32 { self.f() }"), AsWritten::Not);
+        assert_eq!(
+            kept("fn f((a, mut b): (u8, u8)) -> u8 { b += a; f((a, b)) }"),
+            AsWritten::Not
+        );
+    }
+
+    #[test]
+    fn inline_always_keeps_one_body() {
         assert!(!fits_fn("#[inline(always)] fn f(x: u8) -> u8 { x }"));
         assert!(fits_fn("#[inline] fn f(x: u8) -> u8 { x }"));
     }
@@ -166,7 +230,7 @@ mod tests {
     #[test]
     fn big_bodies_keep_one() {
         let func: ItemFn = syn::parse_str("fn f() {}").unwrap();
-        assert!(fits(&func, &func.block, MAX_CELLS));
-        assert!(!fits(&func, &func.block, MAX_CELLS + 1));
+        assert_eq!(as_written(&func, &func.block, MAX_CELLS), AsWritten::Kept);
+        assert_eq!(as_written(&func, &func.block, MAX_CELLS + 1), AsWritten::Not);
     }
 }
