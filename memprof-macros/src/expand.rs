@@ -141,6 +141,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         cursor: local("__memprof_cursor"),
         enter_template: step_template(&local("__memprof_cursor"), is_async),
         frame_enter_template: step_template(&local("__memprof_frame"), is_async),
+        async_cursors: is_async,
         body_on_frame: false,
         prelude: Vec::new(),
     };
@@ -327,6 +328,7 @@ impl VisitMut for MovedBody<'_> {
         // Its cursors are an `async fn`'s.
         instrumenter.enter_template = step_template(&instrumenter.cursor, true);
         instrumenter.frame_enter_template = step_template(&instrumenter.frame, true);
+        instrumenter.async_cursors = true;
         instrumenter.instrument_block(&mut body.block);
         let ncells = instrumenter.cell_rows.len();
         let frame = &instrumenter.frame;

@@ -25,6 +25,9 @@ pub(crate) struct Instrumenter {
     /// The same step of the frame, for the statements of a body that steps
     /// its frame (see `body_on_frame`).
     pub(crate) frame_enter_template: Stmt,
+    /// The cursors are an `async fn`'s (`Cursor`), stepped by their methods,
+    /// rather than a synchronous call's (see `step_template` in `expand`).
+    pub(crate) async_cursors: bool,
     /// The next block instrumented is a synchronous function's body, whose
     /// statements step the frame (`SyncCall`) rather than a cursor of their
     /// own.
@@ -221,7 +224,19 @@ impl Instrumenter {
                 // closes the tail's region itself: a plain step does, one
                 // call and one local fewer (most one-line functions).
                 if is_tail && (binds_locals || end_cell != NO_CELL) {
-                    out.push(parse_quote!(let #tail_guard = #cursor.tail(#cell, #end_cell);));
+                    if self.async_cursors {
+                        out.push(parse_quote!(let #tail_guard = #cursor.tail(#cell, #end_cell);));
+                    } else {
+                        // PERF: as a statement's step (see `step_template`).
+                        out.push(parse_quote! {
+                            if ::memprof::__private::tail_statement(&#cursor.probe, #cell, #end_cell) != 0 {
+                                ::memprof::__private::statement_slowly(&#cursor.probe);
+                            };
+                        });
+                        out.push(parse_quote! {
+                            let #tail_guard = ::memprof::__private::StackTail { probe: &#cursor.probe };
+                        });
+                    }
                 } else {
                     out.push(step(&template, cell, cfgs));
                     open = true;

@@ -90,6 +90,33 @@ pub fn statement(probe: &Probe, cell: u32) -> u32 {
     unsafe { crate::kernel::step(probe.0, cell) }
 }
 
+#[cfg(memprof_kernel)]
+unsafe extern "C" {
+    /// [`statement`] to a block's tail expression, cell `cell`, leaving
+    /// `end`, the closing brace's row, for the [`StackTail`] guard that
+    /// generated code makes next: it moves the cursor on to `end` when
+    /// dropped, right after the tail.
+    #[link_name = "memprof_kernel_0_1_0_tail"]
+    pub safe fn tail_statement(probe: &Probe, cell: u32, end: u32) -> u32;
+}
+
+/// [`statement`] to a block's tail expression, cell `cell`, leaving `end`,
+/// the closing brace's row, for the [`StackTail`] guard that generated code
+/// makes next: it moves the cursor on to `end` when dropped, right after
+/// the tail.
+#[cfg(not(memprof_kernel))]
+#[cfg_attr(memprof_unoptimized, inline(never))]
+#[cfg_attr(not(memprof_unoptimized), inline(always))]
+pub fn tail_statement(probe: &Probe, cell: u32, end: u32) -> u32 {
+    // SAFETY: a probe leads to this thread's live cursor, or null.
+    let Some(head) = (unsafe { probe.0.as_ref() }) else {
+        return 0;
+    };
+    head.end.set(end);
+    // SAFETY: as above.
+    unsafe { crate::kernel::step(probe.0, cell) }
+}
+
 /// The step that [`statement`] left to the runtime, to the row it was given.
 #[cold]
 #[inline(never)]
@@ -107,7 +134,9 @@ pub fn statement_slowly(probe: &Probe) {
 #[derive(Debug)]
 #[must_use]
 pub struct StackTail<'c> {
-    cursor: &'c Probe,
+    /// The cursor that [`tail_statement`] moved to the tail: generated code
+    /// makes the guard with it.
+    pub probe: &'c Probe,
 }
 
 /// A call the runtime entered, on the side stack (or the heap).
@@ -146,16 +175,6 @@ fn step(cursor: *const CursorHead, cell: u32) {
     }
 }
 
-/// [`step`] to cell `cell`, then hands the tail guard back.
-#[inline(always)]
-fn tail(cursor: &Probe, cell: u32, end: u32) -> StackTail<'_> {
-    step(cursor.0, cell);
-    // SAFETY: this thread's live cursor, or null.
-    if let Some(head) = unsafe { cursor.0.as_ref() } {
-        head.end.set(end);
-    }
-    StackTail { cursor }
-}
 
 impl SyncCall {
     /// Starts a call of `meta`'s function.
@@ -203,8 +222,9 @@ impl SyncCall {
 }
 
 impl Drop for SyncCall {
-    #[cfg_attr(memprof_unoptimized, inline(never))]
-    #[cfg_attr(not(memprof_unoptimized), inline(always))]
+    // PERF: inlined into the drop glue only, in unoptimized builds too, so
+    // that an end costs one unoptimized call.
+    #[inline(always)]
     fn drop(&mut self) {
         let top = self.probe.0;
         // SAFETY: this thread's innermost open call, if any.
@@ -214,30 +234,11 @@ impl Drop for SyncCall {
     }
 }
 
-/// The tail step of a cursor held in field `$head`: the same for the body's
-/// cursor ([`SyncCall`]) and a nested block's ([`StackCursor`]). (Their
-/// other statements step through [`statement`].)
-macro_rules! statement_steps {
-    ($type:ty, $head:ident) => {
-        impl $type {
-            /// Starts a block's tail expression (cell `cell`); when the
-            /// returned guard drops, right after the tail, the cursor moves
-            /// on to `end`.
-            #[cfg_attr(memprof_unoptimized, inline(never))]
-            #[cfg_attr(not(memprof_unoptimized), inline(always))]
-            pub fn tail(&self, cell: u32, end: u32) -> StackTail<'_> {
-                tail(&self.$head, cell, end)
-            }
-        }
-    };
-}
-
-statement_steps!(SyncCall, probe);
-statement_steps!(StackCursor, probe);
 
 impl Drop for StackCursor {
-    #[cfg_attr(memprof_unoptimized, inline(never))]
-    #[cfg_attr(not(memprof_unoptimized), inline(always))]
+    // PERF: inlined into the drop glue only, in unoptimized builds too, so
+    // that an end costs one unoptimized call.
+    #[inline(always)]
     fn drop(&mut self) {
         let cursor = self.probe.0;
         // SAFETY: this thread's innermost cursor, or null.
@@ -248,12 +249,13 @@ impl Drop for StackCursor {
 }
 
 impl Drop for StackTail<'_> {
-    #[cfg_attr(memprof_unoptimized, inline(never))]
-    #[cfg_attr(not(memprof_unoptimized), inline(always))]
+    // PERF: inlined into the drop glue only, in unoptimized builds too, so
+    // that an end costs one unoptimized call.
+    #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: this thread's live cursor, or null.
-        if let Some(head) = unsafe { self.cursor.0.as_ref() } {
-            step(self.cursor.0, head.end.get());
+        if let Some(head) = unsafe { self.probe.0.as_ref() } {
+            step(self.probe.0, head.end.get());
         }
     }
 }

@@ -43,6 +43,29 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_statement(
     unsafe { region::step(cursor, next) }
 }
 
+/// [`region::step`] to a block's tail expression, `next`, keeping `end`,
+/// the closing brace's row, in the cursor for the tail's guard (the
+/// runtime's `StackTail`).
+///
+/// # Safety
+/// As [`memprof_kernel_0_1_0_statement`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memprof_kernel_0_1_0_tail(
+    probe: *const *const CursorHead,
+    next: u32,
+    end: u32,
+) -> u32 {
+    // SAFETY: as the caller promises.
+    let cursor = unsafe { *probe };
+    // SAFETY: as the caller promises.
+    let Some(head) = (unsafe { cursor.as_ref() }) else {
+        return 0;
+    };
+    owned::set(&head.end, end);
+    // SAFETY: as the caller promises.
+    unsafe { region::step(cursor, next) }
+}
+
 /// [`region::enter`].
 ///
 /// # Safety

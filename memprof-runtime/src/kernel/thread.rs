@@ -48,7 +48,8 @@ pub fn pointer() -> usize {
 /// A relaxed load of `byte`, which other threads may store to: one
 /// instruction where it is compiled without optimization too.
 ///
-/// PERF: `AtomicU8::load` is three calls in an unoptimized build. An `asm!`
+/// PERF: `AtomicU8::load` is three calls in an unoptimized build (and
+/// `as_ptr` one: the address is a cast here). An `asm!`
 /// load is opaque to the compiler and a single aligned byte load is atomic
 /// on these targets, so this is a relaxed atomic load.
 #[cfg(all(not(miri), any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -61,14 +62,14 @@ pub fn load_relaxed(byte: &core::sync::atomic::AtomicU8) -> u8 {
         core::arch::asm!(
             "mov {}, byte ptr [{}]",
             out(reg_byte) value,
-            in(reg) byte.as_ptr(),
+            in(reg) core::ptr::from_ref(byte).cast::<u8>(),
             options(nostack, readonly, preserves_flags)
         );
         #[cfg(target_arch = "aarch64")]
         core::arch::asm!(
             "ldrb {:w}, [{}]",
             out(reg) value,
-            in(reg) byte.as_ptr(),
+            in(reg) core::ptr::from_ref(byte).cast::<u8>(),
             options(nostack, readonly, preserves_flags)
         );
     }
