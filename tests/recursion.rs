@@ -108,7 +108,7 @@ fn deep(n: usize) -> usize {
 
 #[test]
 fn recursion_past_the_side_stack_stays_exact() {
-    // The side stack holds about 2,300 nested calls (`calls/stack.rs`);
+    // The side stack holds 2,048 nested calls (`calls/stack.rs`);
     // deeper levels keep their records on the heap, outside every figure.
     const LEVELS: usize = 20_000;
     let (len, m) = std::thread::Builder::new()

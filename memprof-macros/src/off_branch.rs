@@ -208,7 +208,10 @@ mod tests {
             kept("fn f(n: u32) -> u32 { if n == 0 { 0 } else { f(n - 1) } }"),
             AsWritten::KeptOptimized
         );
-        assert_eq!(kept("fn f(&self) -> u32 { self.f() }"), AsWritten::KeptOptimized);
+        assert_eq!(
+            kept("fn f(&self) -> u32 { self.f() }"),
+            AsWritten::KeptOptimized
+        );
         // A `mut` argument: one body, so that its `mut` is used in every build.
         assert_eq!(
             kept("fn f(mut n: u32) -> u32 { n -= 1; if n == 0 { 0 } else { f(n) } }"),
@@ -231,6 +234,9 @@ mod tests {
     fn big_bodies_keep_one() {
         let func: ItemFn = syn::parse_str("fn f() {}").unwrap();
         assert_eq!(as_written(&func, &func.block, MAX_CELLS), AsWritten::Kept);
-        assert_eq!(as_written(&func, &func.block, MAX_CELLS + 1), AsWritten::Not);
+        assert_eq!(
+            as_written(&func, &func.block, MAX_CELLS + 1),
+            AsWritten::Not
+        );
     }
 }

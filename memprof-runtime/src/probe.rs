@@ -175,7 +175,6 @@ fn step(cursor: *const CursorHead, cell: u32) {
     }
 }
 
-
 impl SyncCall {
     /// Starts a call of `meta`'s function.
     #[cfg_attr(memprof_unoptimized, inline(never))]
@@ -233,7 +232,6 @@ impl Drop for SyncCall {
         }
     }
 }
-
 
 impl Drop for StackCursor {
     // PERF: inlined into the drop glue only, in unoptimized builds too, so

@@ -82,15 +82,24 @@ impl<'a> Cursor<'a> {
     /// runtime entered, which are the only ones that take it.
     #[inline]
     pub(crate) fn for_call(call: *const CallHead) -> Self {
+        // The kernel steps the cursors of a call whose flags are 0 (see
+        // `CursorHead::counters`).
+        // SAFETY: `call` is null or a frame's head, which outlives the cursor.
+        let counters = match unsafe { call.as_ref() } {
+            Some(head) if get(&head.flags) == 0 => get(&head.counters),
+            _ => std::ptr::null(),
+        };
         Cursor {
             head: CursorHead {
                 call,
                 cell: Cell::new(NO_CELL),
                 end: Cell::new(NO_CELL),
                 pending: Cell::new(NO_CELL),
+                counters: Cell::new(counters),
                 start: Cell::new(0),
                 saved: Cell::new(0),
                 start_allocs: Cell::new(0),
+                events: Cell::new(0),
             },
             rest: if call.is_null() {
                 MaybeUninit::uninit()

@@ -249,9 +249,18 @@ pub struct CursorHead {
     /// The row a step that the kernel left to the runtime was to open (see
     /// `region::step`), for the runtime's slow step to read.
     pub pending: Cell<u32>,
+    /// The thread's counters when the kernel steps this cursor (its call is
+    /// synchronous, in thread scope and counts no device memory: the call's
+    /// `flags` are 0); null when the runtime does. Fixed when the cursor is
+    /// made, as the call's flags are at its entry.
+    pub counters: Cell<*const Counters>,
     /// The open region's start and the enclosing region's watermark, and
     /// the context's allocation count at its start.
     pub start: Cell<i64>,
     pub saved: Cell<i64>,
     pub start_allocs: Cell<u64>,
+    /// The thread's allocations plus frees when the open region started
+    /// (`Counters::events`), for the kernel's test of a quiet region. Only
+    /// the kernel's opens write it, and only the kernel reads it.
+    pub events: Cell<u64>,
 }

@@ -27,6 +27,13 @@ pub struct RegionStats {
 }
 
 impl Counters {
+    /// Allocations plus frees on this thread so far, counted ones only: it
+    /// moves with every event that moves a figure (a `realloc` is both).
+    #[inline(always)]
+    pub(crate) fn events(&self) -> u64 {
+        get(&self.allocs).wrapping_add(get(&self.deallocs))
+    }
+
     /// This thread's net count: bytes allocated minus bytes freed.
     #[inline(always)]
     pub(crate) fn net(&self) -> i64 {
@@ -229,31 +236,32 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     let Some(cursor) = (unsafe { cursor.as_ref() }) else {
         return 0;
     };
-    if cursor.call.is_null() {
-        return 0;
-    }
-    // SAFETY: as the caller promises.
-    let call = unsafe { &*cursor.call };
-    let counters = get(&call.counters);
-    if get(&call.flags) != 0 || counters.is_null() {
+    let counters = get(&cursor.counters);
+    if counters.is_null() {
+        if cursor.call.is_null() {
+            return 0;
+        }
         set(&cursor.pending, next);
         return 1;
     }
-    // SAFETY: a synchronous call's counters are its thread's, which live as
+    // SAFETY: a cursor's counters are its call's thread's, which live as
     // long as the thread.
     let t = unsafe { &*counters };
+    // SAFETY: as the caller promises.
+    let call = unsafe { &*cursor.call };
     let cell = get(&cursor.cell);
     if cell != NO_CELL {
-        let start = get(&cursor.start);
-        if quiet_in(t, start, get(&cursor.start_allocs)) {
-            // PERF: the fast path of almost every statement. The next row's
-            // region would open where this one started, under the same
+        if t.events() == get(&cursor.events) {
+            // PERF: the fast path of almost every statement: nothing was
+            // allocated or freed since the row's region opened. The next
+            // row's region would open where this one started, under the same
             // enclosing watermark and allocation count: the cursor keeps
             // them, and the thread's counters stay as they are (their
-            // `carry` holds nothing above `start`, which every close reads
-            // together with `peak`, at least `start` since this region
+            // `carry` holds nothing above the start, which every close reads
+            // together with `peak`, at least the start since this region
             // opened).
-            call.row(cell).closed_quiet(get(&call.base) + start);
+            call.row(cell)
+                .closed_quiet(get(&call.base) + get(&cursor.start));
             set(&cursor.cell, next);
             if next == NO_CELL {
                 close_quiet_in(t, get(&cursor.saved));
@@ -271,6 +279,7 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         set(&cursor.start, start);
         set(&cursor.saved, saved);
         set(&cursor.start_allocs, allocs_in(t));
+        set(&cursor.events, t.events());
     }
     0
 }
@@ -390,9 +399,11 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
             cell: Cell::new(NO_CELL),
             end: Cell::new(NO_CELL),
             pending: Cell::new(NO_CELL),
+            counters: Cell::new(t as *const Counters),
             start: Cell::new(0),
             saved: Cell::new(0),
             start_allocs: Cell::new(0),
+            events: Cell::new(0),
         });
         record.write(CallHead {
             counters: Cell::new(t as *const Counters),
@@ -470,7 +481,7 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
 #[inline(never)]
 fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
     if get(&cursor.cell) != NO_CELL {
-        if quiet_in(t, get(&cursor.start), get(&cursor.start_allocs)) {
+        if t.events() == get(&cursor.events) {
             let start = get(&cursor.start);
             call.row(get(&cursor.cell))
                 .closed_quiet(get(&call.base) + start);
@@ -518,9 +529,11 @@ pub unsafe fn cursor(top: *const CursorHead) -> *mut CursorHead {
                 cell: Cell::new(NO_CELL),
                 end: Cell::new(NO_CELL),
                 pending: Cell::new(NO_CELL),
+                counters: head.counters.clone(),
                 start: Cell::new(0),
                 saved: Cell::new(0),
                 start_allocs: Cell::new(0),
+                events: Cell::new(0),
             })
         };
     }
