@@ -142,6 +142,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         enter_template: step_template(&local("__memprof_cursor"), is_async),
         frame_enter_template: step_template(&local("__memprof_frame"), is_async),
         async_cursors: is_async,
+        body_first: crate::instrument::NO_CELL,
         body_on_frame: false,
         prelude: Vec::new(),
     };
@@ -186,6 +187,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     let (limit, max_retained) = (size(&args.limit), size(&args.max_retained));
     // A synchronous call keeps its state on the thread's side stack, with a
     // pointer here; an `async fn` call, in its future, as it may move.
+    let first = instrumenter.body_first;
     let entry = if is_async {
         quote! {
             let #frame = ::memprof::__private::CallFrame::<#ncells>::new(&__MEMPROF_META);
@@ -193,7 +195,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         }
     } else {
         quote! {
-            let #frame = ::memprof::__private::SyncCall::start(&__MEMPROF_META);
+            let #frame = ::memprof::__private::SyncCall::start(&__MEMPROF_META, #first);
         }
     };
     use crate::off_branch::AsWritten;

@@ -28,6 +28,9 @@ pub(crate) struct Instrumenter {
     /// The cursors are an `async fn`'s (`Cursor`), stepped by their methods,
     /// rather than a synchronous call's (see `step_template` in `expand`).
     pub(crate) async_cursors: bool,
+    /// The row that a synchronous function's body opens as the call starts
+    /// (see `instrument_block`), or `NO_CELL`.
+    pub(crate) body_first: u32,
     /// The next block instrumented is a synchronous function's body, whose
     /// statements step the frame (`SyncCall`) rather than a cursor of their
     /// own.
@@ -196,12 +199,19 @@ impl Instrumenter {
         // on a 2,000-statement function.)
         let frame = self.frame.clone();
         let (cursor, mut out, template): (_, Vec<Stmt>, _) = if on_frame {
-            (frame, Vec::new(), &self.frame_enter_template)
+            (frame.clone(), Vec::new(), &self.frame_enter_template)
         } else {
-            let cursor = self.cursor.clone();
-            let declared = parse_quote!(let #cursor = #frame.cursor(););
-            (cursor, vec![declared], &self.enter_template)
+            // The cursor's declaration goes first, once its first row is known.
+            (
+                self.cursor.clone(),
+                vec![parse_quote!(let _ = ();)],
+                &self.enter_template,
+            )
         };
+        // PERF: a synchronous call's body, or a block, that starts with a
+        // statement of its own row opens that row as the call or the cursor
+        // starts: one step less.
+        let mut first = NO_CELL;
         out.extend(prelude);
         let template = template.clone();
         let tail_guard = local("__memprof_tail");
@@ -223,7 +233,11 @@ impl Instrumenter {
                 // happens between the tail and the cursor's end, which
                 // closes the tail's region itself: a plain step does, one
                 // call and one local fewer (most one-line functions).
-                if is_tail && (binds_locals || end_cell != NO_CELL) {
+                let tail_guard_needed = is_tail && (binds_locals || end_cell != NO_CELL);
+                if i == 0 && !self.async_cursors && cfgs.is_empty() && !tail_guard_needed {
+                    first = cell;
+                    open = true;
+                } else if tail_guard_needed {
                     if self.async_cursors {
                         out.push(parse_quote!(let #tail_guard = #cursor.tail(#cell, #end_cell);));
                     } else {
@@ -251,6 +265,13 @@ impl Instrumenter {
         }
         if !has_tail {
             out.push(step(&template, end_cell, Vec::new()));
+        }
+        if on_frame {
+            self.body_first = first;
+        } else if self.async_cursors {
+            out[0] = parse_quote!(let #cursor = #frame.cursor(););
+        } else {
+            out[0] = parse_quote!(let #cursor = #frame.cursor(#first););
         }
         block.stmts = out;
     }
@@ -285,7 +306,7 @@ fn cfg_tail_start(stmts: &[Stmt]) -> usize {
 }
 
 /// No row: the runtime's `u32::MAX`.
-const NO_CELL: u32 = u32::MAX;
+pub(crate) const NO_CELL: u32 = u32::MAX;
 
 /// `template` (see `step_template` in `expand`) stepping to `cell`, under
 /// `cfgs`: the cell is the argument after the cursor of `statement`, or the

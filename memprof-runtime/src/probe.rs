@@ -8,7 +8,7 @@
 use crate::alloc::KERNEL_GLOBALS;
 use crate::calls::stack::{self, Place};
 use crate::calls::{Cursor, FnMeta, Frame};
-use crate::kernel::layout::{CallHead, CursorHead};
+use crate::kernel::layout::{CallHead, CursorHead, NO_CELL};
 use crate::timeline::CallMark;
 use std::alloc::Layout;
 use std::marker::PhantomData;
@@ -176,10 +176,11 @@ fn step(cursor: *const CursorHead, cell: u32) {
 }
 
 impl SyncCall {
-    /// Starts a call of `meta`'s function.
+    /// Starts a call of `meta`'s function, and its body's first statement,
+    /// row `first`, unless that is `u32::MAX` (the body starts otherwise).
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
-    pub fn start(meta: &'static FnMeta) -> SyncCall {
+    pub fn start(meta: &'static FnMeta, first: u32) -> SyncCall {
         // PERF: `MEMPROF=off` asks neither the kernel nor the runtime.
         if crate::calls::is_off() {
             return SyncCall {
@@ -187,20 +188,21 @@ impl SyncCall {
             };
         }
         // SAFETY: a function's head and the runtime's globals.
-        let top = unsafe { crate::kernel::enter(&meta.head, &KERNEL_GLOBALS) };
+        let top = unsafe { crate::kernel::enter(&meta.head, &KERNEL_GLOBALS, first) };
         SyncCall {
             probe: Probe(if top.is_null() {
-                enter_slowly(meta)
+                enter_slowly(meta, first)
             } else {
                 top
             }),
         }
     }
 
-    /// The statement cursor of one nested block.
+    /// The statement cursor of one nested block, at its first statement,
+    /// row `first`, unless that is `u32::MAX`.
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
-    pub fn cursor(&self) -> StackCursor {
+    pub fn cursor(&self, first: u32) -> StackCursor {
         let top = self.probe.0;
         if top.is_null() {
             return StackCursor {
@@ -208,11 +210,11 @@ impl SyncCall {
             };
         }
         // SAFETY: this thread's innermost open call.
-        let cursor = unsafe { crate::kernel::cursor(top) };
+        let cursor = unsafe { crate::kernel::cursor(top, first) };
         StackCursor {
             probe: Probe(if cursor.is_null() {
                 // SAFETY: a call's body cursor leads to its frame.
-                cursor_slowly(unsafe { (*top).call })
+                cursor_slowly(unsafe { (*top).call }, first)
             } else {
                 cursor
             }),
@@ -261,7 +263,7 @@ impl Drop for StackTail<'_> {
 /// [`SyncCall::start`] for a call the kernel does not enter: its first
 /// calls, tables, budgets, GPU, process scope, `MEMPROF=off` (null).
 #[inline(never)]
-fn enter_slowly(meta: &'static FnMeta) -> *const CursorHead {
+fn enter_slowly(meta: &'static FnMeta, first: u32) -> *const CursorHead {
     if !crate::calls::switch_on_entry() {
         return std::ptr::null();
     }
@@ -289,7 +291,11 @@ fn enter_slowly(meta: &'static FnMeta) -> *const CursorHead {
     if record.frame.is_outermost() {
         record.mark = crate::timeline::call_start(true, meta);
     }
-    std::ptr::from_ref(&record.top).cast::<CursorHead>()
+    let top = std::ptr::from_ref(&record.top).cast::<CursorHead>();
+    if first != NO_CELL {
+        step(top, first);
+    }
+    top
 }
 
 /// [`SyncCall`]'s end for a call the runtime entered.
@@ -326,7 +332,7 @@ fn exit_slowly(top: *const CursorHead) {
 /// [`SyncCall::cursor`] where the kernel made none: a call the runtime
 /// entered, or a full side stack.
 #[inline(never)]
-fn cursor_slowly(frame: *const CallHead) -> *const CursorHead {
+fn cursor_slowly(frame: *const CallHead, first: u32) -> *const CursorHead {
     let layout = Layout::new::<CursorRecord>();
     let (room, place) = stack::push(layout);
     let record = room.cast::<CursorRecord>();
@@ -337,7 +343,11 @@ fn cursor_slowly(frame: *const CallHead) -> *const CursorHead {
             place,
         })
     };
-    record.cast::<CursorHead>()
+    let cursor = record.cast::<CursorHead>();
+    if first != NO_CELL {
+        step(cursor, first);
+    }
+    cursor
 }
 
 /// [`step`] of a call the runtime entered.

@@ -74,9 +74,10 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_tail(
 pub unsafe extern "C" fn memprof_kernel_0_1_0_enter(
     meta: *const FnHead,
     g: *const Globals,
+    first: u32,
 ) -> *mut CursorHead {
     // SAFETY: as the caller promises.
-    unsafe { region::enter(meta, g) }
+    unsafe { region::enter(meta, g, first) }
 }
 
 /// [`region::exit`].
@@ -94,9 +95,12 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_exit(top: *const CursorHead) -> u3
 /// # Safety
 /// As [`region::cursor`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn memprof_kernel_0_1_0_cursor(top: *const CursorHead) -> *mut CursorHead {
+pub unsafe extern "C" fn memprof_kernel_0_1_0_cursor(
+    top: *const CursorHead,
+    first: u32,
+) -> *mut CursorHead {
     // SAFETY: as the caller promises.
-    unsafe { region::cursor(top) }
+    unsafe { region::cursor(top, first) }
 }
 
 /// [`region::cursor_end`].

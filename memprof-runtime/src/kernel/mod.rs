@@ -60,13 +60,13 @@ mod entry {
         pub(crate) fn step(cursor: *const CursorHead, next: u32) -> u32;
         /// [`super::region::enter`], optimized.
         #[link_name = "memprof_kernel_0_1_0_enter"]
-        pub(crate) fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead;
+        pub(crate) fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut CursorHead;
         /// [`super::region::exit`], optimized.
         #[link_name = "memprof_kernel_0_1_0_exit"]
         pub(crate) fn exit(top: *const CursorHead) -> u32;
         /// [`super::region::cursor`], optimized.
         #[link_name = "memprof_kernel_0_1_0_cursor"]
-        pub(crate) fn cursor(top: *const CursorHead) -> *mut CursorHead;
+        pub(crate) fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead;
         /// [`super::region::cursor_end`], optimized.
         #[link_name = "memprof_kernel_0_1_0_cursor_end"]
         pub(crate) fn cursor_end(cursor: *const CursorHead) -> u32;
@@ -91,9 +91,13 @@ mod entry {
 
     /// [`region::enter`].
     #[inline(never)]
-    pub(crate) unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
+    pub(crate) unsafe fn enter(
+        meta: *const FnHead,
+        g: *const Globals,
+        first: u32,
+    ) -> *mut CursorHead {
         // SAFETY: as the caller promises.
-        unsafe { region::enter(meta, g) }
+        unsafe { region::enter(meta, g, first) }
     }
 
     /// [`region::exit`].
@@ -105,9 +109,9 @@ mod entry {
 
     /// [`region::cursor`].
     #[inline(never)]
-    pub(crate) unsafe fn cursor(top: *const CursorHead) -> *mut CursorHead {
+    pub(crate) unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
         // SAFETY: as the caller promises.
-        unsafe { region::cursor(top) }
+        unsafe { region::cursor(top, first) }
     }
 
     /// [`region::cursor_end`].

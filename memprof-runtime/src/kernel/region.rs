@@ -339,15 +339,17 @@ pub const CURSOR_ROOM: usize = core::mem::size_of::<CursorHead>().next_multiple_
 /// A synchronous call's entry, when the function's `fast` permit is set and
 /// this thread has its aggregate and room on its side stack: finds the
 /// thread's counters from the thread pointer, puts the call's head and its
-/// body's cursor on the side stack, takes the rows, opens the call's region.
-/// Returns the body's cursor, whose call's `mode` is `CALL_KERNEL`, or null
-/// when the runtime's entry is to run instead (nothing was done then).
+/// body's cursor on the side stack, takes the rows, opens the call's region
+/// and, unless `first` is `NO_CELL`, row `first`'s: the body's first
+/// statement, whose step this saves. Returns the body's cursor, whose call's
+/// `mode` is `CALL_KERNEL`, or null when the runtime's entry is to run
+/// instead (nothing was done then).
 ///
 /// # Safety
 /// `meta` is a function's head and `g` the runtime's globals.
 #[cfg_attr(memprof_kernel, allow(dead_code))]
 #[inline(always)]
-pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
+pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut CursorHead {
     // SAFETY: as the caller promises.
     let (meta, g) = unsafe { (&*meta, &*g) };
     let no = core::ptr::null_mut();
@@ -425,8 +427,22 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut CursorHead {
     let (start, saved) = open_in(t);
     set(&call.start, start);
     set(&call.saved, saved);
-    set(&call.start_allocs, allocs_in(t));
+    let allocs = allocs_in(t);
+    set(&call.start_allocs, allocs);
     set(&call.base, process_net(g) - start);
+    if first != NO_CELL {
+        // The row's region opens where the call's just did: its enclosing
+        // watermark is that start, and the thread's counters are already as
+        // an open leaves them.
+        call.row(first).opened();
+        // SAFETY: just written.
+        let cursor = unsafe { &*top };
+        set(&cursor.cell, first);
+        set(&cursor.start, start);
+        set(&cursor.saved, start);
+        set(&cursor.start_allocs, allocs);
+        set(&cursor.events, t.events());
+    }
     top
 }
 
@@ -500,15 +516,17 @@ fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
 }
 
 /// A cursor for a nested block of the call whose body's cursor is `top`, if
-/// [`enter`] entered it: a cursor head on the side stack. Null for any other
-/// call, or none (`top` null: `MEMPROF=off`), or no room.
+/// [`enter`] entered it: a cursor head on the side stack, at row `first`
+/// (the block's first statement, whose step this saves) unless that is
+/// `NO_CELL`. Null for any other call, or none (`top` null: `MEMPROF=off`),
+/// or no room.
 ///
 /// # Safety
 /// `top` is null or the body's cursor of the innermost open synchronous call
 /// of this thread.
 #[cfg_attr(memprof_kernel, allow(dead_code))]
 #[inline(always)]
-pub unsafe fn cursor(top: *const CursorHead) -> *mut CursorHead {
+pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
     // SAFETY: as the caller promises.
     let Some(top) = (unsafe { top.as_ref() }) else {
         return core::ptr::null_mut();
@@ -536,6 +554,10 @@ pub unsafe fn cursor(top: *const CursorHead) -> *mut CursorHead {
                 events: Cell::new(0),
             })
         };
+        if first != NO_CELL {
+            // SAFETY: just written.
+            unsafe { step(record, first) };
+        }
     }
     record
 }
