@@ -270,6 +270,19 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
             }
             return 0;
         }
+    }
+    step_loud(cursor, call, t, next);
+    0
+}
+
+/// [`step`] where the open row's region saw an allocation or a free, or
+/// where no row is open: closes the region, if any, with its figures, and
+/// opens row `next`'s.
+///
+/// PERF: out of line, so that [`step`]'s quiet path saves no registers.
+#[inline(never)]
+fn step_loud(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32) {
+    if get(&cursor.cell) != NO_CELL {
         close_loud(cursor, call, t);
     }
     set(&cursor.cell, next);
@@ -281,14 +294,11 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         set(&cursor.start_allocs, allocs_in(t));
         set(&cursor.events, t.events());
     }
-    0
 }
 
 /// Closes the cursor's open row's region, which saw an allocation or a
 /// free, and records its figures.
-///
-/// PERF: out of line, so that [`step`]'s quiet path saves no registers.
-#[inline(never)]
+#[inline(always)]
 fn close_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
     let stats = close_in(
         t,
@@ -394,55 +404,49 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
     } else {
         get(&tf.target)
     };
+    set(&tf.depth, depth + 1);
+    // PERF: the region first, then each head written once, whole.
+    let (start, saved) = open_in(t);
+    let allocs = allocs_in(t);
+    let row = |cell: u32| {
+        let address = cells as usize + cell as usize * core::mem::size_of::<LineCell>();
+        // SAFETY: the function's rows, which outlive the call; generated code
+        // passes only cell numbers below their count.
+        unsafe { &*(address as *const LineCell) }
+    };
+    row(0).opened();
+    // The first row's region, if any, opens where the call's just did: its
+    // enclosing watermark is that start, and the thread's counters are
+    // already as an open leaves them.
+    if first != NO_CELL {
+        row(first).opened();
+    }
     // SAFETY: fresh room on this thread's side stack, aligned to 16.
     unsafe {
         top.write(CursorHead {
             call: record,
-            cell: Cell::new(NO_CELL),
+            cell: Cell::new(first),
             end: Cell::new(NO_CELL),
             pending: Cell::new(NO_CELL),
             counters: Cell::new(t as *const Counters),
-            start: Cell::new(0),
-            saved: Cell::new(0),
-            start_allocs: Cell::new(0),
-            events: Cell::new(0),
+            start: Cell::new(start),
+            saved: Cell::new(start),
+            start_allocs: Cell::new(allocs),
+            events: Cell::new(t.events()),
         });
         record.write(CallHead {
             counters: Cell::new(t as *const Counters),
             cells: Cell::new(cells),
-            base: Cell::new(0),
+            base: Cell::new(process_net(g) - start),
             flags: Cell::new(0),
             mode: Cell::new(CALL_KERNEL),
             outermost: Cell::new(depth == 0),
             thread_fn: Cell::new(thread_fn),
-            start: Cell::new(0),
-            saved: Cell::new(0),
-            start_allocs: Cell::new(0),
+            start: Cell::new(start),
+            saved: Cell::new(saved),
+            start_allocs: Cell::new(allocs),
         })
     };
-    // SAFETY: just written.
-    let call = unsafe { &*record };
-    set(&tf.depth, depth + 1);
-    call.row(0).opened();
-    let (start, saved) = open_in(t);
-    set(&call.start, start);
-    set(&call.saved, saved);
-    let allocs = allocs_in(t);
-    set(&call.start_allocs, allocs);
-    set(&call.base, process_net(g) - start);
-    if first != NO_CELL {
-        // The row's region opens where the call's just did: its enclosing
-        // watermark is that start, and the thread's counters are already as
-        // an open leaves them.
-        call.row(first).opened();
-        // SAFETY: just written.
-        let cursor = unsafe { &*top };
-        set(&cursor.cell, first);
-        set(&cursor.start, start);
-        set(&cursor.saved, start);
-        set(&cursor.start_allocs, allocs);
-        set(&cursor.events, t.events());
-    }
     top
 }
 
