@@ -395,18 +395,14 @@ fn source_rows(func: &ItemFn, first: u32, last: u32) -> Vec<String> {
 /// PERF: a synchronous function's cursors are the runtime's `SyncCall` and
 /// `StackCursor`, whose steps are calls of `statement`: in unoptimized
 /// builds the kernel's own function, with no runtime function between. An
-/// `async fn`'s are `Cursor`s, stepped by their method. The `;` keeps the
-/// test a statement where it ends a block, whose type a statement before it
-/// may make `!` (`let ... else { continue; }`).
+/// `async fn`'s are `Cursor`s, stepped by their method.
 fn step_template(cursor: &syn::Ident, is_async: bool) -> syn::Stmt {
     if is_async {
         parse_quote!(#[allow(unreachable_code)] #cursor.enter(0);)
     } else {
         parse_quote! {
             #[allow(unreachable_code)]
-            if ::memprof::__private::statement(&#cursor.probe, 0) != 0 {
-                ::memprof::__private::statement_slowly(&#cursor.probe);
-            };
+            ::memprof::__private::statement(&#cursor.probe, 0);
         }
     }
 }

@@ -243,9 +243,7 @@ impl Instrumenter {
                     } else {
                         // PERF: as a statement's step (see `step_template`).
                         out.push(parse_quote! {
-                            if ::memprof::__private::tail_statement(&#cursor.probe, #cell, #end_cell) != 0 {
-                                ::memprof::__private::statement_slowly(&#cursor.probe);
-                            };
+                            ::memprof::__private::tail_statement(&#cursor.probe, #cell, #end_cell);
                         });
                         out.push(parse_quote! {
                             let #tail_guard = ::memprof::__private::StackTail { probe: &#cursor.probe };
@@ -318,15 +316,11 @@ fn step(template: &Stmt, cell: u32, cfgs: Vec<syn::Attribute>) -> Stmt {
             call.args[0] = cell_literal(cell);
             call.attrs.extend(cfgs);
         }
-        Stmt::Expr(Expr::If(step), _) => {
-            if let Expr::Binary(test) = &mut *step.cond
-                && let Expr::Call(call) = &mut *test.left
-            {
-                call.args[1] = cell_literal(cell);
-            }
-            step.attrs.extend(cfgs);
+        Stmt::Expr(Expr::Call(call), _) => {
+            call.args[1] = cell_literal(cell);
+            call.attrs.extend(cfgs);
         }
-        _ => unreachable!("a step template is a call or a test of one"),
+        _ => unreachable!("a step template is a call"),
     }
     step
 }

@@ -60,21 +60,31 @@ pub struct Probe(*const CursorHead);
 unsafe extern "C" {
     /// A statement's step, as generated code takes it: ends the current
     /// statement's region of `probe`'s cursor, if any, and starts cell
-    /// `cell`'s (`u32::MAX`: none). Returns 0 when done; otherwise the call
-    /// takes the runtime's slow step: call [`statement_slowly`].
+    /// `cell`'s (`u32::MAX`: none).
     ///
     /// PERF: in unoptimized builds, the kernel's own function: a statement
     /// costs generated code one call, straight into optimized code, with no
     /// unoptimized runtime function between (each is a dozen loads and
-    /// stores through the stack).
+    /// stores through the stack). The kernel calls back into the runtime
+    /// ([`slow_step`]) for the calls whose steps it leaves to it.
     #[link_name = "memprof_kernel_0_1_0_statement"]
-    pub safe fn statement(probe: &Probe, cell: u32) -> u32;
+    pub safe fn statement(probe: &Probe, cell: u32);
+
+    /// [`statement`] to a block's tail expression, cell `cell`, leaving
+    /// `end`, the closing brace's row, for the [`StackTail`] guard that
+    /// generated code makes next: it moves the cursor on to `end` when
+    /// dropped, right after the tail.
+    #[link_name = "memprof_kernel_0_1_0_tail"]
+    pub safe fn tail_statement(probe: &Probe, cell: u32, end: u32);
+
+    /// Hands the kernel [`slow_step`].
+    #[link_name = "memprof_kernel_0_1_0_set_slow"]
+    safe fn set_slow(step: unsafe extern "C" fn(*const CursorHead));
 }
 
 /// A statement's step, as generated code takes it: ends the current
 /// statement's region of `probe`'s cursor, if any, and starts cell `cell`'s
-/// (`u32::MAX`: none). Returns 0 when done; otherwise the call takes the
-/// runtime's slow step: call [`statement_slowly`].
+/// (`u32::MAX`: none).
 ///
 /// PERF: out of line in unoptimized builds (the pure-Rust kernel's), as
 /// the other probes are there: inlined, each statement's temporaries would
@@ -82,22 +92,8 @@ unsafe extern "C" {
 #[cfg(not(memprof_kernel))]
 #[cfg_attr(memprof_unoptimized, inline(never))]
 #[cfg_attr(not(memprof_unoptimized), inline(always))]
-pub fn statement(probe: &Probe, cell: u32) -> u32 {
-    if probe.0.is_null() {
-        return 0;
-    }
-    // SAFETY: a probe leads to this thread's live cursor.
-    unsafe { crate::kernel::step(probe.0, cell) }
-}
-
-#[cfg(memprof_kernel)]
-unsafe extern "C" {
-    /// [`statement`] to a block's tail expression, cell `cell`, leaving
-    /// `end`, the closing brace's row, for the [`StackTail`] guard that
-    /// generated code makes next: it moves the cursor on to `end` when
-    /// dropped, right after the tail.
-    #[link_name = "memprof_kernel_0_1_0_tail"]
-    pub safe fn tail_statement(probe: &Probe, cell: u32, end: u32) -> u32;
+pub fn statement(probe: &Probe, cell: u32) {
+    step(probe.0, cell);
 }
 
 /// [`statement`] to a block's tail expression, cell `cell`, leaving `end`,
@@ -107,24 +103,27 @@ unsafe extern "C" {
 #[cfg(not(memprof_kernel))]
 #[cfg_attr(memprof_unoptimized, inline(never))]
 #[cfg_attr(not(memprof_unoptimized), inline(always))]
-pub fn tail_statement(probe: &Probe, cell: u32, end: u32) -> u32 {
+pub fn tail_statement(probe: &Probe, cell: u32, end: u32) {
     // SAFETY: a probe leads to this thread's live cursor, or null.
-    let Some(head) = (unsafe { probe.0.as_ref() }) else {
-        return 0;
-    };
-    head.end.set(end);
-    // SAFETY: as above.
-    unsafe { crate::kernel::step(probe.0, cell) }
+    if let Some(head) = unsafe { probe.0.as_ref() } {
+        head.end.set(end);
+        step(probe.0, cell);
+    }
 }
 
-/// The step that [`statement`] left to the runtime, to the row it was given.
-#[cold]
-#[inline(never)]
-pub fn statement_slowly(probe: &Probe) {
-    // SAFETY: `statement` returns non-zero only for a live cursor, after
-    // writing the row it was to open there.
-    let next = unsafe { (*probe.0).pending.get() };
-    step_slowly(probe.0, next);
+/// The step that the kernel's [`statement`] leaves to the runtime, to the
+/// row the kernel wrote in the cursor. NOTE: a panic must not unwind into
+/// the kernel, which is built to abort: one here is caught, and the row's
+/// figures are lost rather than the program.
+#[cfg(memprof_kernel)]
+unsafe extern "C" fn slow_step(cursor: *const CursorHead) {
+    let step = std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the kernel passes the live cursor it was given, after
+        // writing the row it was to open there.
+        let next = unsafe { (*cursor).pending.get() };
+        step_slowly(cursor, next);
+    });
+    let _ = std::panic::catch_unwind(step);
 }
 
 /// Moves a [`SyncCall`]'s or [`StackCursor`]'s cursor from a block's tail
@@ -267,6 +266,9 @@ fn enter_slowly(meta: &'static FnMeta, first: u32) -> *const CursorHead {
     if !crate::calls::switch_on_entry() {
         return std::ptr::null();
     }
+    // Before any statement of this call, which may take the slow step.
+    #[cfg(memprof_kernel)]
+    set_slow(slow_step);
     let layout = Layout::new::<CallRecord>();
     let (room, place) = stack::push(layout);
     let record = room.cast::<CallRecord>();

@@ -11,6 +11,7 @@ mod owned;
 mod region;
 mod thread;
 
+use core::sync::atomic::{AtomicPtr, Ordering};
 use layout::{CursorHead, FnHead, Globals};
 
 /// [`region::step`].
@@ -23,6 +24,39 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_step(cursor: *const CursorHead, ne
     unsafe { region::step(cursor, next) }
 }
 
+/// The runtime's step for the calls the kernel leaves to it, as the
+/// runtime hands it over (`memprof_kernel_0_1_0_set_slow`) before the first
+/// such call: it takes the cursor, whose `pending` row the kernel wrote.
+type SlowStep = unsafe extern "C" fn(*const CursorHead);
+
+/// The [`SlowStep`], or null before the runtime's first call entry.
+static SLOW: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Hands the kernel the runtime's slow step. The runtime calls it as it
+/// enters a call itself, before any statement of that call (the only calls
+/// whose statements take the slow step) runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn memprof_kernel_0_1_0_set_slow(step: SlowStep) {
+    SLOW.store(step as *mut (), Ordering::Relaxed);
+}
+
+/// [`region::step`], and the runtime's step where the kernel leaves it.
+///
+/// # Safety
+/// `cursor` is a live cursor as [`region::step`] takes it.
+#[inline(always)]
+unsafe fn step_or_slow(cursor: *const CursorHead, next: u32) {
+    // SAFETY: as the caller promises.
+    if unsafe { region::step(cursor, next) } != 0 {
+        let slow = SLOW.load(Ordering::Relaxed);
+        if !slow.is_null() {
+            // SAFETY: only `memprof_kernel_0_1_0_set_slow` stores here, a
+            // `SlowStep`; the cursor is live.
+            unsafe { core::mem::transmute::<*mut (), SlowStep>(slow)(cursor) };
+        }
+    }
+}
+
 /// [`region::step`] as generated code calls it in unoptimized builds, with
 /// no runtime function between: from the place that holds the cursor
 /// pointer, null under `MEMPROF=off` (the runtime's `Probe`).
@@ -30,22 +64,18 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_step(cursor: *const CursorHead, ne
 /// # Safety
 /// `probe` points at a cursor pointer as [`region::step`] takes it.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn memprof_kernel_0_1_0_statement(
-    probe: *const *const CursorHead,
-    next: u32,
-) -> u32 {
+pub unsafe extern "C" fn memprof_kernel_0_1_0_statement(probe: *const *const CursorHead, next: u32) {
     // SAFETY: as the caller promises.
     let cursor = unsafe { *probe };
-    if cursor.is_null() {
-        return 0;
+    if !cursor.is_null() {
+        // SAFETY: as the caller promises.
+        unsafe { step_or_slow(cursor, next) };
     }
-    // SAFETY: as the caller promises.
-    unsafe { region::step(cursor, next) }
 }
 
-/// [`region::step`] to a block's tail expression, `next`, keeping `end`,
-/// the closing brace's row, in the cursor for the tail's guard (the
-/// runtime's `StackTail`).
+/// [`memprof_kernel_0_1_0_statement`] to a block's tail expression,
+/// `next`, keeping `end`, the closing brace's row, in the cursor for the
+/// tail's guard (the runtime's `StackTail`).
 ///
 /// # Safety
 /// As [`memprof_kernel_0_1_0_statement`].
@@ -54,16 +84,15 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_tail(
     probe: *const *const CursorHead,
     next: u32,
     end: u32,
-) -> u32 {
+) {
     // SAFETY: as the caller promises.
     let cursor = unsafe { *probe };
     // SAFETY: as the caller promises.
-    let Some(head) = (unsafe { cursor.as_ref() }) else {
-        return 0;
-    };
-    owned::set(&head.end, end);
-    // SAFETY: as the caller promises.
-    unsafe { region::step(cursor, next) }
+    if let Some(head) = unsafe { cursor.as_ref() } {
+        owned::set(&head.end, end);
+        // SAFETY: as the caller promises.
+        unsafe { step_or_slow(cursor, next) };
+    }
 }
 
 /// [`region::enter`].
