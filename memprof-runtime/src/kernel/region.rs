@@ -250,26 +250,24 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     // SAFETY: as the caller promises.
     let call = unsafe { &*cursor.call };
     let cell = get(&cursor.cell);
-    if cell != NO_CELL {
-        if t.events() == get(&cursor.events) {
-            // PERF: the fast path of almost every statement: nothing was
-            // allocated or freed since the row's region opened. The next
-            // row's region would open where this one started, under the same
-            // enclosing watermark and allocation count: the cursor keeps
-            // them, and the thread's counters stay as they are (their
-            // `carry` holds nothing above the start, which every close reads
-            // together with `peak`, at least the start since this region
-            // opened).
-            call.row(cell)
-                .closed_quiet(get(&call.base) + get(&cursor.start));
-            set(&cursor.cell, next);
-            if next == NO_CELL {
-                close_quiet_in(t, get(&cursor.saved));
-            } else {
-                call.row(next).opened();
-            }
-            return 0;
+    if cell != NO_CELL && t.events() == get(&cursor.events) {
+        // PERF: the fast path of almost every statement: nothing was
+        // allocated or freed since the row's region opened. The next
+        // row's region would open where this one started, under the same
+        // enclosing watermark and allocation count: the cursor keeps
+        // them, and the thread's counters stay as they are (their
+        // `carry` holds nothing above the start, which every close reads
+        // together with `peak`, at least the start since this region
+        // opened).
+        call.row(cell)
+            .closed_quiet(get(&call.base) + get(&cursor.start));
+        set(&cursor.cell, next);
+        if next == NO_CELL {
+            close_quiet_in(t, get(&cursor.saved));
+        } else {
+            call.row(next).opened();
         }
+        return 0;
     }
     step_loud(cursor, call, t, next);
     0
