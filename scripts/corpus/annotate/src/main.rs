@@ -1,7 +1,8 @@
 //! `memprof-annotate [--attr PATH] DIR`: puts `#[::memprof::profile]` (or
 //! `#[PATH]`) on every non-const function with a body in the `.rs` files
 //! under DIR, in place, and prints how many it annotated. Functions inside
-//! macro definitions are not visible to it and stay as they are.
+//! macro definitions are not visible to it and stay as they are, and so are
+//! rstest_reuse templates (see `is_template`).
 //!
 //! The corpus builds each crate twice: with `#[::memprof::profile]`, and
 //! with `--attr ::memprof_passthrough::passthrough`, an attribute that
@@ -43,9 +44,24 @@ impl Finder {
     }
 }
 
+/// rstest_reuse's `#[template]`: the function is never compiled, its
+/// attributes from `#[rstest]` on are pasted above every function that
+/// `#[apply]`s it. Annotated, those would carry the attribute twice, which
+/// `#[profile]` rejects (base64's engine tests).
+fn is_template(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "template")
+    })
+}
+
 impl<'a> Visit<'a> for Finder {
     fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
-        self.add(f, &f.sig);
+        if !is_template(&f.attrs) {
+            self.add(f, &f.sig);
+        }
         syn::visit::visit_item_fn(self, f);
     }
 
