@@ -159,6 +159,12 @@ struct CursorRecord {
     place: Place,
 }
 
+// The kernel tells a cursor it made from one the runtime made by the room
+// it takes on the side stack (see `kernel::region::cursor_end`).
+const _: () = assert!(
+    std::mem::size_of::<CursorRecord>().next_multiple_of(16) != crate::kernel::region::CURSOR_ROOM
+);
+
 /// Ends the current statement's region of `cursor`, if any, and starts cell
 /// `cell`'s.
 #[inline(always)]

@@ -518,10 +518,10 @@ fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
 }
 
 /// A cursor for a nested block of the call whose body's cursor is `top`, if
-/// [`enter`] entered it: a cursor head on the side stack, at row `first`
-/// (the block's first statement, whose step this saves) unless that is
-/// `NO_CELL`. Null for any other call, or none (`top` null: `MEMPROF=off`),
-/// or no room.
+/// the kernel steps that call's statements: a cursor head on the side
+/// stack, at row `first` (the block's first statement, whose step this
+/// saves) unless that is `NO_CELL`. Null for any other call, or none (`top`
+/// null: `MEMPROF=off`), or no room.
 ///
 /// # Safety
 /// `top` is null or the body's cursor of the innermost open synchronous call
@@ -534,13 +534,16 @@ pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
         return core::ptr::null_mut();
     };
     let call = top.call;
-    // SAFETY: a cursor's call outlives it.
-    let head = unsafe { &*call };
-    if get(&head.mode) != CALL_KERNEL {
+    // PERF: any call whose statements the kernel steps (its body's cursor
+    // has the thread's counters), whoever entered it: a call the runtime
+    // entered (a thread's first calls, which print tables) may run the
+    // longest loops of the program, a test function's.
+    let counters = get(&top.counters);
+    if counters.is_null() {
         return core::ptr::null_mut();
     }
-    // SAFETY: a kernel-entered call's counters are its thread's.
-    let record = push(unsafe { &*get(&head.counters) }, CURSOR_ROOM).cast::<CursorHead>();
+    // SAFETY: a cursor's counters are its call's thread's.
+    let record = push(unsafe { &*counters }, CURSOR_ROOM).cast::<CursorHead>();
     if !record.is_null() {
         // SAFETY: `size` fresh bytes of this thread's side stack.
         unsafe {
@@ -549,7 +552,7 @@ pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
                 cell: Cell::new(NO_CELL),
                 end: Cell::new(NO_CELL),
                 pending: Cell::new(NO_CELL),
-                counters: head.counters.clone(),
+                counters: Cell::new(counters),
                 start: Cell::new(0),
                 saved: Cell::new(0),
                 start_allocs: Cell::new(0),
@@ -578,16 +581,16 @@ pub unsafe fn cursor_end(cursor: *const CursorHead) -> u32 {
     let Some(head) = (unsafe { cursor.as_ref() }) else {
         return 0;
     };
-    // SAFETY: a cursor's call outlives it.
-    let call = unsafe { &*head.call };
-    if get(&call.mode) != CALL_KERNEL {
+    let counters = get(&head.counters);
+    if counters.is_null() {
         return 1;
     }
-    // SAFETY: a kernel-entered call's counters are its thread's.
-    let t = unsafe { &*get(&call.counters) };
-    // Everything above the innermost cursor is gone: if it is on the side
-    // stack, it ends at the top. The runtime makes one elsewhere only when
-    // the side stack is full.
+    // SAFETY: a cursor's counters are its call's thread's.
+    let t = unsafe { &*counters };
+    // Everything above the innermost cursor is gone: if [`cursor`] made it,
+    // it ends at the top of the side stack. A cursor the runtime made is a
+    // larger record (see `probe`), or on the heap when the side stack is
+    // full.
     if (cursor as usize).wrapping_add(CURSOR_ROOM) != get(&t.stack_top) as usize {
         return 1;
     }
