@@ -66,7 +66,7 @@ unsafe extern "C" {
     /// costs generated code one call, straight into optimized code, with no
     /// unoptimized runtime function between (each is a dozen loads and
     /// stores through the stack). The kernel calls back into the runtime
-    /// ([`slow_step`]) for the calls whose steps it leaves to it.
+    /// for the calls whose steps it leaves to it.
     #[link_name = "memprof_kernel_0_1_0_statement"]
     pub safe fn statement(probe: &Probe, cell: u32);
 
