@@ -19,15 +19,17 @@ use std::marker::PhantomData;
 /// frame; null when the call records nothing (`MEMPROF=off`). Ends the call
 /// when dropped.
 ///
-/// PERF: everything the expansion calls on the way in, per block and per
-/// statement is a test around one call into the kernel, which does the
-/// whole work for a function's steady-state calls; the runtime's slower
-/// paths are out of line. In optimized builds these are inlined into the
-/// user's code. In unoptimized builds (`opt-level = 0`, the dev profile)
-/// they are calls, because an unoptimized caller keeps every inlined local
-/// in its own frame: inlined, a dozen statements' worth of temporaries would
-/// multiply the stack each level of a recursion takes. The frame doubles as
-/// the body's cursor for the same reason: a pointer less per call.
+/// PERF: everything the expansion calls on the way in and per block is a
+/// test around one call into the kernel, which does the whole work for a
+/// function's steady-state calls; the runtime's slower paths are out of
+/// line. A statement is one call of [`statement`], which in unoptimized
+/// builds is the kernel's own function. In optimized builds the rest is
+/// inlined into the user's code. In unoptimized builds (`opt-level = 0`,
+/// the dev profile) it is calls, because an unoptimized caller keeps every
+/// inlined local in its own frame: inlined, a dozen statements' worth of
+/// temporaries would multiply the stack each level of a recursion takes.
+/// The frame doubles as the body's cursor for the same reason: a pointer
+/// less per call.
 #[derive(Debug)]
 #[must_use]
 #[repr(transparent)]

@@ -7,7 +7,8 @@
 //! builds (`opt-level = 0`, the dev profile) the build script compiles these files a
 //! second time, on their own, as a `no_std` static library at
 //! `-Copt-level=3` (`lib.rs` is its root), and the runtime calls its
-//! `extern "C"` functions: the step costs a few nanoseconds in a dev build
+//! `extern "C"` functions (generated code calls its statement step itself,
+//! see `probe::statement`): the step costs a few nanoseconds in a dev build
 //! too. Where that build cannot run (Miri, a target without a prebuilt
 //! `core`, `MEMPROF_KERNEL=rust`), the build script says so in one warning
 //! and the runtime calls the same functions compiled into itself: the same
@@ -15,7 +16,11 @@
 //! does so: the runtime is optimized then, and the functions are called out
 //! of line, as the library's are.
 //!
-//! Layers: the lowest of the runtime; it imports nothing from it. Both
+//! Layers: the lowest of the runtime; it imports nothing from it. The one
+//! way back is the slow step the runtime hands the library at its first
+//! call entry (`memprof_kernel_0_1_0_set_slow` in `lib.rs`), which the
+//! library's statement step calls for the calls the kernel leaves to the
+//! runtime. Both
 //! builds compile `layout` (the `repr(C)` state shared with the runtime),
 //! `owned` and `region`, so the two sides agree on every field by
 //! construction.
