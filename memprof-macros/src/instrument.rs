@@ -198,16 +198,13 @@ impl Instrumenter {
         // so many scopes that rustc's debug-info builder overflowed its stack
         // on a 2,000-statement function.)
         let frame = self.frame.clone();
-        let (cursor, mut out, template): (_, Vec<Stmt>, _) = if on_frame {
-            (frame.clone(), Vec::new(), &self.frame_enter_template)
+        // A block's cursor is declared first, once its first row is known.
+        let (cursor, template) = if on_frame {
+            (frame.clone(), &self.frame_enter_template)
         } else {
-            // The cursor's declaration goes first, once its first row is known.
-            (
-                self.cursor.clone(),
-                vec![parse_quote!(let _ = ();)],
-                &self.enter_template,
-            )
+            (self.cursor.clone(), &self.enter_template)
         };
+        let mut out: Vec<Stmt> = Vec::new();
         // PERF: a synchronous call's body, or a block, that starts with a
         // statement of its own row opens that row as the call or the cursor
         // starts: one step less.
@@ -267,9 +264,9 @@ impl Instrumenter {
         if on_frame {
             self.body_first = first;
         } else if self.async_cursors {
-            out[0] = parse_quote!(let #cursor = #frame.cursor(););
+            out.insert(0, parse_quote!(let #cursor = #frame.cursor();));
         } else {
-            out[0] = parse_quote!(let #cursor = #frame.cursor(#first););
+            out.insert(0, parse_quote!(let #cursor = #frame.cursor(#first);));
         }
         block.stmts = out;
     }

@@ -213,13 +213,24 @@ impl CallHead {
     /// Row `cell`. The macro numbers cells below the function's cell count.
     #[inline(always)]
     pub(crate) fn row(&self, cell: u32) -> &LineCell {
-        // PERF: address arithmetic rather than `add`, which unoptimized
-        // builds check in a call.
-        let address = get(&self.cells) as usize + cell as usize * core::mem::size_of::<LineCell>();
         // SAFETY: `cells` points at the function's rows, which outlive the
-        // call, and generated code passes only cell numbers below their count.
-        unsafe { &*(address as *const LineCell) }
+        // call.
+        unsafe { row_at(get(&self.cells), cell) }
     }
+}
+
+/// Row `cell` of the rows at `cells`.
+///
+/// # Safety
+/// `cells` points at a function's rows, which outlive the returned
+/// reference, and `cell` is below their count (as generated code's are).
+#[inline(always)]
+unsafe fn row_at<'a>(cells: *const LineCell, cell: u32) -> &'a LineCell {
+    // PERF: address arithmetic rather than `add`, which unoptimized builds
+    // check in a call.
+    let address = cells as usize + cell as usize * core::mem::size_of::<LineCell>();
+    // SAFETY: as the caller promises.
+    unsafe { &*(address as *const LineCell) }
 }
 
 /// The statement step: closes the cursor's open row, if any, and opens row
@@ -403,21 +414,20 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
         get(&tf.target)
     };
     set(&tf.depth, depth + 1);
-    // PERF: the region first, then each head written once, whole.
+    // PERF: the region first, then each head written once, whole. The first
+    // row's region, if any, opens where the call's just did: its enclosing
+    // watermark is that start, and the thread's counters are already as an
+    // open leaves them.
     let (start, saved) = open_in(t);
     let allocs = allocs_in(t);
-    let row = |cell: u32| {
-        let address = cells as usize + cell as usize * core::mem::size_of::<LineCell>();
-        // SAFETY: the function's rows, which outlive the call; generated code
-        // passes only cell numbers below their count.
-        unsafe { &*(address as *const LineCell) }
-    };
-    row(0).opened();
-    // The first row's region, if any, opens where the call's just did: its
-    // enclosing watermark is that start, and the thread's counters are
-    // already as an open leaves them.
+    // PERF: the rows from `cells` as it is, not through the head written
+    // below, whose store the loads would wait for.
+    // SAFETY: the function's rows, from the thread's aggregate; row 0 is
+    // the `fn` line's.
+    unsafe { row_at(cells, 0) }.opened();
     if first != NO_CELL {
-        row(first).opened();
+        // SAFETY: as above; generated code passes only cells below the count.
+        unsafe { row_at(cells, first) }.opened();
     }
     // SAFETY: fresh room on this thread's side stack, aligned to 16.
     unsafe {
@@ -494,19 +504,13 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
 }
 
 /// [`exit`]'s closes for a call during which something was allocated or
-/// freed: its body's open row, if any, then its `fn` row. Out of line, as
-/// [`close_loud`] is.
+/// freed: its body's open row, if any (a step to no row), then its `fn`
+/// row. Out of line, so that [`exit`]'s quiet path saves no registers.
 #[inline(never)]
 fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
     if get(&cursor.cell) != NO_CELL {
-        if t.events() == get(&cursor.events) {
-            let start = get(&cursor.start);
-            call.row(get(&cursor.cell))
-                .closed_quiet(get(&call.base) + start);
-            close_quiet_in(t, get(&cursor.saved));
-        } else {
-            close_loud(cursor, call, t);
-        }
+        // SAFETY: the call's body cursor, live, which the kernel steps.
+        unsafe { step(cursor, NO_CELL) };
     }
     let stats = close_in(
         t,
