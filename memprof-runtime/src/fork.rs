@@ -13,7 +13,9 @@
 //!
 //! NOTE: not covered, as in any Rust program: the standard library's own
 //! locks (a thread inside `println!` as another forks leaves stdout locked
-//! in the child), and the GPU ledger, as CUDA does not survive `fork`.
+//! in the child; one starting or ending a thread leaves the lock that
+//! `std::process::exit` takes), and the GPU ledger, as CUDA does not
+//! survive `fork`.
 
 use crate::calls::ListsHeldForFork;
 use std::cell::RefCell;
