@@ -30,28 +30,31 @@ pub(crate) mod owned;
 pub(crate) mod region;
 pub(crate) mod thread;
 
-/// The library's symbols carry the crate version, so that two versions of
-/// memprof in one program never resolve each other's kernel.
-const VERSION: &str = "0.1.0";
-const _: () = assert!(
-    same(VERSION, env!("CARGO_PKG_VERSION")),
-    "rename the kernel's symbols (kernel/lib.rs, kernel/mod.rs) for the new version"
-);
-
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
+// The library's symbols carry the crate version, so that two versions of
+// memprof in one program never resolve each other's kernel. NOTE: the
+// version and its comparison live inside the assertion, which is their only
+// use (Rust 1.88 calls them unused otherwise).
+const _: () = {
+    const VERSION: &str = "0.1.0";
+    const fn same(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
             return false;
         }
-        i += 1;
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
     }
-    true
-}
+    assert!(
+        same(VERSION, env!("CARGO_PKG_VERSION")),
+        "rename the kernel's symbols (kernel/lib.rs, kernel/mod.rs) for the new version"
+    );
+};
 
 #[cfg(memprof_kernel)]
 mod entry {
