@@ -1,15 +1,20 @@
 //! `#[profile]` next to test attributes, in either order, and async fns on
 //! a real multi-threaded runtime.
+//!
+//! A buffer whose contents nothing reads passes through `black_box`: an
+//! optimized build (`cargo test --release`) removes such an allocation, and
+//! its table then rightly shows nothing.
 
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
 
 use memprof::profile;
+use std::hint::black_box;
 
 #[profile]
 #[test]
 fn profile_above_test() {
-    let v = vec![1u8; 64];
+    let v = black_box(vec![1u8; 64]);
     assert_eq!(v.len(), 64);
 }
 
@@ -85,7 +90,7 @@ fn the_test_attribute_tables_exist() {
     let report = memprof::report();
     // libtest may run the test itself too, so count per execution.
     let t = report.function("profile_above_test").unwrap();
-    let row = t.line_containing("let v = vec!").unwrap();
+    let row = t.line_containing("let v = black_box(vec!").unwrap();
     assert_eq!(row.peak, Some(64));
     assert_eq!(row.increment, Some(64 * row.occurrences as i64));
 }
@@ -99,27 +104,27 @@ fn the_test_attribute_tables_exist() {
 #[profile]
 #[test]
 fn same_body_under_test() {
-    let v = vec![1u8; 1000];
+    let v = black_box(vec![1u8; 1000]);
     std::hint::black_box(());
-    let w = vec![2u8; 3000];
+    let w = black_box(vec![2u8; 3000]);
     assert_eq!(v.len() + w.len(), 4000);
 }
 
 #[profile]
 #[tokio::test]
 async fn same_body_profile_above_tokio_test() {
-    let v = vec![1u8; 1000];
+    let v = black_box(vec![1u8; 1000]);
     tokio::task::yield_now().await;
-    let w = vec![2u8; 3000];
+    let w = black_box(vec![2u8; 3000]);
     assert_eq!(v.len() + w.len(), 4000);
 }
 
 #[tokio::test]
 #[profile]
 async fn same_body_profile_below_tokio_test() {
-    let v = vec![1u8; 1000];
+    let v = black_box(vec![1u8; 1000]);
     tokio::task::yield_now().await;
-    let w = vec![2u8; 3000];
+    let w = black_box(vec![2u8; 3000]);
     assert_eq!(v.len() + w.len(), 4000);
 }
 
@@ -173,9 +178,9 @@ fn tokio_test_above_or_below_profile_gives_the_rows_of_test() {
             // Tokio keeps 64 bytes, allocated while it polled the test's
             // task: the list of tasks to wake that `yield_now` starts.
             row(&format!("async fn {name}() {{"), 64, 4064, 1),
-            row("let v = vec![1u8; 1000];", 1000, 1000, 1),
+            row("let v = black_box(vec![1u8; 1000]);", 1000, 1000, 1),
             row("tokio::task::yield_now().await;", 64, 64, 1),
-            row("let w = vec![2u8; 3000];", 3000, 3000, 1),
+            row("let w = black_box(vec![2u8; 3000]);", 3000, 3000, 1),
             row("assert_eq!(v.len() + w.len(), 4000);", 0, 0, 1),
             row("}", -4000, 0, 1),
         ]
@@ -192,9 +197,9 @@ fn tokio_test_above_or_below_profile_gives_the_rows_of_test() {
         rows_of_child("same_body_under_test"),
         [
             row("fn same_body_under_test() {", 0, 4000, 1),
-            row("let v = vec![1u8; 1000];", 1000, 1000, 1),
+            row("let v = black_box(vec![1u8; 1000]);", 1000, 1000, 1),
             row("std::hint::black_box(());", 0, 0, 1),
-            row("let w = vec![2u8; 3000];", 3000, 3000, 1),
+            row("let w = black_box(vec![2u8; 3000]);", 3000, 3000, 1),
             row("assert_eq!(v.len() + w.len(), 4000);", 0, 0, 1),
             row("}", -4000, 0, 1),
         ]

@@ -1,5 +1,9 @@
 //! Memory budgets: `#[profile(limit = .., max_retained = ..)]` and
 //! `assert_memory!` fail what uses too much, exactly and per thread.
+//!
+//! A buffer whose contents nothing reads passes through `black_box`: an
+//! optimized build (`cargo test --release`) removes such an allocation, and
+//! its table then rightly shows nothing.
 
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
@@ -20,8 +24,8 @@ fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
 
 #[profile(limit = "1 MiB")]
 fn scratch(bytes: usize) -> usize {
-    let small = vec![0u8; 1000];
-    let big = vec![0u8; bytes];
+    let small = black_box(vec![0u8; 1000]);
+    let big = black_box(vec![0u8; bytes]);
     big.len() + small.len()
 }
 
@@ -36,8 +40,8 @@ fn a_test_over_its_limit_fails() {
 const SCRATCH_AGAIN_LINE: u32 = line!() + 2;
 #[profile(limit = "1 MiB")]
 fn scratch_again(bytes: usize) -> usize {
-    let small = vec![0u8; 1000];
-    let big = vec![0u8; bytes];
+    let small = black_box(vec![0u8; 1000]);
+    let big = black_box(vec![0u8; bytes]);
     big.len() + small.len()
 }
 
@@ -60,7 +64,7 @@ fn the_limit_message_names_the_figures_and_marks_the_line() {
         .filter(|l| l.ends_with("<-- peak over the limit"))
         .collect();
     assert_eq!(marked.len(), 1, "{message}");
-    assert!(marked[0].contains("let big = vec!"), "{message}");
+    assert!(marked[0].contains("let big = black_box(vec!"), "{message}");
     // The call under the limit did not fail, and both calls are recorded.
     assert_eq!(
         memprof::report().function("scratch_again").unwrap().calls,
@@ -71,7 +75,7 @@ fn the_limit_message_names_the_figures_and_marks_the_line() {
 const EXACTLY_AT_LINE: u32 = line!() + 2;
 #[profile(limit = "1.5 MB")]
 fn exactly_at(bytes: usize) -> usize {
-    let v = vec![0u8; bytes];
+    let v = black_box(vec![0u8; bytes]);
     v.len()
 }
 
@@ -91,8 +95,8 @@ fn a_peak_equal_to_the_limit_passes_and_one_byte_more_fails() {
 const LEAKS_LINE: u32 = line!() + 2;
 #[profile(max_retained = "1 MiB")]
 fn leaks(bytes: usize) -> &'static [u8] {
-    let kept = vec![7u8; bytes];
-    let transient = vec![0u8; 4 << 20];
+    let kept = black_box(vec![7u8; bytes]);
+    let transient = black_box(vec![0u8; 4 << 20]);
     drop(transient);
     kept.leak()
 }
@@ -126,7 +130,7 @@ const TWICE_OVER_LINE: u32 = line!() + 2;
 #[profile(limit = "4 KiB", max_retained = "1 KiB")]
 fn twice_over() -> Vec<u8> {
     let scratch = vec![0u8; 8192];
-    drop(scratch);
+    drop(black_box(scratch));
     vec![1u8; 2048]
 }
 
@@ -172,7 +176,7 @@ Filename: tests/budgets.rs   Function: budgets::twice_over
     {l0}                                                         #[profile(limit = \"4 KiB\", max_retained = \"1 KiB\")]
     {n}                    2.0 KiB      8.0 KiB             1   fn twice_over() -> Vec<u8> {{
     {l2}                    8.0 KiB      8.0 KiB             1       let scratch = vec![0u8; 8192];   <-- peak over the limit   <-- increment over the limit
-    {l3}                   -8.0 KiB          0 B             1       drop(scratch);
+    {l3}                   -8.0 KiB          0 B             1       drop(black_box(scratch));
     {l4}                    2.0 KiB      2.0 KiB             1       vec![1u8; 2048]   <-- increment over the limit
     {l5}                        0 B          0 B             1   }}
 ",
@@ -248,11 +252,15 @@ fn budgets_stay_exact_when_threads_run_at_once() {
 #[test]
 fn assert_memory_passes_within_bounds_and_returns_the_value() {
     let n = assert_memory!(peak <= 1 MiB, increment == 0, allocations == 1, {
-        let v = vec![0u8; 1 << 20];
+        let v = black_box(vec![0u8; 1 << 20]);
         v.len()
     });
     assert_eq!(n, 1 << 20);
-    let kept = assert_memory!(increment >= "4 KiB", deallocations == 0, vec![0u8; 4096]);
+    let kept = assert_memory!(
+        increment >= "4 KiB",
+        deallocations == 0,
+        black_box(vec![0u8; 4096])
+    );
     assert_eq!(kept.len(), 4096);
     let freed = vec![0u8; 100];
     assert_memory!(increment == -100 B, { drop(black_box(freed)) });
@@ -280,7 +288,7 @@ fn child_assert_memory_fails() {
     if std::env::var_os("MEMPROF_CHILD").is_some() {
         let kept = 4096;
         assert_memory!(peak < 1 KiB, {
-            vec![0u8; kept]
+            black_box(vec![0u8; kept])
         });
     }
 }
@@ -320,7 +328,7 @@ fn a_failed_budget_names_the_user_s_function_first() {
 #[profile(limit = "1 MiB")]
 fn frees_then_overshoots(cache: &mut Vec<Vec<u8>>) -> usize {
     drop(cache.remove(0));
-    let big = vec![1u8; 2 << 20];
+    let big = black_box(vec![1u8; 2 << 20]);
     big.len()
 }
 
@@ -329,7 +337,7 @@ fn frees_then_overshoots(cache: &mut Vec<Vec<u8>>) -> usize {
 fn frees_then_overshoots_while_a_thread_loads(cache: &mut Vec<Vec<u8>>) -> Vec<u8> {
     let loaded = std::thread::spawn(|| vec![3u8; 1 << 20]).join().unwrap();
     drop(cache.remove(0));
-    let big = vec![1u8; 2 << 20];
+    let big = black_box(vec![1u8; 2 << 20]);
     drop(big);
     loaded
 }
@@ -338,7 +346,7 @@ fn frees_then_overshoots_while_a_thread_loads(cache: &mut Vec<Vec<u8>>) -> Vec<u
 #[ignore = "a child run: this file's tests start it"]
 fn child_frees_then_overshoots() {
     if std::env::var_os("MEMPROF_CHILD").is_some() {
-        frees_then_overshoots(&mut vec![vec![7u8; 8 << 20]]);
+        frees_then_overshoots(&mut black_box(vec![vec![7u8; 8 << 20]]));
     }
 }
 
@@ -346,7 +354,7 @@ fn child_frees_then_overshoots() {
 #[ignore = "a child run: this file's tests start it"]
 fn child_frees_then_overshoots_while_a_thread_loads() {
     if std::env::var_os("MEMPROF_CHILD").is_some() {
-        frees_then_overshoots_while_a_thread_loads(&mut vec![vec![7u8; 8 << 20]]);
+        frees_then_overshoots_while_a_thread_loads(&mut black_box(vec![vec![7u8; 8 << 20]]));
     }
 }
 
