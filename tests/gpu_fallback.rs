@@ -4,6 +4,10 @@
 //! so); and NVIDIA's own libcupti without a driver (an ignored test that
 //! scripts/cupti-abi runs). Each test reads a child run of this binary (see
 //! `support/gpu_child.rs`).
+//!
+//! A buffer whose contents nothing reads passes through `black_box`: an
+//! optimized build (`cargo test --release`) removes such an allocation, and
+//! its table then rightly shows nothing.
 
 #[path = "support/fake_cupti.rs"]
 mod fake_cupti;
@@ -17,6 +21,7 @@ mod gpu_child;
 use fake_nvml::FakeNvml;
 use gpu_child::*;
 use memprof::profile;
+use std::hint::black_box;
 
 #[test]
 #[ignore = "a child run: this file's tests start it"]
@@ -24,7 +29,7 @@ fn child_plain() {
     if is_child() {
         #[profile]
         fn plain() -> usize {
-            let v = vec![0u8; 4096];
+            let v = black_box(vec![0u8; 4096]);
             v.len()
         }
         plain();
