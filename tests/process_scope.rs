@@ -1,7 +1,12 @@
 //! `scope = "process"` counts every thread, as memory_profiler's RSS does.
 //! Its own test binary: in process scope, tests running beside it would count.
+//!
+//! A buffer whose contents nothing reads passes through `black_box`: an
+//! optimized build (`cargo test --release`) removes such an allocation, and
+//! its table then rightly shows nothing.
 
 use memprof::profile;
+use std::hint::black_box;
 use std::sync::{Barrier, Mutex};
 
 static HANDOFF: Mutex<Option<Vec<u8>>> = Mutex::new(None);
@@ -15,7 +20,7 @@ fn worker() {
     READY.wait();
     START.wait();
     *HANDOFF.lock().unwrap() = Some(vec![9u8; 2 << 20]);
-    let scratch = vec![0u8; 5 << 20];
+    let scratch = black_box(vec![0u8; 5 << 20]);
     drop(scratch);
     DONE.wait();
     // Thread exit frees too; stay until the profiled statement has closed.
@@ -69,7 +74,7 @@ fn consume_process(v: Vec<u8>) -> usize {
 /// What a by-value argument frees is the call's, in process scope too: its
 /// `fn` row is what `measure_in(Scope::Process, ..)` gives for the call.
 fn a_consumed_argument_is_freed_in_a_process_scope_call() {
-    let v = vec![1u8; 1 << 20];
+    let v = black_box(vec![1u8; 1 << 20]);
     let (n, measured) = memprof::measure_in(memprof::Scope::Process, || consume_process(v));
     assert_eq!(n, 1 << 20);
     let report = memprof::report();
