@@ -3,6 +3,10 @@
 //! destinations, settings and `MEMPROF=off`, each checked in a child run of
 //! this test binary (see `support/child.rs`). How a table looks is
 //! `output_tables.rs`.
+//!
+//! A buffer whose contents nothing reads passes through `black_box`: an
+//! optimized build (`cargo test --release`) removes such an allocation, and
+//! its table then rightly shows nothing.
 
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
@@ -12,6 +16,7 @@ mod child;
 
 use child::{captured_run, is_child, run_child, run_child_as_program, scratch_dir};
 use memprof::{memit, profile};
+use std::hint::black_box;
 
 #[profile]
 fn called_five_times(n: usize) -> usize {
@@ -216,10 +221,10 @@ fn a_bad_setting_warns_once_and_uses_the_default() {
 #[ignore = "a child run: this file's tests start it"]
 fn child_memit() {
     if is_child() {
-        let v = memit!(vec![0u8; 1 << 20]);
+        let v = memit!(black_box(vec![0u8; 1 << 20]));
         assert_eq!(v.len(), 1 << 20);
         drop(v);
-        let n = memit!(vec![0u8; 3000].len());
+        let n = memit!(black_box(vec![0u8; 3000]).len());
         assert_eq!(n, 3000);
     }
 }
@@ -228,7 +233,7 @@ fn child_memit() {
 #[ignore = "a child run: this file's tests start it"]
 fn child_memit_frees() {
     if is_child() {
-        let v = vec![0u8; 1 << 20];
+        let v = black_box(vec![0u8; 1 << 20]);
         memit!(drop(v));
     }
 }
@@ -463,8 +468,8 @@ fn output_goes_to_stderr_or_a_file_and_falls_back_to_stderr() {
 
 #[profile]
 fn loud_and_quiet() -> usize {
-    let loud = vec![0u8; 2 << 20];
-    let quiet = vec![0u8; 10];
+    let loud = black_box(vec![0u8; 2 << 20]);
+    let quiet = black_box(vec![0u8; 10]);
     loud.len() + quiet.len()
 }
 
@@ -479,7 +484,7 @@ fn child_loud_and_quiet() {
 #[test]
 fn min_increment_hides_quieter_lines() {
     let (out, _) = run_child("child_loud_and_quiet", &[("MEMPROF_MIN_INCREMENT", "1MiB")]);
-    assert!(out.contains("let loud = vec!"), "{out}");
+    assert!(out.contains("let loud = black_box(vec!"), "{out}");
     assert!(out.contains("fn loud_and_quiet"), "{out}");
     assert!(!out.contains("let quiet"), "{out}");
     assert!(!out.contains("#[profile]"), "{out}");
@@ -653,7 +658,7 @@ fn line_of(text: &str) -> u32 {
 
 #[profile]
 fn helper_in_budget(n: usize) -> usize {
-    let v = vec![1u8; n];
+    let v = black_box(vec![1u8; n]);
     v.len()
 }
 
@@ -661,7 +666,7 @@ fn helper_in_budget(n: usize) -> usize {
 fn over_budget_with_helpers() -> usize {
     let a = helper_in_budget(100);
     let b = helper_in_budget(200);
-    let big = vec![0u8; 4096];
+    let big = black_box(vec![0u8; 4096]);
     a + b + big.len()
 }
 
@@ -708,7 +713,7 @@ fn a_failed_budget_shows_its_message_before_the_tables_of_its_callees() {
                 "", "0 B", 1
             ),
             format!(
-                "{:>7}{:13}{n:>14}{n:>13}{:>14}       let v = vec![1u8; n];",
+                "{:>7}{:13}{n:>14}{n:>13}{:>14}       let v = black_box(vec![1u8; n]);",
                 h + 1,
                 "",
                 1
@@ -748,7 +753,7 @@ fn a_failed_budget_shows_its_message_before_the_tables_of_its_callees() {
         format!("{:>7}{:13}{:>14}{:>13}{:>14}       let a = helper_in_budget(100);", b + 1, "", "0 B", "100 B", 1),
         format!("{:>7}{:13}{:>14}{:>13}{:>14}       let b = helper_in_budget(200);", b + 2, "", "0 B", "200 B", 1),
         format!(
-            "{:>7}{:13}{:>14}{:>13}{:>14}       let big = vec![0u8; 4096];   <-- peak over the limit",
+            "{:>7}{:13}{:>14}{:>13}{:>14}       let big = black_box(vec![0u8; 4096]);   <-- peak over the limit",
             b + 3, "", "4.0 KiB", "4.0 KiB", 1
         ),
         format!("{:>7}{:13}{:>14}{:>13}{:>14}       a + b + big.len()", b + 4, "", "0 B", "0 B", 1),
