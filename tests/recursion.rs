@@ -6,6 +6,10 @@
 //!
 //! The modes that print (`MEMPROF_REPORT=call`/`exit`, `MEMPROF_JSON`) are
 //! checked in a child process that re-runs this binary on one `child_*` test.
+//!
+//! A buffer whose contents nothing reads passes through `black_box`: an
+//! optimized build (`cargo test --release`) removes such an allocation, and
+//! its table then rightly shows nothing.
 
 // The point is to allocate on the heap.
 #![allow(clippy::useless_vec)]
@@ -14,6 +18,7 @@
 mod child;
 
 use memprof::{FunctionReport, measure, profile};
+use std::hint::black_box;
 
 /// Keeps one 1000-byte buffer per level and returns them all.
 #[profile]
@@ -29,7 +34,7 @@ fn build(n: usize) -> Vec<Vec<u8>> {
 /// Mutual recursion: each level keeps 100 bytes until it returns.
 #[profile]
 fn even(n: u32) -> usize {
-    let here = vec![0u8; 100];
+    let here = black_box(vec![0u8; 100]);
     if n == 0 {
         here.len()
     } else {
@@ -39,7 +44,7 @@ fn even(n: u32) -> usize {
 
 #[profile]
 fn odd(n: u32) -> usize {
-    let here = vec![0u8; 100];
+    let here = black_box(vec![0u8; 100]);
     if n == 0 {
         here.len()
     } else {
@@ -98,7 +103,7 @@ fn direct_recursion_counts_the_outermost_call_once() {
 /// Keeps 100 bytes per level until it returns.
 #[profile]
 fn deep(n: usize) -> usize {
-    let here = vec![0u8; 100];
+    let here = black_box(vec![0u8; 100]);
     if n == 0 {
         here.len()
     } else {
