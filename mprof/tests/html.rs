@@ -134,6 +134,9 @@ fn every_line_that_ran_has_an_increment_bar_and_a_peak_bar_and_escaped_source() 
         )
     };
     let empty = "<td class=\"num bar\"></td>";
+    // Occurrences: the report's, over both calls; none where nothing ran.
+    let occurrences = |n: &str| format!("<td class=\"num\" data-sort=\"{n}\">{n}</td>");
+    let no_occurrences = "<td class=\"num\" data-sort=\"\"></td>";
     assert_eq!(
         rows(section),
         [
@@ -142,32 +145,36 @@ fn every_line_that_ran_has_an_increment_bar_and_a_peak_bar_and_escaped_source() 
              <table class=\"lines\"><thead>"
                 .to_owned(),
             "<tr><th class=\"num\">Line #</th><th class=\"num\">Increment</th>\
-             <th class=\"num\">Peak</th><th>Line Contents</th></tr></thead><tbody>"
+             <th class=\"num\">Peak</th><th class=\"num\">Occurrences</th>\
+             <th>Line Contents</th></tr></thead><tbody>"
                 .to_owned(),
             format!(
-                "<tr><td class=\"num\">10</td>{empty}{empty}\
+                "<tr><td class=\"num\">10</td>{empty}{empty}{no_occurrences}\
                  <td class=\"src\"><code>#[profile]</code></td></tr>"
             ),
             format!(
-                "<tr class=\"ran\"><td class=\"num\">11</td>{}{}<td class=\"src\"><code>\
+                "<tr class=\"ran\"><td class=\"num\">11</td>{}{}{}<td class=\"src\"><code>\
                  fn serialize_map(&amp;mut self) {{</code></td></tr>",
                 bar("increment", "100.0", "4.0 KiB"),
-                bar("peak", "100.0", "6.0 KiB")
+                bar("peak", "100.0", "6.0 KiB"),
+                occurrences("2")
             ),
             format!(
-                "<tr class=\"ran\"><td class=\"num\">12</td>{}{}<td class=\"src\"><code>    \
+                "<tr class=\"ran\"><td class=\"num\">12</td>{}{}{}<td class=\"src\"><code>    \
                  let v: Vec&lt;&amp;str&gt; = a.then(|| b);</code></td></tr>",
                 bar("increment", "100.0", "4.0 KiB"),
-                bar("peak", "100.0", "6.0 KiB")
+                bar("peak", "100.0", "6.0 KiB"),
+                occurrences("2")
             ),
             format!(
-                "<tr class=\"ran\"><td class=\"num\">13</td>{}{}<td class=\"src\"><code>    \
+                "<tr class=\"ran\"><td class=\"num\">13</td>{}{}{}<td class=\"src\"><code>    \
                  drop(x &lt; y &amp;&amp; y &gt; z);</code></td></tr>",
                 bar("increment", "0.0", "0 B"),
-                bar("peak", "50.0", "3.0 KiB")
+                bar("peak", "50.0", "3.0 KiB"),
+                occurrences("2")
             ),
             format!(
-                "<tr><td class=\"num\">14</td>{empty}{empty}\
+                "<tr><td class=\"num\">14</td>{empty}{empty}{no_occurrences}\
                  <td class=\"src\"><code>}}</code></td></tr></tbody></table></section>"
             ),
         ]
@@ -351,4 +358,65 @@ fn a_gpu_peak_column_where_the_run_counted_device_allocations() {
         "</section>",
     );
     assert!(!build.contains("GPU peak"), "{build}");
+}
+
+#[test]
+fn an_allocs_column_where_the_run_counted_allocations() {
+    let dir = scratch("html-allocs");
+    let mut functions = run_report(2, 4096, 6144);
+    // The `fn` row's count is the calls', as in memprof's summary.
+    for (row, count) in [(1, 6), (2, 4), (3, 0)] {
+        functions[0]["lines"][row]["allocations"] = json!(count);
+    }
+    write(&dir, "run.json", functions);
+    let page = page(&dir, &["run.json"]);
+    let summary = element(&page, "<section id=\"summary\">", "</section>");
+    assert!(
+        summary.contains(
+            "<th class=\"num\" aria-sort=\"descending\">Peak</th><th class=\"num\">Allocs</th>"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "<td class=\"num\" data-sort=\"6144\">6.0 KiB</td>\
+             <td class=\"num\" data-sort=\"6\">6</td></tr>"
+        ),
+        "{summary}"
+    );
+    // A function without counts has an empty cell, sorted last.
+    assert!(
+        summary.contains(
+            "<td class=\"num\" data-sort=\"8192\">8.0 KiB</td>\
+             <td class=\"num\" data-sort=\"\"></td></tr>"
+        ),
+        "{summary}"
+    );
+    let lines = element(
+        &page,
+        "<section class=\"function\" id=\"fn-0\">",
+        "</section>",
+    );
+    assert!(
+        lines.contains("<th class=\"num\">Allocs</th><th class=\"num\">Occurrences</th>"),
+        "{lines}"
+    );
+    for (count, line) in [(4, 12), (0, 13)] {
+        let row = format!("<td class=\"num\">{line}</td>");
+        let row = element(lines, &row, "</tr>");
+        assert!(
+            row.contains(&format!(
+                "<td class=\"num\" data-sort=\"{count}\">{count}</td>\
+                 <td class=\"num\" data-sort=\"2\">2</td>"
+            )),
+            "{row}"
+        );
+    }
+    // Only functions with counts have the column.
+    let build = element(
+        &page,
+        "<section class=\"function\" id=\"fn-1\">",
+        "</section>",
+    );
+    assert!(!build.contains("Allocs"), "{build}");
 }

@@ -36,6 +36,9 @@ pub struct LineRun {
     /// Absent before allocations were counted.
     #[serde(default)]
     pub allocations: Option<u64>,
+    /// How many times the row's statements ran, over the calls.
+    #[serde(default)]
+    pub occurrences: u64,
     pub contents: String,
 }
 

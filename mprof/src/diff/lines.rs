@@ -134,6 +134,7 @@ mod tests {
                 peak: Some(0),
                 gpu_peak: None,
                 allocations: None,
+                occurrences: 1,
                 contents: (*t).to_owned(),
             })
             .collect()

@@ -34,14 +34,15 @@ pub fn figure_cell(value: Option<i64>, text: impl Fn(i64) -> String) -> Markup {
 }
 
 /// The summary: calls, kept bytes (the `fn` row's increment) in all and per
-/// call, peak and, where the run counted device allocations, GPU peak; by
-/// peak, largest first.
+/// call, peak, and where the run counted them, GPU peak and the calls'
+/// allocations (the `fn` row's); by peak, largest first.
 pub fn summary(report: &RunReport) -> Markup {
     let mut rows: Vec<(usize, &FunctionRun, &LineRun)> = ran(report)
         .filter_map(|(i, f)| f.fn_row().map(|row| (i, f, row)))
         .collect();
     rows.sort_by_key(|&(_, f, row)| (Reverse(row.peak.unwrap_or(0)), f.name.as_str()));
     let gpu = rows.iter().any(|(_, _, row)| row.gpu_peak.is_some());
+    let allocs = rows.iter().any(|(_, _, row)| row.allocations.is_some());
     html! {
         section #summary {
             h2 { "Summary" }
@@ -62,6 +63,7 @@ pub fn summary(report: &RunReport) -> Markup {
                             th.num { "Kept/call" }
                             th.num aria-sort="descending" { "Peak" }
                             @if gpu { th.num { "GPU peak" } }
+                            @if allocs { th.num { "Allocs" } }
                         }
                     }
                     tbody {
@@ -76,6 +78,7 @@ pub fn summary(report: &RunReport) -> Markup {
                                 (figure_cell(Some(per_call(kept, function.calls)), bytes))
                                 (figure_cell(row.peak.map(to_i64), bytes))
                                 @if gpu { (figure_cell(row.gpu_peak.map(to_i64), bytes)) }
+                                @if allocs { (count_cell(row.allocations)) }
                             }
                         }
                     }
@@ -86,7 +89,9 @@ pub fn summary(report: &RunReport) -> Markup {
 }
 
 /// Each function that ran, in the report's order: its lines, with a bar for
-/// Increment and Peak on every line that has figures.
+/// Increment and Peak on every line that has figures, and the line's
+/// Occurrences and, where the run counted them, its allocations, as
+/// memprof's tables show them.
 pub fn functions(report: &RunReport) -> Markup {
     html! {
         section #functions {
@@ -108,6 +113,7 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
         .unwrap_or(0);
     let peak_scale = lines.iter().filter_map(|l| l.peak).max().unwrap_or(0);
     let gpu_scale = lines.iter().filter_map(|l| l.gpu_peak).max();
+    let allocs = lines.iter().any(|l| l.allocations.is_some());
     html! {
         section.function id=(anchor(index)) {
             h3 { code { (function.name) } }
@@ -122,6 +128,8 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
                         th.num { "Increment" }
                         th.num { "Peak" }
                         @if gpu_scale.is_some() { th.num { "GPU peak" } }
+                        @if allocs { th.num { "Allocs" } }
+                        th.num { "Occurrences" }
                         th { "Line Contents" }
                     }
                 }
@@ -134,6 +142,9 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
                             @if let Some(scale) = gpu_scale {
                                 (bar_cell(line.gpu_peak.map(to_i64), scale, "gpu"))
                             }
+                            @let ran = line.increment.is_some();
+                            @if allocs { (count_cell(line.allocations.filter(|_| ran))) }
+                            (count_cell(ran.then_some(line.occurrences)))
                             td.src { code { (line.contents) } }
                         }
                     }
@@ -141,6 +152,11 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
             }
         }
     }
+}
+
+/// A count, sorted by its value; empty where there is none.
+fn count_cell(count: Option<u64>) -> Markup {
+    figure_cell(count.map(to_i64), |n| n.to_string())
 }
 
 /// A figure with a bar behind it, as long as the figure's share of `scale`
