@@ -307,30 +307,36 @@ fn a_report_that_cannot_be_read_is_one_line() {
     assert!(!dir.join("old.html").exists());
 }
 
-#[test]
-fn a_gpu_peak_column_where_the_run_counted_device_allocations() {
-    let dir = scratch("html-gpu");
-    let mut functions = run_report(1, 4096, 6144);
-    for (row, gpu) in [(1, 1 << 20), (2, 1 << 20), (3, 1 << 19)] {
-        functions[0]["lines"][row]["gpu_peak"] = json!(gpu);
+/// The page of `run_report(calls, 4096, 6144)` with `field` set on the
+/// first function's `fn` row and its next two rows: its summary and its two
+/// functions' tables.
+fn page_with(name: &str, calls: u64, field: &str, values: [u64; 3]) -> [String; 3] {
+    let dir = scratch(name);
+    let mut functions = run_report(calls, 4096, 6144);
+    for (row, value) in (1..).zip(values) {
+        functions[0]["lines"][row][field] = json!(value);
     }
     write(&dir, "run.json", functions);
     let page = page(&dir, &["run.json"]);
-    let summary = element(&page, "<section id=\"summary\">", "</section>");
-    assert!(
-        summary.contains(
-            "<th class=\"num\" aria-sort=\"descending\">Peak</th><th class=\"num\">GPU peak</th>"
-        ),
-        "{summary}"
-    );
-    // A function without device figures has an empty cell, sorted last.
-    assert!(
-        summary.contains(
-            "<td class=\"num\" data-sort=\"6144\">6.0 KiB</td>\
-             <td class=\"num\" data-sort=\"1048576\">1.0 MiB</td></tr>"
-        ),
-        "{summary}"
-    );
+    let section = |id: &str| {
+        let start = format!("<section class=\"function\" id=\"{id}\">");
+        element(&page, &start, "</section>").to_owned()
+    };
+    [
+        element(&page, "<section id=\"summary\">", "</section>").to_owned(),
+        section("fn-0"),
+        section("fn-1"),
+    ]
+}
+
+/// Asserts the summary's column `header` right after Peak: `cell` for the
+/// first function, whose peak is 6 KiB, and an empty cell, sorted last, for
+/// the other, which has no such figure.
+fn assert_summary_column(summary: &str, header: &str, cell: &str) {
+    let after_peak = format!("<th class=\"num\" aria-sort=\"descending\">Peak</th>{header}");
+    assert!(summary.contains(&after_peak), "{summary}");
+    let first = format!("<td class=\"num\" data-sort=\"6144\">6.0 KiB</td>{cell}</tr>");
+    assert!(summary.contains(&first), "{summary}");
     assert!(
         summary.contains(
             "<td class=\"num\" data-sort=\"8192\">8.0 KiB</td>\
@@ -338,10 +344,15 @@ fn a_gpu_peak_column_where_the_run_counted_device_allocations() {
         ),
         "{summary}"
     );
-    let lines = element(
-        &page,
-        "<section class=\"function\" id=\"fn-0\">",
-        "</section>",
+}
+
+#[test]
+fn a_gpu_peak_column_where_the_run_counted_device_allocations() {
+    let [summary, lines, build] = page_with("html-gpu", 1, "gpu_peak", [1 << 20, 1 << 20, 1 << 19]);
+    assert_summary_column(
+        &summary,
+        "<th class=\"num\">GPU peak</th>",
+        "<td class=\"num\" data-sort=\"1048576\">1.0 MiB</td>",
     );
     assert!(lines.contains("<th class=\"num\">GPU peak</th>"), "{lines}");
     assert!(
@@ -352,58 +363,24 @@ fn a_gpu_peak_column_where_the_run_counted_device_allocations() {
         "{lines}"
     );
     // Only functions with device figures have the column.
-    let build = element(
-        &page,
-        "<section class=\"function\" id=\"fn-1\">",
-        "</section>",
-    );
     assert!(!build.contains("GPU peak"), "{build}");
 }
 
 #[test]
 fn an_allocs_column_where_the_run_counted_allocations() {
-    let dir = scratch("html-allocs");
-    let mut functions = run_report(2, 4096, 6144);
     // The `fn` row's count is the calls', as in memprof's summary.
-    for (row, count) in [(1, 6), (2, 4), (3, 0)] {
-        functions[0]["lines"][row]["allocations"] = json!(count);
-    }
-    write(&dir, "run.json", functions);
-    let page = page(&dir, &["run.json"]);
-    let summary = element(&page, "<section id=\"summary\">", "</section>");
-    assert!(
-        summary.contains(
-            "<th class=\"num\" aria-sort=\"descending\">Peak</th><th class=\"num\">Allocs</th>"
-        ),
-        "{summary}"
-    );
-    assert!(
-        summary.contains(
-            "<td class=\"num\" data-sort=\"6144\">6.0 KiB</td>\
-             <td class=\"num\" data-sort=\"6\">6</td></tr>"
-        ),
-        "{summary}"
-    );
-    // A function without counts has an empty cell, sorted last.
-    assert!(
-        summary.contains(
-            "<td class=\"num\" data-sort=\"8192\">8.0 KiB</td>\
-             <td class=\"num\" data-sort=\"\"></td></tr>"
-        ),
-        "{summary}"
-    );
-    let lines = element(
-        &page,
-        "<section class=\"function\" id=\"fn-0\">",
-        "</section>",
+    let [summary, lines, build] = page_with("html-allocs", 2, "allocations", [6, 4, 0]);
+    assert_summary_column(
+        &summary,
+        "<th class=\"num\">Allocs</th>",
+        "<td class=\"num\" data-sort=\"6\">6</td>",
     );
     assert!(
         lines.contains("<th class=\"num\">Allocs</th><th class=\"num\">Occurrences</th>"),
         "{lines}"
     );
     for (count, line) in [(4, 12), (0, 13)] {
-        let row = format!("<td class=\"num\">{line}</td>");
-        let row = element(lines, &row, "</tr>");
+        let row = element(&lines, &format!("<td class=\"num\">{line}</td>"), "</tr>");
         assert!(
             row.contains(&format!(
                 "<td class=\"num\" data-sort=\"{count}\">{count}</td>\
@@ -413,10 +390,5 @@ fn an_allocs_column_where_the_run_counted_allocations() {
         );
     }
     // Only functions with counts have the column.
-    let build = element(
-        &page,
-        "<section class=\"function\" id=\"fn-1\">",
-        "</section>",
-    );
     assert!(!build.contains("Allocs"), "{build}");
 }
