@@ -132,20 +132,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     let rows = source_rows(&func, first_line, close_line);
 
     let is_async = func.sig.asyncness.is_some();
-    let mut instrumenter = Instrumenter {
-        first_line,
-        last_line: close_line,
-        ancestors: vec![fn_line],
-        cell_rows: vec![fn_line - first_line],
-        frame: local("__memprof_frame"),
-        cursor: local("__memprof_cursor"),
-        enter_template: step_template(&local("__memprof_cursor"), is_async),
-        frame_enter_template: step_template(&local("__memprof_frame"), is_async),
-        async_cursors: is_async,
-        body_first: crate::instrument::NO_CELL,
-        body_on_frame: false,
-        prelude: Vec::new(),
-    };
+    let mut instrumenter = Instrumenter::new(first_line, close_line, fn_line, is_async);
     // Kept as written for the `MEMPROF=off` branch, if the function has one.
     let as_written = func.block.clone();
     let frame = instrumenter.frame.clone();
@@ -331,9 +318,7 @@ impl VisitMut for MovedBody<'_> {
         self.found = true;
         let instrumenter = &mut *self.instrumenter;
         // Its cursors are an `async fn`'s.
-        instrumenter.enter_template = step_template(&instrumenter.cursor, true);
-        instrumenter.frame_enter_template = step_template(&instrumenter.frame, true);
-        instrumenter.async_cursors = true;
+        instrumenter.use_async_cursors();
         instrumenter.instrument_block(&mut body.block);
         let ncells = instrumenter.cell_rows.len();
         let frame = &instrumenter.frame;
@@ -386,23 +371,4 @@ fn source_rows(func: &ItemFn, first: u32, last: u32) -> Vec<String> {
     let fn_row = (line_of(func.sig.fn_token.span) - first) as usize;
     rows[fn_row] = func.sig.to_token_stream().to_string();
     rows
-}
-
-/// A statement's step into `cursor`, to cell 0 (see `Instrumenter::step`,
-/// which sets the cell). NOTE: after a statement that diverges this is
-/// unreachable, as is the user's next statement.
-///
-/// PERF: a synchronous function's cursors are the runtime's `SyncCall` and
-/// `StackCursor`, whose steps are calls of `statement`: in unoptimized
-/// builds the kernel's own function, with no runtime function between. An
-/// `async fn`'s are `Cursor`s, stepped by their method.
-fn step_template(cursor: &syn::Ident, is_async: bool) -> syn::Stmt {
-    if is_async {
-        parse_quote!(#[allow(unreachable_code)] #cursor.enter(0);)
-    } else {
-        parse_quote! {
-            #[allow(unreachable_code)]
-            ::memprof::__private::statement(&#cursor.probe, 0);
-        }
-    }
 }

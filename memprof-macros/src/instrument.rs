@@ -18,15 +18,15 @@ pub(crate) struct Instrumenter {
     pub(crate) cell_rows: Vec<u32>,
     pub(crate) frame: Ident,
     pub(crate) cursor: Ident,
-    /// A step of the block's cursor to cell 0 (`step_template` in
-    /// `expand`), cloned for each statement. PERF: parsing it anew for each
+    /// A step of the block's cursor to cell 0 (see `step_template`),
+    /// cloned for each statement. PERF: parsing it anew for each
     /// of thousands of statements showed in compile times.
     pub(crate) enter_template: Stmt,
     /// The same step of the frame, for the statements of a body that steps
     /// its frame (see `body_on_frame`).
     pub(crate) frame_enter_template: Stmt,
     /// The cursors are an `async fn`'s (`Cursor`), stepped by their methods,
-    /// rather than a synchronous call's (see `step_template` in `expand`).
+    /// rather than a synchronous call's (see `step_template`).
     pub(crate) async_cursors: bool,
     /// The row that a synchronous function's body opens as the call starts
     /// (see `instrument_block`), or `NO_CELL`.
@@ -123,6 +123,34 @@ struct Group {
 }
 
 impl Instrumenter {
+    /// For a function whose table covers `first_line` to `last_line`, its
+    /// `fn` on `fn_line` (cell 0); an `async fn`'s if `is_async`.
+    pub(crate) fn new(first_line: u32, last_line: u32, fn_line: u32, is_async: bool) -> Self {
+        let (frame, cursor) = (local("__memprof_frame"), local("__memprof_cursor"));
+        Instrumenter {
+            first_line,
+            last_line,
+            ancestors: vec![fn_line],
+            cell_rows: vec![fn_line - first_line],
+            enter_template: step_template(&cursor, is_async),
+            frame_enter_template: step_template(&frame, is_async),
+            frame,
+            cursor,
+            async_cursors: is_async,
+            body_first: NO_CELL,
+            body_on_frame: false,
+            prelude: Vec::new(),
+        }
+    }
+
+    /// Steps its cursors as an `async fn`'s from now on: for a body that an
+    /// attribute above `#[profile]` moved into an `async` block.
+    pub(crate) fn use_async_cursors(&mut self) {
+        self.enter_template = step_template(&self.cursor, true);
+        self.frame_enter_template = step_template(&self.frame, true);
+        self.async_cursors = true;
+    }
+
     fn in_table(&self, line: u32) -> bool {
         line >= self.first_line && line <= self.last_line
     }
@@ -303,7 +331,26 @@ fn cfg_tail_start(stmts: &[Stmt]) -> usize {
 /// No row: the runtime's `u32::MAX`.
 pub(crate) const NO_CELL: u32 = u32::MAX;
 
-/// `template` (see `step_template` in `expand`) stepping to `cell`, under
+/// A statement's step into `cursor`, to cell 0 (see [`step`], which sets
+/// the cell). NOTE: after a statement that diverges this is unreachable, as
+/// is the user's next statement.
+///
+/// PERF: a synchronous function's cursors are the runtime's `SyncCall` and
+/// `StackCursor`, whose steps are calls of `statement`: in unoptimized
+/// builds the kernel's own function, with no runtime function between. An
+/// `async fn`'s are `Cursor`s, stepped by their method.
+fn step_template(cursor: &Ident, is_async: bool) -> Stmt {
+    if is_async {
+        parse_quote!(#[allow(unreachable_code)] #cursor.enter(0);)
+    } else {
+        parse_quote! {
+            #[allow(unreachable_code)]
+            ::memprof::__private::statement(&#cursor.probe, 0);
+        }
+    }
+}
+
+/// `template` (see [`step_template`]) stepping to `cell`, under
 /// `cfgs`: the cell is the argument after the cursor of `statement`, or the
 /// only one of a `Cursor`'s `enter`.
 fn step(template: &Stmt, cell: u32, cfgs: Vec<syn::Attribute>) -> Stmt {
