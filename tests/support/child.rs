@@ -1,7 +1,8 @@
-//! Child runs for the output tests (`tests/output*.rs`): each test re-runs
-//! its own test binary on one `child_*` test with `MEMPROF_CHILD` set, then
-//! reads what that child printed (tables printed at exit included). Include
-//! it with `#[path = "support/child.rs"] mod child;`.
+//! Child runs: a test re-runs its own test binary on one `child_*` test
+//! with `MEMPROF_CHILD` set, then reads what that child printed (tables
+//! printed at exit included; the output tests, `tests/output*.rs`), or only
+//! that it passed, alone in its process. Include it with
+//! `#[path = "support/child.rs"] mod child;`.
 
 // Each test crate that includes this file uses a different part of it.
 #![allow(dead_code)]
