@@ -18,7 +18,7 @@
 use crate::attr::{ProfileArgs, Scope, is_profile};
 use crate::instrument::Instrumenter;
 use crate::ownership::MovedArgs;
-use crate::syntax::{close_line_of, line_of, local, nameable_return};
+use crate::syntax::{close_line_of, line_of, local};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
 use syn::visit_mut::VisitMut;
@@ -137,7 +137,6 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     let as_written = func.block.clone();
     let frame = instrumenter.frame.clone();
     let call = local("__memprof_call");
-    let ret = local("__memprof_ret");
     // A body that another attribute moved into an `async` block is
     // instrumented there, and that block is the call, as an `async fn`'s
     // body is; the code around it is the other attribute's.
@@ -149,11 +148,12 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     moved.visit_block_mut(&mut func.block);
     let moved = moved.found;
     // What the arguments free is counted in the call: they are moved into
-    // the body. (A body moved by another attribute has no arguments.)
-    let moved_args = (!moved).then(|| MovedArgs::plan(&func.sig, &func.block));
+    // locals of its own (see `ownership`). (A body moved by another
+    // attribute has no arguments.)
+    let moved_args = (!moved).then(|| MovedArgs::plan(&mut func.sig, &func.block));
     if let Some(args) = &moved_args {
         args.rename_self(&mut func.block);
-        instrumenter.prelude = args.lets.clone();
+        instrumenter.args_drop_after = !args.lets.is_empty();
         // PERF: a synchronous call's frame is its body's cursor too: one
         // pointer less on the user's stack per call.
         instrumenter.body_on_frame = func.sig.asyncness.is_none();
@@ -186,41 +186,39 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         }
     };
     use crate::off_branch::AsWritten;
-    let kept = if is_async || moved {
+    let kept = if is_async || moved || moved_args.as_ref().is_some_and(|a| a.renamed) {
         AsWritten::Not
     } else {
         crate::off_branch::as_written(&func, &as_written, ncells)
     };
-    let kept_as_written = kept != AsWritten::Not;
     if let Some(args) = &moved_args {
-        args.adjust(&mut func.sig, &mut func.block, kept_as_written);
+        args.adjust(&mut func.sig, kept != AsWritten::Not);
     }
     let block = &func.block;
-    let body = match nameable_return(&func.sig.output) {
+    let lets = moved_args.as_ref().map_or(&[][..], |a| &a.lets[..]);
+    // The body, with its own braces, is the last expression of a block of
+    // ours: its locals and its tail's temporaries drop by its own edition's
+    // rules, before the arguments (which the tail may borrow) and the call,
+    // and its value meets the return type as written (coercions, closures'
+    // signatures) without a `let` that would name it.
+    let body = match block.stmts.as_slice() {
         _ if moved => {
             let stmts = &block.stmts;
             quote!(#(#stmts)*)
         }
-        // Binding the value first frees the body's temporaries while the call
-        // is still open, whatever the edition's tail-expression rules.
-        Some(ty) => quote! {
+        // A body that is one expression and nothing else is that expression:
+        // no locals drop before its temporaries in any edition, and braces
+        // around it would be `unused_braces` in the user's crate.
+        [syn::Stmt::Expr(tail, None)] => quote! {
             #entry
-            // A body that is one diverging expression (`panic!()`) is one
-            // here too: the call's start opened its row.
-            #[allow(clippy::diverging_sub_expression)]
-            let #ret: #ty = #block;
-            #[allow(unreachable_code)]
-            {
-                #ret
-            }
+            #(#lets)*
+            #tail
         },
-        None => {
-            let stmts = &block.stmts;
-            quote! {
-                #entry
-                #(#stmts)*
-            }
-        }
+        _ => quote! {
+            #entry
+            #(#lets)*
+            #block
+        },
     };
     let body = if is_async {
         quote!(::memprof::__private::Instrumented::new(async move { #body }).await)
@@ -322,19 +320,14 @@ impl VisitMut for MovedBody<'_> {
         instrumenter.instrument_block(&mut body.block);
         let ncells = instrumenter.cell_rows.len();
         let frame = &instrumenter.frame;
-        let (call, ret) = (local("__memprof_call"), local("__memprof_ret"));
+        let call = local("__memprof_call");
         let block = &body.block;
-        // The block's output is the body's, which the rewritten signature
-        // may no longer name: bound untyped, to the same effect as in
-        // `expand_fn` (temporaries freed while the call is open).
+        // As in `expand_fn`: the block, with its own braces, is the last
+        // expression of ours.
         body.block = parse_quote!({
             let #frame = ::memprof::__private::CallFrame::<#ncells>::new(&__MEMPROF_META);
             let #call = #frame.enter_async();
-            let #ret = #block;
-            #[allow(unreachable_code)]
-            {
-                #ret
-            }
+            #block
         });
         *expr = parse_quote!(::memprof::__private::Instrumented::new(#body));
     }

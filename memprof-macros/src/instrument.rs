@@ -35,10 +35,10 @@ pub(crate) struct Instrumenter {
     /// statements step the frame (`SyncCall`) rather than a cursor of their
     /// own.
     pub(crate) body_on_frame: bool,
-    /// Statements that start the next block instrumented, the body: the
-    /// moves of its by-value arguments (see `ownership`). They are locals of
-    /// the body, freed at its closing brace.
-    pub(crate) prelude: Vec<Stmt>,
+    /// The next block instrumented, the body, is followed by the drops of
+    /// its moved by-value arguments (see `ownership`), which go to its
+    /// closing brace's row as its own locals' do.
+    pub(crate) args_drop_after: bool,
 }
 
 fn stmt_line(stmt: &Stmt) -> u32 {
@@ -139,7 +139,7 @@ impl Instrumenter {
             async_cursors: is_async,
             body_first: NO_CELL,
             body_on_frame: false,
-            prelude: Vec::new(),
+            args_drop_after: false,
         }
     }
 
@@ -162,10 +162,10 @@ impl Instrumenter {
 
     pub(crate) fn instrument_block(&mut self, block: &mut Block) {
         let on_frame = std::mem::take(&mut self.body_on_frame);
-        let prelude = std::mem::take(&mut self.prelude);
+        let args_drop_after = std::mem::take(&mut self.args_drop_after);
         let stmts = std::mem::take(&mut block.stmts);
         let has_tail = matches!(stmts.last(), Some(Stmt::Expr(_, None)));
-        let binds_locals = !prelude.is_empty() || stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
+        let binds_locals = args_drop_after || stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
 
         let tail_from = cfg_tail_start(&stmts);
         let mut groups: Vec<Group> = Vec::new();
@@ -209,10 +209,7 @@ impl Instrumenter {
             && !self.ancestors.contains(&close_line)
             && groups.iter().all(|g| g.line != close_line);
         if !scope_end && groups.iter().all(|g| !g.probed) {
-            block.stmts = prelude
-                .into_iter()
-                .chain(groups.into_iter().flat_map(|g| g.stmts))
-                .collect();
+            block.stmts = groups.into_iter().flat_map(|g| g.stmts).collect();
             return;
         }
         let end_cell = if scope_end {
@@ -237,14 +234,25 @@ impl Instrumenter {
         // statement of its own row opens that row as the call or the cursor
         // starts: one step less.
         let mut first = NO_CELL;
-        out.extend(prelude);
         let template = template.clone();
         let tail_guard = local("__memprof_tail");
-        let count = groups.len();
+        let runs = |g: &Group| g.stmts.iter().any(|s| !matches!(s, Stmt::Item(_)));
+        // The block's last statement that runs, or its tail: a guard made
+        // before it moves the cursor on to the closing brace's row when it
+        // is done. NOTE: not a step after it, which would be unreachable
+        // code when it diverges (`return`, `panic!()`, `process::exit`),
+        // and a lint level of ours to allow that would clash with a
+        // `forbid` in the user's crate.
+        let last = groups.iter().rposition(runs);
         let mut open = false;
         for (i, group) in groups.into_iter().enumerate() {
-            let is_tail = has_tail && i + 1 == count;
-            let runs = group.stmts.iter().any(|s| !matches!(s, Stmt::Item(_)));
+            let is_last = Some(i) == last;
+            // PERF: a tail's guard moves the cursor on to the closing brace
+            // before the block's locals go. Without locals nothing happens
+            // between the tail and the cursor's end, which closes the
+            // tail's region itself: a plain step does, one local fewer
+            // (most one-line functions).
+            let guard = is_last && (!has_tail || binds_locals || end_cell != NO_CELL);
             if group.probed {
                 let cell = self.new_cell(group.line);
                 // A lone `#[cfg]`-ed statement takes its probe with it.
@@ -253,40 +261,45 @@ impl Instrumenter {
                     [Stmt::Macro(m)] => cfg_attrs(&m.attrs),
                     _ => Vec::new(),
                 };
-                // PERF: a tail guard moves the cursor on to the closing brace
-                // before the block's locals go. Without locals nothing
-                // happens between the tail and the cursor's end, which
-                // closes the tail's region itself: a plain step does, one
-                // call and one local fewer (most one-line functions).
-                let tail_guard_needed = is_tail && (binds_locals || end_cell != NO_CELL);
-                if i == 0 && !self.async_cursors && cfgs.is_empty() && !tail_guard_needed {
+                if i == 0 && !self.async_cursors && cfgs.is_empty() {
                     first = cell;
-                    open = true;
-                } else if tail_guard_needed {
-                    if self.async_cursors {
-                        out.push(parse_quote!(let #tail_guard = #cursor.tail(#cell, #end_cell);));
-                    } else {
-                        // PERF: as a statement's step (see `step_template`).
-                        out.push(parse_quote! {
-                            ::memprof::__private::tail_statement(&#cursor.probe, #cell, #end_cell);
-                        });
-                        out.push(parse_quote! {
-                            let #tail_guard = ::memprof::__private::StackTail { probe: &#cursor.probe };
-                        });
-                    }
                 } else {
                     out.push(step(&template, cell, cfgs));
-                    open = true;
                 }
-            } else if open && runs {
+                open = true;
+            } else if open && runs(&group) {
                 // A statement with no row of its own (it shares an enclosing
                 // statement's line) must not count towards the previous one.
                 out.push(step(&template, NO_CELL, Vec::new()));
                 open = false;
             }
-            out.extend(group.stmts);
+            // The guard must drop before the group's own locals, so it is
+            // declared after them. NOTE: a `let` that diverges as a block's
+            // last statement (`let x: u8 = panic!();`) then leaves the
+            // guard unreachable, which the user's `unreachable_code` reports.
+            let after_lets = group
+                .stmts
+                .iter()
+                .rposition(|s| matches!(s, Stmt::Local(_)))
+                .map_or(0, |i| i + 1);
+            let mut stmts = group.stmts;
+            let rest = stmts.split_off(after_lets);
+            out.extend(stmts);
+            if guard {
+                out.push(if self.async_cursors {
+                    parse_quote!(let #tail_guard = #cursor.tail(#end_cell);)
+                } else {
+                    parse_quote! {
+                        let #tail_guard = ::memprof::__private::StackTail {
+                            probe: &#cursor.probe,
+                            end: #end_cell,
+                        };
+                    }
+                });
+            }
+            out.extend(rest);
         }
-        if !has_tail {
+        if last.is_none() {
             out.push(step(&template, end_cell, Vec::new()));
         }
         if on_frame {
@@ -341,10 +354,9 @@ pub(crate) const NO_CELL: u32 = u32::MAX;
 /// `async fn`'s are `Cursor`s, stepped by their method.
 fn step_template(cursor: &Ident, is_async: bool) -> Stmt {
     if is_async {
-        parse_quote!(#[allow(unreachable_code)] #cursor.enter(0);)
+        parse_quote!(#cursor.enter(0);)
     } else {
         parse_quote! {
-            #[allow(unreachable_code)]
             ::memprof::__private::statement(&#cursor.probe, 0);
         }
     }

@@ -4,29 +4,43 @@
 //! the call's guard, itself a local of the body, has closed the call: what a
 //! consumed `Vec` or `self` frees would be missing from the function's
 //! figures and charged to its caller instead. So each argument that may own
-//! memory is moved into the body as its first local (`let v = v;`) and drops
-//! with the other locals, at the closing brace's row and inside the call.
+//! memory is moved, in argument order, into a local declared right after the
+//! call's start and before the body (`let v = v;`): the body, with its own
+//! braces, is the last expression of the block that holds them. Its locals
+//! and its tail's temporaries (by its own edition's rules) drop first, then
+//! the moved arguments in reverse order, as unprofiled, and then the call
+//! ends. A body's tail may borrow an argument, as it may unprofiled.
+//!
+//! An argument bound by a pattern other than a plain name (`_`, `ref x`,
+//! `(a, _)`, `S { a, .. }`) takes a generated name in the signature, and is
+//! moved under that name and then bound by its pattern, so that its unbound
+//! parts drop right after its bindings, in its place among the arguments.
 //!
 //! `self` cannot be bound again by a `let`: it is moved into
 //! `__memprof_self`, and the body's uses of `self` take that name. Where that
 //! could change what the body means (a format string that names `{self}`, a
 //! macro other than the standard library's that is given `self`), `self` is
-//! left where it is.
+//! left where it is: as the first argument it drops last either way, after
+//! the call has ended, so what it frees goes to the caller.
 //!
 //! Left as they are: references, raw pointers and primitives, which free
-//! nothing; `ref` bindings; and `_` patterns, which have no name to move.
+//! nothing.
 
+use crate::syntax::local;
 use proc_macro2::{Ident, TokenStream, TokenTree};
 use syn::visit_mut::VisitMut;
 use syn::{Block, FnArg, Pat, Signature, Stmt, Type, parse_quote};
 
-/// The moves for one function: the `let`s that start its body, and how the
-/// signature's `mut`s must follow them.
+/// The moves for one function: the `let`s that come before its body, and
+/// how the signature's `mut`s must follow them.
 pub(crate) struct MovedArgs {
-    /// `let v = v;` for each moved binding, in argument order.
+    /// `let v = v;` for each moved argument, in argument order.
     pub(crate) lets: Vec<Stmt>,
     /// Whether `self` is moved, so that the body must be renamed.
     moves_self: bool,
+    /// Whether an argument's pattern was replaced by a generated name in the
+    /// signature: the body as written no longer sees its bindings.
+    pub(crate) renamed: bool,
 }
 
 /// The name `self` takes in the body once moved, at the span of the `self`
@@ -36,11 +50,13 @@ fn self_local(span: proc_macro2::Span) -> Ident {
 }
 
 impl MovedArgs {
-    /// The moves for `sig`'s arguments and `body`.
-    pub(crate) fn plan(sig: &Signature, body: &Block) -> Self {
+    /// The moves for `sig`'s arguments and `body`. Arguments bound by a
+    /// pattern other than a plain name take a generated one in `sig`.
+    pub(crate) fn plan(sig: &mut Signature, body: &Block) -> Self {
         let mut lets = Vec::new();
         let mut moves_self = false;
-        for arg in &sig.inputs {
+        let mut renamed = false;
+        for (index, arg) in sig.inputs.iter_mut().enumerate() {
             match arg {
                 FnArg::Receiver(receiver) => {
                     let by_value = receiver.reference.is_none()
@@ -58,14 +74,30 @@ impl MovedArgs {
                     if frees_nothing(&typed.ty) {
                         continue;
                     }
-                    let attrs = cfg_attrs(&typed.attrs);
-                    for (mutability, name) in bindings(&typed.pat) {
+                    let attrs: Vec<_> = cfg_attrs(&typed.attrs).into_iter().cloned().collect();
+                    if let Pat::Ident(p) = &*typed.pat
+                        && p.by_ref.is_none()
+                        && p.subpat.is_none()
+                    {
+                        let (mutability, name) = (p.mutability, &p.ident);
                         lets.push(parse_quote!(#(#attrs)* let #mutability #name = #name;));
+                        continue;
                     }
+                    let name = local(&format!("__memprof_arg{index}"));
+                    let pat = std::mem::replace(&mut *typed.pat, parse_quote!(#name));
+                    lets.push(parse_quote!(#(#attrs)* let #name = #name;));
+                    if !matches!(pat, Pat::Wild(_)) {
+                        lets.push(parse_quote!(#(#attrs)* let #pat = #name;));
+                    }
+                    renamed = true;
                 }
             }
         }
-        MovedArgs { lets, moves_self }
+        MovedArgs {
+            lets,
+            moves_self,
+            renamed,
+        }
     }
 
     /// Renames `self` in `body` if it is moved.
@@ -75,23 +107,13 @@ impl MovedArgs {
         }
     }
 
-    /// The signature once its bindings are moved: a `mut` is needed by the
-    /// `let` that moved the binding, not by the argument, unless the body is
-    /// also kept as written (`MEMPROF=off`), which mutates the argument
-    /// itself. Then the moving `let`s allow an unused `mut`, which the
-    /// argument's own lint reports.
-    /// The moving `let`s start `body`, which steps its call itself (see
-    /// `Instrumenter::prelude`).
-    pub(crate) fn adjust(&self, sig: &mut Signature, body: &mut Block, kept_as_written: bool) {
-        if self.lets.is_empty() {
-            return;
-        }
-        if kept_as_written {
-            for stmt in &mut body.stmts[..self.lets.len()] {
-                if let Stmt::Local(local) = stmt {
-                    local.attrs.push(parse_quote!(#[allow(unused_mut)]));
-                }
-            }
+    /// The signature once its arguments are moved: a `mut` is needed by the
+    /// `let` that moved the argument, not by the argument, unless the body
+    /// is also kept as written (`MEMPROF=off`), which mutates the argument
+    /// itself. (A needless `mut` is then reported once: the argument's and
+    /// the `let`'s are the same token.)
+    pub(crate) fn adjust(&self, sig: &mut Signature, kept_as_written: bool) {
+        if self.lets.is_empty() || kept_as_written {
             return;
         }
         for arg in &mut sig.inputs {
@@ -124,40 +146,6 @@ fn frees_nothing(ty: &Type) -> bool {
                     .is_some_and(|id| PRIMITIVES.contains(&id.to_string().as_str()))
         }
         _ => false,
-    }
-}
-
-/// The names a pattern binds by value, with their `mut`. Of an `|`
-/// pattern, the first alternative's: every alternative binds the same names.
-fn bindings(pat: &Pat) -> Vec<(Option<syn::token::Mut>, Ident)> {
-    let mut found = Vec::new();
-    collect(pat, &mut found);
-    found
-}
-
-fn collect(pat: &Pat, found: &mut Vec<(Option<syn::token::Mut>, Ident)>) {
-    match pat {
-        Pat::Ident(p) => {
-            if p.by_ref.is_none() {
-                found.push((p.mutability, p.ident.clone()));
-            }
-            if let Some((_, sub)) = &p.subpat {
-                collect(sub, found);
-            }
-        }
-        Pat::Or(p) => {
-            if let Some(first) = p.cases.first() {
-                collect(first, found);
-            }
-        }
-        Pat::Paren(p) => collect(&p.pat, found),
-        Pat::Reference(p) => collect(&p.pat, found),
-        Pat::Slice(p) => p.elems.iter().for_each(|p| collect(p, found)),
-        Pat::Struct(p) => p.fields.iter().for_each(|f| collect(&f.pat, found)),
-        Pat::Tuple(p) => p.elems.iter().for_each(|p| collect(p, found)),
-        Pat::TupleStruct(p) => p.elems.iter().for_each(|p| collect(p, found)),
-        Pat::Type(p) => collect(&p.pat, found),
-        _ => {}
     }
 }
 

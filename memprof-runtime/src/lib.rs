@@ -94,7 +94,7 @@ pub mod __private {
     pub use crate::kernel::library as kernel_library;
     pub use crate::measure::MeasureGuard;
     pub use crate::probe::{
-        CallFrame, CallGuard, Probe, StackCursor, StackTail, SyncCall, statement, tail_statement,
+        CallFrame, CallGuard, Probe, StackCursor, StackTail, SyncCall, statement,
     };
     pub use crate::region::Scope;
     pub use crate::tls::{give_up as give_up_tls_shortcut, in_use as tls_shortcut_in_use};

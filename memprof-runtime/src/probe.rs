@@ -72,13 +72,6 @@ unsafe extern "C" {
     #[link_name = "memprof_kernel_0_1_0_statement"]
     pub safe fn statement(probe: &Probe, cell: u32);
 
-    /// [`statement`] to a block's tail expression, cell `cell`, leaving
-    /// `end`, the closing brace's row, for the [`StackTail`] guard that
-    /// generated code makes next: it moves the cursor on to `end` when
-    /// dropped, right after the tail.
-    #[link_name = "memprof_kernel_0_1_0_tail"]
-    pub safe fn tail_statement(probe: &Probe, cell: u32, end: u32);
-
     /// Hands the kernel [`slow_step`].
     #[link_name = "memprof_kernel_0_1_0_set_slow"]
     safe fn set_slow(step: unsafe extern "C" fn(*const CursorHead));
@@ -98,21 +91,6 @@ pub fn statement(probe: &Probe, cell: u32) {
     step(probe.0, cell);
 }
 
-/// [`statement`] to a block's tail expression, cell `cell`, leaving `end`,
-/// the closing brace's row, for the [`StackTail`] guard that generated code
-/// makes next: it moves the cursor on to `end` when dropped, right after
-/// the tail.
-#[cfg(not(memprof_kernel))]
-#[cfg_attr(memprof_unoptimized, inline(never))]
-#[cfg_attr(not(memprof_unoptimized), inline(always))]
-pub fn tail_statement(probe: &Probe, cell: u32, end: u32) {
-    // SAFETY: a probe leads to this thread's live cursor, or null.
-    if let Some(head) = unsafe { probe.0.as_ref() } {
-        head.end.set(end);
-        step(probe.0, cell);
-    }
-}
-
 /// The step that the kernel's [`statement`] leaves to the runtime, to the
 /// row the kernel wrote in the cursor. NOTE: a panic must not unwind into
 /// the kernel, which is built to abort: one here is caught, and the row's
@@ -128,16 +106,19 @@ unsafe extern "C" fn slow_step(cursor: *const CursorHead) {
     let _ = std::panic::catch_unwind(step);
 }
 
-/// Moves a [`SyncCall`]'s or [`StackCursor`]'s cursor from a block's tail
-/// expression to its closing brace when dropped, as `TailGuard` does for a
-/// [`Cursor`]. PERF: the brace's row waits in the cursor, so that this is
-/// one pointer on the user's stack.
+/// Moves a [`SyncCall`]'s or [`StackCursor`]'s cursor from a block's last
+/// statement or tail expression to its closing brace's row, `end`, when
+/// dropped, as `TailGuard` does for a [`Cursor`]: right after it, before the
+/// block's locals drop, however the block ends. Generated code makes it as
+/// a struct, with no call, and declares it just before that statement, so
+/// that no step of ours follows a statement that may diverge.
 #[derive(Debug)]
 #[must_use]
 pub struct StackTail<'c> {
-    /// The cursor that [`tail_statement`] moved to the tail: generated code
-    /// makes the guard with it.
+    /// The block's cursor.
     pub probe: &'c Probe,
+    /// The closing brace's row, or `u32::MAX` for none.
+    pub end: u32,
 }
 
 /// A call the runtime entered, on the side stack (or the heap).
@@ -260,10 +241,7 @@ impl Drop for StackTail<'_> {
     // that an end costs one unoptimized call.
     #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: this thread's live cursor, or null.
-        if let Some(head) = unsafe { self.probe.0.as_ref() } {
-            step(self.probe.0, head.end.get());
-        }
+        step(self.probe.0, self.end);
     }
 }
 

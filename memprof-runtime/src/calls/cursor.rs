@@ -93,7 +93,6 @@ impl<'a> Cursor<'a> {
             head: CursorHead {
                 call,
                 cell: Cell::new(NO_CELL),
-                end: Cell::new(NO_CELL),
                 pending: Cell::new(NO_CELL),
                 counters: Cell::new(counters),
                 start: Cell::new(0),
@@ -138,11 +137,12 @@ impl<'a> Cursor<'a> {
         self.enter(end);
     }
 
-    /// Starts a block's tail expression (cell `cell`); when the returned
-    /// guard drops, right after the tail, the cursor moves on to `end`.
+    /// A guard that moves the cursor on to `end`, the closing brace's row,
+    /// when it drops: made just before a block's tail or last statement
+    /// (after that statement's own `let`s), so that no step of ours follows
+    /// a statement that may diverge.
     #[inline]
-    pub fn tail(&self, cell: u32, end: u32) -> TailGuard<'_, 'a> {
-        self.enter(cell);
+    pub fn tail(&self, end: u32) -> TailGuard<'_, 'a> {
         TailGuard { cursor: self, end }
     }
 

@@ -243,9 +243,6 @@ pub struct CursorHead {
     pub call: *const CallHead,
     /// The open row, or `NO_CELL`.
     pub cell: Cell<u32>,
-    /// The closing brace's row, while the block's tail runs (see
-    /// `StackTail`); in what would be padding.
-    pub end: Cell<u32>,
     /// The row a step that the kernel left to the runtime was to open (see
     /// `region::step`), for the runtime's slow step to read.
     pub pending: Cell<u32>,

@@ -73,28 +73,6 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_statement(probe: *const *const Cur
     }
 }
 
-/// [`memprof_kernel_0_1_0_statement`] to a block's tail expression,
-/// `next`, keeping `end`, the closing brace's row, in the cursor for the
-/// tail's guard (the runtime's `StackTail`).
-///
-/// # Safety
-/// As [`memprof_kernel_0_1_0_statement`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn memprof_kernel_0_1_0_tail(
-    probe: *const *const CursorHead,
-    next: u32,
-    end: u32,
-) {
-    // SAFETY: as the caller promises.
-    let cursor = unsafe { *probe };
-    // SAFETY: as the caller promises.
-    if let Some(head) = unsafe { cursor.as_ref() } {
-        owned::set(&head.end, end);
-        // SAFETY: as the caller promises.
-        unsafe { step_or_slow(cursor, next) };
-    }
-}
-
 /// [`region::enter`].
 ///
 /// # Safety

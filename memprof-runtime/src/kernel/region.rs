@@ -434,7 +434,6 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
         top.write(CursorHead {
             call: record,
             cell: Cell::new(first),
-            end: Cell::new(NO_CELL),
             pending: Cell::new(NO_CELL),
             counters: Cell::new(t as *const Counters),
             start: Cell::new(start),
@@ -554,7 +553,6 @@ pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
             record.write(CursorHead {
                 call,
                 cell: Cell::new(NO_CELL),
-                end: Cell::new(NO_CELL),
                 pending: Cell::new(NO_CELL),
                 counters: Cell::new(counters),
                 start: Cell::new(0),
