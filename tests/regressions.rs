@@ -145,3 +145,100 @@ mod tail_chosen_by_cfg {
         assert_eq!(fn_row.increment, Some(100));
     }
 }
+
+/// A block configured out (`#[cfg(any())]`) once kept its probe, and so a
+/// row with Occurrences 1 for code that is not there.
+mod configured_out {
+    use memprof::profile;
+
+    #[profile]
+    fn with_a_block_configured_out() -> u32 {
+        let mut n = 1;
+        #[cfg(any())]
+        {
+            n += 1;
+        }
+        n += 2;
+        n
+    }
+
+    #[test]
+    fn a_block_configured_out_has_no_row() {
+        assert_eq!(with_a_block_configured_out(), 3);
+        let report = memprof::report();
+        let f = report.function("with_a_block_configured_out").unwrap();
+        let block = f.lines.iter().find(|l| l.contents.trim() == "{").unwrap();
+        assert_eq!((block.occurrences, block.increment), (0, None), "{f}");
+        let after = f.line_containing("n += 2").unwrap();
+        assert_eq!(after.occurrences, 1, "{f}");
+    }
+}
+
+/// What a `for` loop's item frees at the end of an iteration once went to
+/// the `for` row, with the body's `}` blank: it goes to the `}`, as the
+/// body's own locals' frees do, whether or not the body has locals.
+mod loop_items {
+    use memprof::profile;
+    use std::hint::black_box;
+
+    pub struct Record {
+        a: Vec<u8>,
+        b: Vec<u8>,
+    }
+
+    fn records() -> Vec<Record> {
+        (0..4)
+            .map(|_| Record {
+                a: black_box(vec![0; 1000]),
+                b: black_box(vec![0; 500]),
+            })
+            .collect()
+    }
+
+    #[profile]
+    fn consumes(records: Vec<Record>) -> usize {
+        let mut total = 0;
+        for r in records {
+            total += r.a.len() + r.b.len();
+        }
+        total
+    }
+
+    #[profile]
+    fn consumes_with_a_local(records: Vec<Record>) -> usize {
+        let mut total = 0;
+        for r in records {
+            let a = r.a.len();
+            total += a + r.b.len();
+        }
+        total
+    }
+
+    /// (increment, occurrences) of the body's `}` and the `for` row.
+    fn rows(function: &str) -> [(i64, u64); 2] {
+        let report = memprof::report();
+        let f = report.function(function).unwrap();
+        // The last `}` but the function's own.
+        let brace = f.lines[..f.lines.len() - 1]
+            .iter()
+            .rfind(|l| l.contents.trim() == "}")
+            .unwrap();
+        let for_row = f.line_containing("for r in records").unwrap();
+        [
+            (brace.increment.unwrap(), brace.occurrences),
+            (for_row.increment.unwrap(), for_row.occurrences),
+        ]
+    }
+
+    #[test]
+    fn a_loop_item_is_freed_at_the_body_s_closing_brace() {
+        let outer = 4 * size_of::<Record>() as i64;
+        assert_eq!(consumes(records()), 6000);
+        assert_eq!(rows("consumes"), [(-6000, 4), (-6000 - outer, 1)]);
+        assert_eq!(consumes_with_a_local(records()), 6000);
+        assert_eq!(
+            rows("consumes_with_a_local"),
+            [(-6000, 4), (-6000 - outer, 1)]
+        );
+    }
+}

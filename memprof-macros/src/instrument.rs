@@ -39,6 +39,12 @@ pub(crate) struct Instrumenter {
     /// its moved by-value arguments (see `ownership`), which go to its
     /// closing brace's row as its own locals' do.
     pub(crate) args_drop_after: bool,
+    /// The next block instrumented is a `for` loop's body, whose pattern
+    /// was replaced by this name: the body binds the pattern first (see
+    /// `visit_expr_for_loop_mut`).
+    loop_item: Option<(syn::Pat, Ident)>,
+    /// The pattern of a `for` loop whose body needed no probe, to put back.
+    unused_loop_item: Option<syn::Pat>,
 }
 
 fn stmt_line(stmt: &Stmt) -> u32 {
@@ -140,6 +146,8 @@ impl Instrumenter {
             body_first: NO_CELL,
             body_on_frame: false,
             args_drop_after: false,
+            loop_item: None,
+            unused_loop_item: None,
         }
     }
 
@@ -163,9 +171,12 @@ impl Instrumenter {
     pub(crate) fn instrument_block(&mut self, block: &mut Block) {
         let on_frame = std::mem::take(&mut self.body_on_frame);
         let args_drop_after = std::mem::take(&mut self.args_drop_after);
+        let loop_item = self.loop_item.take();
         let stmts = std::mem::take(&mut block.stmts);
         let has_tail = matches!(stmts.last(), Some(Stmt::Expr(_, None)));
-        let binds_locals = args_drop_after || stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
+        let binds_locals = args_drop_after
+            || loop_item.is_some()
+            || stmts.iter().any(|s| matches!(s, Stmt::Local(_)));
 
         let tail_from = cfg_tail_start(&stmts);
         let mut groups: Vec<Group> = Vec::new();
@@ -210,6 +221,7 @@ impl Instrumenter {
             && groups.iter().all(|g| g.line != close_line);
         if !scope_end && groups.iter().all(|g| !g.probed) {
             block.stmts = groups.into_iter().flat_map(|g| g.stmts).collect();
+            self.unused_loop_item = loop_item.map(|(pat, _)| pat);
             return;
         }
         let end_cell = if scope_end {
@@ -259,6 +271,7 @@ impl Instrumenter {
                 let cfgs: Vec<_> = match group.stmts.as_slice() {
                     [Stmt::Local(l)] => cfg_attrs(&l.attrs),
                     [Stmt::Macro(m)] => cfg_attrs(&m.attrs),
+                    [Stmt::Expr(e, _)] => cfg_attrs(expr_attrs(e)),
                     _ => Vec::new(),
                 };
                 if i == 0 && !self.async_cursors && cfgs.is_empty() {
@@ -309,7 +322,32 @@ impl Instrumenter {
         } else {
             out.insert(0, parse_quote!(let #cursor = #frame.cursor(#first);));
         }
-        block.stmts = out;
+        if let Some((pat, item)) = loop_item {
+            // `{ cursor; let PAT = item; { body } }`: the body's statements
+            // step the cursor made before the pattern's bindings, so that
+            // what they free at the end of each iteration goes to the
+            // body's `}` as its locals' frees do. The body keeps its braces
+            // and is our block's last expression, whose braces are ours
+            // (this crate's edition): its locals and its tail's temporaries
+            // drop by its own edition, then the bindings, as unprofiled.
+            let cursor = out.remove(0);
+            let body = syn::ExprBlock {
+                attrs: Vec::new(),
+                label: None,
+                block: Block {
+                    brace_token: block.brace_token,
+                    stmts: out,
+                },
+            };
+            block.brace_token = Default::default();
+            block.stmts = vec![
+                cursor,
+                parse_quote!(let #pat = #item;),
+                Stmt::Expr(Expr::Block(body), None),
+            ];
+        } else {
+            block.stmts = out;
+        }
     }
 }
 
@@ -388,6 +426,52 @@ fn cell_literal(cell: u32) -> Expr {
     })
 }
 
+/// An expression's outer attributes (a statement's `#[cfg]`).
+fn expr_attrs(expr: &Expr) -> &[syn::Attribute] {
+    match expr {
+        Expr::Array(e) => &e.attrs,
+        Expr::Assign(e) => &e.attrs,
+        Expr::Async(e) => &e.attrs,
+        Expr::Await(e) => &e.attrs,
+        Expr::Binary(e) => &e.attrs,
+        Expr::Block(e) => &e.attrs,
+        Expr::Break(e) => &e.attrs,
+        Expr::Call(e) => &e.attrs,
+        Expr::Cast(e) => &e.attrs,
+        Expr::Closure(e) => &e.attrs,
+        Expr::Const(e) => &e.attrs,
+        Expr::Continue(e) => &e.attrs,
+        Expr::Field(e) => &e.attrs,
+        Expr::ForLoop(e) => &e.attrs,
+        Expr::Group(e) => &e.attrs,
+        Expr::If(e) => &e.attrs,
+        Expr::Index(e) => &e.attrs,
+        Expr::Infer(e) => &e.attrs,
+        Expr::Let(e) => &e.attrs,
+        Expr::Lit(e) => &e.attrs,
+        Expr::Loop(e) => &e.attrs,
+        Expr::Macro(e) => &e.attrs,
+        Expr::Match(e) => &e.attrs,
+        Expr::MethodCall(e) => &e.attrs,
+        Expr::Paren(e) => &e.attrs,
+        Expr::Path(e) => &e.attrs,
+        Expr::Range(e) => &e.attrs,
+        Expr::RawAddr(e) => &e.attrs,
+        Expr::Reference(e) => &e.attrs,
+        Expr::Repeat(e) => &e.attrs,
+        Expr::Return(e) => &e.attrs,
+        Expr::Struct(e) => &e.attrs,
+        Expr::Try(e) => &e.attrs,
+        Expr::TryBlock(e) => &e.attrs,
+        Expr::Tuple(e) => &e.attrs,
+        Expr::Unary(e) => &e.attrs,
+        Expr::Unsafe(e) => &e.attrs,
+        Expr::While(e) => &e.attrs,
+        Expr::Yield(e) => &e.attrs,
+        _ => &[],
+    }
+}
+
 fn cfg_attrs(attrs: &[syn::Attribute]) -> Vec<syn::Attribute> {
     attrs
         .iter()
@@ -410,6 +494,20 @@ impl VisitMut for Instrumenter {
     fn visit_type_mut(&mut self, _: &mut Type) {}
     fn visit_pat_mut(&mut self, _: &mut syn::Pat) {}
     fn visit_generic_argument_mut(&mut self, _: &mut syn::GenericArgument) {}
+
+    /// The pattern of a `for` loop is bound in its body, so that what its
+    /// bindings free at the end of an iteration goes to the body's `}`
+    /// (see `instrument_block`).
+    fn visit_expr_for_loop_mut(&mut self, for_loop: &mut syn::ExprForLoop) {
+        self.visit_expr_mut(&mut for_loop.expr);
+        let item = local("__memprof_item");
+        let pat = std::mem::replace(&mut *for_loop.pat, parse_quote!(#item));
+        self.loop_item = Some((pat, item));
+        self.instrument_block(&mut for_loop.body);
+        if let Some(pat) = self.unused_loop_item.take() {
+            *for_loop.pat = pat;
+        }
+    }
 
     fn visit_expr_repeat_mut(&mut self, repeat: &mut syn::ExprRepeat) {
         // The length is a const context.

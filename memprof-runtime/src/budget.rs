@@ -37,7 +37,15 @@ impl Budget {
             let mut what = Vec::new();
             if let Some((peak, limit)) = self.peak {
                 what.push(format!("peak {} > limit {}", b(peak), b(limit)));
-                mark(&mut report, limit, "peak", |l| l.peak.map(|p| p as i64));
+                // The rows where the heap rose past the limit above the
+                // call's start: a row's peak is its rise above its own
+                // start, which may be above or below the call's.
+                let fn_row = report.lines.iter().find(|l| l.increment.is_some());
+                let call_start = fn_row.and_then(|l| Some(l.mem_usage? - l.increment?));
+                mark(&mut report, limit, "peak", |l| {
+                    let from = l.mem_usage? - l.increment? - call_start?;
+                    Some((from, from + l.peak? as i64))
+                });
             }
             if let Some((retained, limit)) = self.retained {
                 what.push(format!(
@@ -45,7 +53,7 @@ impl Budget {
                     b(retained),
                     b(limit)
                 ));
-                mark(&mut report, limit, "increment", |l| l.increment);
+                mark(&mut report, limit, "increment", |l| Some((0, l.increment?)));
             }
             format!(
                 "memory limit exceeded in {} ({}:{}): {}\n\n{}{}",
@@ -60,34 +68,35 @@ impl Budget {
     }
 }
 
-/// Marks the statement rows whose `figure` alone exceeds `limit`, or else
-/// the one with the largest figure: the lines to look at first. (Which bytes
-/// a call retains is not known line by line, so an increment marked here may
-/// have been freed again further down.)
+/// Marks the statement rows that rose past `limit`, or else the one that
+/// rose highest: the lines to look at first. `span` gives a row's figure as
+/// where it started and where it rose to; a row that started past the limit
+/// did not cross it. (Which bytes a call retains is not known line by line,
+/// so an increment marked here may have been freed again further down.)
 fn mark(
     report: &mut FunctionReport,
     limit: u64,
     name: &str,
-    figure: impl Fn(&LineReport) -> Option<i64>,
+    span: impl Fn(&LineReport) -> Option<(i64, i64)>,
 ) {
     let mark = format!("   <-- {name} over the limit");
     let mark = mark.as_str();
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let fn_row = report.lines.iter().position(|l| l.increment.is_some());
-    let statements = || {
-        report
-            .lines
-            .iter()
-            .enumerate()
-            .filter(|(i, l)| Some(*i) != fn_row && figure(l).is_some_and(|v| v > 0))
+    let rises = || {
+        report.lines.iter().enumerate().filter_map(|(i, l)| {
+            let (from, to) = span(l)?;
+            (Some(i) != fn_row && to > from).then_some((i, from, to))
+        })
     };
-    let over: Vec<usize> = statements()
-        .filter(|(_, l)| figure(l).is_some_and(|v| v as u64 > limit))
-        .map(|(i, _)| i)
+    let over: Vec<usize> = rises()
+        .filter(|&(_, from, to)| from <= limit && to > limit)
+        .map(|(i, _, _)| i)
         .collect();
     let chosen = if over.is_empty() {
-        statements()
-            .max_by_key(|(_, l)| figure(l))
-            .map(|(i, _)| i)
+        rises()
+            .max_by_key(|&(_, _, to)| to)
+            .map(|(i, _, _)| i)
             .into_iter()
             .collect()
     } else {

@@ -7,12 +7,11 @@
 //! highest point reached while it was open, however deeply its inner regions
 //! reset the thread's `peak`.
 //!
-//! A region's peak is also at least the peak of every region nested in it
-//! that closed through this module or a call's exit (see [`nest_open`]): in
-//! process scope, a rise of the heap inside a statement counts for the call
-//! even when other threads freed as much before it started, and in either
-//! scope a call that freed older memory before a temporary still shows the
-//! temporary.
+//! A region's peak is the highest the count rose above *its own* start,
+//! and nothing else: a call that frees older memory before a temporary
+//! shows the rise above its start, which may be less than a row inside it
+//! that started lower (that row's Peak is the rise above its own start).
+//! The `fn` row of a call is what `measure` gives for the same call.
 //!
 //! Figures are read in *context* terms: a thread's real counters shifted by
 //! `adjust_*`. Outside async code the shift is zero. While an async task is
@@ -21,54 +20,6 @@
 //! count across `.await`.
 
 use crate::alloc::{self, THREAD, ThreadCounters};
-use std::cell::Cell;
-
-thread_local! {
-    /// Per scope, the highest peak of the regions closed inside the
-    /// innermost open region of that scope that takes part (see
-    /// [`nest_open`]). Swapped per poll for an async task (see
-    /// `calls::task`).
-    static NESTED_PEAK: [Cell<u64>; 2] = const { [Cell::new(0), Cell::new(0)] };
-}
-
-/// Opens a level of `scope`'s nested-peak carry: returns the enclosing
-/// level's value, to hand back to [`nest_close`].
-#[inline]
-pub(crate) fn nest_open(scope: Scope) -> u64 {
-    NESTED_PEAK
-        .try_with(|c| c[scope as usize].replace(0))
-        .unwrap_or(0)
-}
-
-/// Closes the level [`nest_open`] opened: `peak` raised to the peak of every
-/// region that closed inside it, which the enclosing level then sees too.
-/// A thread-scope peak also counts for the process-scope region around it
-/// (a rise of one thread is one of the process); a process-scope peak,
-/// which other threads may have made, does not count for a thread-scope
-/// region around it.
-#[inline]
-pub(crate) fn nest_close(scope: Scope, saved: u64, peak: u64) -> u64 {
-    NESTED_PEAK
-        .try_with(|c| {
-            let own = &c[scope as usize];
-            let peak = peak.max(own.get());
-            own.set(saved.max(peak));
-            if scope == Scope::Thread {
-                let process = &c[Scope::Process as usize];
-                process.set(process.get().max(peak));
-            }
-            peak
-        })
-        .unwrap_or(peak)
-}
-
-/// Swaps the calling context's nested-peak carries for `value` (async
-/// polls).
-pub(crate) fn swap_nested_peak(value: [u64; 2]) -> [u64; 2] {
-    NESTED_PEAK
-        .try_with(|c| [c[0].replace(value[0]), c[1].replace(value[1])])
-        .unwrap_or([0, 0])
-}
 
 /// Whose allocations a measurement counts: `memprof::measure_in`'s
 /// argument, and what `scope = ".."` of `#[profile]`, `memit!` and
@@ -106,7 +57,7 @@ pub(crate) struct Region {
     /// The count when the region opened.
     pub(crate) start: i64,
     /// Thread scope: the enclosing region's watermark when this one opened.
-    /// Process scope: the enclosing level's nested peak (see [`nest_open`]).
+    /// Process scope: unused (the process-wide watch keeps its own).
     pub(crate) saved: i64,
     /// The context's allocation count when the region opened: allocations
     /// are the calling thread's (or task's) in either scope.
@@ -134,11 +85,10 @@ impl Region {
 
     #[cold]
     fn open_process() -> Region {
-        let saved = nest_open(Scope::Process) as i64;
         let watch = alloc::watch_begin();
         Region {
             start: alloc::process_net(),
-            saved,
+            saved: 0,
             start_allocs: context_counts().0,
             watch: Some(watch),
         }
@@ -154,7 +104,6 @@ impl Region {
                 let end = alloc::process_net();
                 let mut stats = stats(self.start, end, alloc::watch_end(watch));
                 stats.allocations = context_counts().0.wrapping_sub(self.start_allocs);
-                stats.peak = nest_close(Scope::Process, self.saved as u64, stats.peak);
                 stats
             }
         }

@@ -369,18 +369,6 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
                 Some(line.gpu_driver_usage.unwrap_or(0).max(usage.max(0) as u64));
         }
     }
-    // A call's peak is at least each of its statements' (see `Frame::exit`,
-    // which does the same for a call's own rows): so is the highest over
-    // calls, also for calls that recorded into the aggregate.
-    let highest = lines.iter().filter_map(|l| l.peak).max();
-    if let Some(fn_row) = meta
-        .cell_rows
-        .first()
-        .and_then(|&r| lines.get_mut(r as usize))
-        && let Some(peak) = &mut fn_row.peak
-    {
-        *peak = highest.unwrap_or(*peak);
-    }
     let sampled = lines.iter().any(|l| l.gpu_usage.is_some());
     let driven = lines.iter().any(|l| l.gpu_driver_usage.is_some());
     FunctionReport {

@@ -131,8 +131,6 @@ pub(crate) struct Entry {
     gpu_start: Option<crate::gpu::GpuMark>,
     /// The driver's view at the call's entry, while counting.
     driver_start: Option<i64>,
-    /// Thread scope: the enclosing level's nested peak (`region::nest_open`).
-    nested: u64,
     /// The thread was unwinding already when the call began (a call made by
     /// a destructor), so unwinding at its end is no panic of its own.
     unwinding_at_entry: bool,
@@ -397,11 +395,6 @@ impl Frame {
         };
         self.row(0).opened();
         let unwinding_at_entry = std::thread::panicking();
-        let nested = match meta.scope {
-            Scope::Thread => crate::region::nest_open(Scope::Thread),
-            // `Region` keeps its own level.
-            Scope::Process => 0,
-        };
         let region = match (meta.scope, self.counters()) {
             (Scope::Thread, Some(t)) => {
                 let (start, saved) = open_in(t);
@@ -424,7 +417,6 @@ impl Frame {
             region,
             gpu_start,
             driver_start,
-            nested,
             unwinding_at_entry,
         }));
     }
@@ -442,7 +434,7 @@ impl Frame {
         };
         let process_at_entry = get(&self.head.base) + entry.region.start;
         let thread_scope = entry.region.watch.is_none();
-        let mut stats = match (&entry.region.watch, self.counters()) {
+        let stats = match (&entry.region.watch, self.counters()) {
             (None, Some(t)) => close_in(
                 t,
                 entry.region.start,
@@ -452,16 +444,6 @@ impl Frame {
             _ => entry.region.close(),
         };
         let own = self.state().own.take();
-        if let Some(cells) = &own {
-            // At least the peak of each statement of the call: a statement's
-            // rise can exceed the call's when the call freed older memory
-            // before it.
-            let statements = cells.iter().skip(1).map(|c| c.read().peak);
-            stats.peak = statements.fold(stats.peak, u64::max);
-        }
-        if thread_scope {
-            stats.peak = crate::region::nest_close(Scope::Thread, entry.nested, stats.peak);
-        }
         let others_kept = if thread_scope && own.is_some() {
             alloc::process_net() - process_at_entry - stats.increment
         } else {

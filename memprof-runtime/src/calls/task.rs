@@ -2,7 +2,7 @@
 //! thread runs it.
 
 use crate::alloc::THREAD;
-use crate::region::{swap_nested_peak, with_thread};
+use crate::region::with_thread;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
@@ -15,8 +15,6 @@ struct TaskCounters {
     allocs: u64,
     deallocs: u64,
     watermark: i64,
-    /// The task's nested-peak carries (see `region::nest_open`).
-    nested: [u64; 2],
 }
 
 /// What a poll replaced in the thread's context, restored when it ends.
@@ -27,19 +25,16 @@ struct PollScope {
     adjust_deallocs: u64,
     outer_watermark: i64,
     outer_hi: i64,
-    outer_nested: [u64; 2],
 }
 
 fn poll_enter(task: &TaskCounters) -> PollScope {
-    let outer_nested = swap_nested_peak(task.nested);
-    let outer = with_thread(|t| {
+    with_thread(|t| {
         let outer = PollScope {
             adjust_net: t.adjust_net.get(),
             adjust_allocs: t.adjust_allocs.get(),
             adjust_deallocs: t.adjust_deallocs.get(),
             outer_watermark: (t.peak.get() + t.adjust_net.get()).max(t.carry.get()),
             outer_hi: t.hi.get().max(t.peak.get()),
-            outer_nested: [0, 0],
         };
         t.adjust_net.set(task.net - t.net());
         t.adjust_allocs
@@ -50,15 +45,10 @@ fn poll_enter(task: &TaskCounters) -> PollScope {
         t.hi.set(t.net());
         t.carry.set(task.watermark);
         outer
-    });
-    PollScope {
-        outer_nested,
-        ..outer
-    }
+    })
 }
 
 fn poll_exit(task: &mut TaskCounters, outer: PollScope) {
-    task.nested = swap_nested_peak(outer.outer_nested);
     let _ = THREAD.try_with(|t| {
         task.net = t.net() + t.adjust_net.get();
         task.allocs = t.allocs.get().wrapping_add(t.adjust_allocs.get());
@@ -95,7 +85,6 @@ impl<F> Instrumented<F> {
                 allocs: 0,
                 deallocs: 0,
                 watermark: i64::MIN,
-                nested: [0, 0],
             },
         }
     }

@@ -17,6 +17,8 @@ impl D {
     pub fn get(&self) -> usize {
         self.0.len()
     }
+
+    pub fn touch(&self) {}
 }
 
 impl Drop for D {
@@ -149,6 +151,16 @@ twins! {
         pub fn by_ref_self(&self, _a: D) -> usize {
             let _l = D("local");
             D("temp").get() + self.d.get()
+        }
+
+        pub fn loops(items: Vec<D>) {
+            for _item in items {
+                let _l = D("body local");
+                D("body temp").touch()
+            }
+            for (_x, _) in [(D("x"), D("x_")), (D("y"), D("y_"))] {
+                let _l = D("body local");
+            }
         }
 
         pub fn panics(_a: D, _b: D) -> usize {
@@ -291,6 +303,11 @@ same_drops!(
     by_ref_self,
     |p| shapes().0.by_ref_self(D("a")),
     shapes().1.by_ref_self(D("a"))
+);
+same_drops!(
+    loops,
+    |p| plain::Shapes::loops(vec![D("item 1"), D("item 2")]),
+    profiled::Shapes::loops(vec![D("item 1"), D("item 2")])
 );
 same_drops!(
     panics,
