@@ -29,6 +29,13 @@ pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
     let _lock = Lock::exclusive(&file)?;
     let mut earlier = String::new();
     (&file).read_to_string(&mut earlier)?;
+    // A second write of this process (a call made after the report at
+    // exit) replaces its first: its report goes with what the earlier
+    // processes had written then, not with its own first report.
+    let earlier = {
+        let mut first = EARLIER.lock().unwrap_or_else(|e| e.into_inner());
+        first.get_or_insert(earlier).clone()
+    };
     let run = run_id();
     let merged = match Report::from_json_of_run(&earlier, &run) {
         Some(mut earlier) => {
@@ -43,6 +50,9 @@ pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
     (&file).write_all(text.as_bytes())?;
     (&file).flush()
 }
+
+/// What the file held when this process first wrote it.
+static EARLIER: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 /// An exclusive `flock` on a file, released when dropped.
 struct Lock<'f>(&'f File);

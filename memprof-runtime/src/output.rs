@@ -204,12 +204,16 @@ fn print_exit_tables() {
     }
     for meta in registered() {
         let (rows, calls) = meta.totals();
-        let wanted = match config.report {
-            ReportMode::Exit => calls > 0,
-            _ => calls > AUTO_CALL_TABLES,
-        };
+        // A call the process exited from has no table of its own.
+        let running = meta.running_at_thread_end();
+        let wanted = running > 0
+            || match config.report {
+                ReportMode::Exit => calls > 0,
+                _ => calls > AUTO_CALL_TABLES,
+            };
         if wanted {
-            let function = function_report(meta, &rows, calls);
+            let mut function = function_report(meta, &rows, calls);
+            function.running = running;
             text.push_str(&crate::render::table(&function, true, &config.render));
             text.push_str(&freed_more_note(meta, &function, &config.render));
             text.push('\n');
@@ -221,8 +225,12 @@ fn print_exit_tables() {
             return;
         }
         // The heavy lines at a glance, after the tables they come from: every
-        // function that ran, those printed per call included.
-        text.push_str(&crate::render::summary(&report().summary(), &config.render));
+        // function that ran, those printed per call included (none when the
+        // process exited from inside its only calls).
+        let summary = report().summary();
+        if !summary.functions.is_empty() {
+            text.push_str(&crate::render::summary(&summary, &config.render));
+        }
         emit(&text);
     }
 }
@@ -259,8 +267,38 @@ extern "C" fn json_at_fini() {
     // Only where profiled calls registered the exit hook, as before.
     if EXITING.load(Relaxed) {
         // A panic must not unwind out of an `extern "C" fn`.
-        let _ = std::panic::catch_unwind(|| untracked(write_json));
+        let _ = std::panic::catch_unwind(|| {
+            untracked(write_json);
+            crate::calls::reported_at_exit(&registered());
+        });
     }
+}
+
+/// A profiled call ended after `MEMPROF_JSON` was written at exit (from a
+/// finalizer that ran after memprof's): the report is written again, with
+/// it.
+pub(crate) fn call_ended_after_report() {
+    if JSON_AFTER_EXIT_HANDLERS && crate::calls::reported() {
+        untracked(write_json);
+    }
+}
+
+// NOTE: the standard library makes stdout's buffer (1 KiB) at the first
+// `io::stdout()` and frees it as `main` returns. Made by memprof's first
+// table, inside its own bookkeeping, the buffer's free would count as the
+// program's, and the heap would read below zero for the calls after `main`
+// (an `atexit` handler, a thread-local's destructor). So it is made before
+// `main`, and counted as the program's, as the runtime's other allocations
+// before `main` are.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static STDOUT_BEFORE_MAIN: extern "C" fn() = stdout_before_main;
+
+#[cfg(target_os = "linux")]
+extern "C" fn stdout_before_main() {
+    // A panic must not unwind out of an `extern "C" fn`.
+    let _ = std::panic::catch_unwind(std::io::stdout);
 }
 
 /// `MEMPROF_JSON`: the aggregated report, written at exit, with those of

@@ -471,4 +471,5 @@ fn finish(frame: &Frame, mark: &CallMark, holds: bool) {
     if let Some((table, nth)) = exit.table {
         crate::output::call_finished(meta, table.cells(), nth, &exit.facts);
     }
+    crate::output::call_ended_after_report();
 }

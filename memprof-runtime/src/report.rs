@@ -293,15 +293,17 @@ pub(crate) fn call_report(meta: &FnMeta, cells: &[LineCell]) -> FunctionReport {
 /// a call running on this thread, if any, with its rows so far.
 fn report_of(meta: &'static FnMeta) -> FunctionReport {
     let (mut rows, calls) = meta.totals();
-    let running = match crate::calls::open_here(meta) {
-        None => 0,
-        Some(own) => {
-            for (sum, row) in rows.iter_mut().zip(own.iter().flatten()) {
-                sum.add(row);
+    let ended = meta.running_at_thread_end();
+    let running = ended
+        + match crate::calls::open_here(meta) {
+            None => 0,
+            Some(own) => {
+                for (sum, row) in rows.iter_mut().zip(own.iter().flatten()) {
+                    sum.add(row);
+                }
+                1
             }
-            1
-        }
-    };
+        };
     let mut function = function_report(meta, &rows, calls);
     function.running = running;
     function

@@ -288,7 +288,8 @@ impl Frame {
             && meta.scope == Scope::Thread
             && !get(&self.state().gpu)
             && !get(&self.state().slow)
-            && !crate::timeline::recording();
+            && !crate::timeline::recording()
+            && !super::reported();
         if alike {
             meta.head.fast.store(true, Relaxed);
         }

@@ -42,6 +42,10 @@ pub struct FnMeta {
     pub(crate) tables: AtomicU64,
     /// Outermost calls made by threads that have ended.
     pub(crate) retired_calls: AtomicU64,
+    /// Calls still running when their thread ended: the process exited
+    /// from inside them (`std::process::exit` runs the calling thread's
+    /// destructors). Their rows so far are in `retired`.
+    pub(crate) retired_running: AtomicU64,
     /// Some call with a table of its own saw other threads or tasks change
     /// the process's heap while it ran, by 1 KiB or more.
     others_moved: AtomicBool,
@@ -89,6 +93,7 @@ impl FnMeta {
             gpu: true,
             tables: AtomicU64::new(0),
             retired_calls: AtomicU64::new(0),
+            retired_running: AtomicU64::new(0),
             others_moved: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
         }
@@ -173,6 +178,12 @@ impl FnMeta {
         (rows, calls)
     }
 
+    /// Calls that were still running when their thread ended (see
+    /// `retired_running`).
+    pub(crate) fn running_at_thread_end(&self) -> u64 {
+        self.retired_running.load(Relaxed)
+    }
+
     /// Clears every figure and call count (`memprof::reset`). Live threads'
     /// aggregates are left to their owners (see `generation`), so that only
     /// a cell's owner ever writes it.
@@ -180,6 +191,7 @@ impl FnMeta {
         let _threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         self.retired.iter().for_each(LineCell::clear);
         self.retired_calls.store(0, Relaxed);
+        self.retired_running.store(0, Relaxed);
         self.others_moved.store(false, Relaxed);
         self.tables.store(0, Relaxed);
         // Tables are to be handed out again: calls take the runtime's entry.
@@ -249,6 +261,25 @@ static SWITCH: AtomicU8 = AtomicU8::new(SWITCH_UNREAD);
 #[inline(always)]
 pub fn is_off() -> bool {
     crate::kernel::thread::load_relaxed(&SWITCH) == SWITCH_OFF
+}
+
+/// Set once the process's last report is written (`MEMPROF_JSON` at exit):
+/// a call after it (a finalizer that runs later) takes the runtime's way
+/// in and out, which then writes the report again.
+static REPORTED: AtomicBool = AtomicBool::new(false);
+
+/// The process's last report is written: every later call goes through the
+/// runtime (see [`REPORTED`]), withdrawing each function's fast entry.
+pub(crate) fn reported_at_exit(metas: &[&'static FnMeta]) {
+    REPORTED.store(true, Relaxed);
+    for meta in metas {
+        meta.head.fast.store(false, Relaxed);
+    }
+}
+
+/// Whether the process's last report was written already.
+pub(crate) fn reported() -> bool {
+    REPORTED.load(Relaxed)
 }
 
 /// Reads the switch on a call's entry.

@@ -260,4 +260,19 @@ fn retire(thread_fn: *const ThreadFn) {
     }
     meta.retired_calls
         .fetch_add(owned.calls.load(Relaxed), Relaxed);
+    if owned.depth.get() > 0 {
+        // A call is still open as its thread ends: the process is exiting
+        // from inside it. Its rows so far count, as `report()` would show
+        // them while it ran (see `open_here`).
+        let target = owned.target.get();
+        if !target.is_null() && !std::ptr::eq(target, owned.cells().as_ptr()) {
+            // SAFETY: the outermost open call's own rows, one per cell; the
+            // call's frame is still there, as exiting does not unwind.
+            let rows = unsafe { std::slice::from_raw_parts(target, meta.cell_count()) };
+            for (sum, cell) in meta.retired.iter().zip(rows) {
+                sum.absorb(&cell.read());
+            }
+        }
+        meta.retired_running.fetch_add(1, Relaxed);
+    }
 }
