@@ -2,10 +2,18 @@
 //!
 //! `cargo test` runs each test binary and each doctest as a process of its
 //! own, one after another, and every one of them writes `MEMPROF_JSON` at
-//! exit. Each process locks the file, reads what the processes before it in
-//! the same run wrote, adds its own report to it and writes the sum back, so
-//! that `MEMPROF_JSON=base.json cargo test` gathers the whole run. A file left
-//! by an earlier run is replaced.
+//! exit. Each process locks the file's directory, reads what the processes
+//! before it in the same run wrote, adds its own report to it and writes the
+//! sum back, so that `MEMPROF_JSON=base.json cargo test` gathers the whole
+//! run. A file left by an earlier run is replaced.
+//!
+//! The report is written to a new file in the same directory and renamed
+//! over the old one: a process killed while writing leaves the old report
+//! whole (and a `.NAME.PID.tmp` beside it), never half of a new one. A path
+//! that is a symbolic link is refused with a warning, never written
+//! through, so that a link planted in a shared directory (`/tmp`) cannot
+//! point the report at another file; a dangling link's target is not
+//! created either.
 //!
 //! A run is known by the nearest `cargo` process above this one (its pid and
 //! start time, so that a reused pid is another run). Without one, as for a
@@ -14,21 +22,32 @@
 
 use crate::report::Report;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Writes `report` to `path`, added to what earlier processes of this run
 /// wrote there.
 pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    let _lock = Lock::exclusive(&file)?;
+    refuse_link(path)?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let directory = File::open(dir)?;
+    let _lock = Lock::exclusive(&directory)?;
     let mut earlier = String::new();
-    (&file).read_to_string(&mut earlier)?;
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(mut file) => {
+            file.read_to_string(&mut earlier)?;
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+        Err(err) => return Err(refused_if_link(err)),
+    }
     // A second write of this process (a call made after the report at
     // exit) replaces its first: its report goes with what the earlier
     // processes had written then, not with its own first report.
@@ -45,16 +64,58 @@ pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
         None => report.clone(),
     };
     let text = merged.to_json_of_run(&run);
-    file.set_len(0)?;
-    (&file).rewind()?;
-    (&file).write_all(text.as_bytes())?;
-    (&file).flush()
+    replace(path, dir, text.as_bytes())
+}
+
+/// Writes `bytes` to a new file in `dir` and renames it over `path`.
+fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .unwrap_or(path.as_os_str())
+        .to_string_lossy();
+    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        // `create_new`: never through a link planted at the temporary name.
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)?;
+        file.write_all(bytes)?;
+        file.flush()?;
+        // A rename replaces a link planted meanwhile, not its target.
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
+/// An error if `path` is a symbolic link.
+fn refuse_link(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(link_refused()),
+        _ => Ok(()),
+    }
+}
+
+fn link_refused() -> io::Error {
+    io::Error::other("it is a symbolic link, which memprof does not write through")
+}
+
+/// `O_NOFOLLOW`'s error for a link, said plainly.
+pub(crate) fn refused_if_link(err: io::Error) -> io::Error {
+    match err.raw_os_error() {
+        Some(libc::ELOOP) => link_refused(),
+        _ => err,
+    }
 }
 
 /// What the file held when this process first wrote it.
 static EARLIER: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
-/// An exclusive `flock` on a file, released when dropped.
+/// An exclusive `flock` on a file (the report's directory), released when
+/// dropped.
 struct Lock<'f>(&'f File);
 
 impl<'f> Lock<'f> {

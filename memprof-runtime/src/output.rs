@@ -369,11 +369,25 @@ fn to_stdout(text: &str) -> std::io::Result<()> {
 static OUTPUT_FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
     std::sync::OnceLock::new();
 
+/// Creates (or empties) the `MEMPROF_OUTPUT` file; refuses a path that is
+/// a symbolic link, which a link planted in a shared directory could point
+/// at any file the program may write.
+fn create_output(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(crate::json_file::refused_if_link)
+}
+
 /// The `MEMPROF_OUTPUT` file, created at the first write; `None`, after one
 /// warning, if it cannot be.
 fn output_file(path: &std::path::Path) -> Option<&'static std::sync::Mutex<std::fs::File>> {
     OUTPUT_FILE
-        .get_or_init(|| match std::fs::File::create(path) {
+        .get_or_init(|| match create_output(path) {
             Ok(file) => Some(std::sync::Mutex::new(file)),
             Err(err) => {
                 crate::stdio::warning!(

@@ -172,7 +172,7 @@ pub fn peak(samples: &[Sample]) -> Option<Sample> {
 fn parse_line(profile: &mut Profile, line: &str) -> Option<()> {
     let (prefix, rest) = line.split_once(' ').unwrap_or((line, ""));
     match prefix {
-        "CMDLINE" => profile.cmdline = Some(rest.to_string()),
+        "CMDLINE" => profile.cmdline = Some(crate::printable::printable(rest.to_string())),
         "MEM" => profile.mem.push(sample(rest)?),
         "HEAP" => profile.heap.push(sample(rest)?),
         "GPU" => profile.gpu.push(sample(rest)?),
@@ -209,10 +209,17 @@ fn sample(rest: &str) -> Option<Sample> {
     fields.next().is_none().then_some(Sample { time, mib })
 }
 
+/// A function's name, [`printable`](crate::printable) as every output shows
+/// it.
+fn function_name(field: Option<&str>) -> Option<String> {
+    let name = field.filter(|n| !n.is_empty())?;
+    Some(crate::printable::printable(name.to_owned()))
+}
+
 /// `<name> <mem_start> <t_start> <mem_end> <t_end> [<depth>]`.
 fn call(rest: &str) -> Option<Call> {
     let mut fields = rest.split(' ');
-    let name = fields.next().filter(|n| !n.is_empty())?.to_string();
+    let name = function_name(fields.next())?;
     let start_mib = memory(fields.next())?;
     let start_time = number(fields.next())?;
     let end_mib = memory(fields.next())?;
@@ -241,7 +248,7 @@ fn call(rest: &str) -> Option<Call> {
 /// `<name> <calls> <seconds>`.
 fn short_calls(rest: &str) -> Option<ShortCalls> {
     let mut fields = rest.split(' ');
-    let name = fields.next().filter(|n| !n.is_empty())?.to_string();
+    let name = function_name(fields.next())?;
     let calls = fields.next()?.parse().ok()?;
     let seconds = number(fields.next())?;
     fields.next().is_none().then_some(ShortCalls {
@@ -254,7 +261,7 @@ fn short_calls(rest: &str) -> Option<ShortCalls> {
 /// `<name> <depth> <calls> <seconds>`.
 fn call_totals(rest: &str) -> Option<CallTotals> {
     let mut fields = rest.split(' ');
-    let name = fields.next().filter(|n| !n.is_empty())?.to_string();
+    let name = function_name(fields.next())?;
     let depth = fields.next()?.parse().ok()?;
     let calls = fields.next()?.parse().ok()?;
     let covered = number(fields.next())?;

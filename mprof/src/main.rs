@@ -13,6 +13,7 @@ mod files;
 mod gpu;
 mod html;
 mod plot;
+mod printable;
 mod procfs;
 mod run;
 mod summary;

@@ -339,3 +339,73 @@ fn a_function_that_grew_through_its_callee_only_says_so() {
         "{out}"
     );
 }
+
+/// Names, files and lines that try to break out: newlines, backticks,
+/// pipes, tags, links and images, terminal escapes.
+const HOSTILE: [&str; 4] = [
+    "x\n\n![p](https://host/p.png) <img src=x onerror=alert(1)> [click](https://host)\n\n| a | b |\n|---|---|",
+    "a`b``c ](https://host) <script>alert(1)</script> \\| |",
+    "evil\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{202e}",
+    "</code></summary><a href=\"https://host\">x</a>\n```\n",
+];
+
+fn hostile_reports(dir: &std::path::Path) {
+    let function = |name: &str, kept: i64| {
+        let mut f = simple(name, 1, kept, 100);
+        f["file"] = serde_json::Value::from(format!("src/{name}.rs"));
+        f["lines"][2]["contents"] = serde_json::Value::from(format!("    let v = {name};"));
+        f
+    };
+    let with_kept = |kept| HOSTILE.iter().map(|n| function(n, kept)).collect();
+    write(dir, "base.json", with_kept(100));
+    write(dir, "head.json", with_kept(200));
+}
+
+#[test]
+fn hostile_names_stay_inert_in_markdown() {
+    use pulldown_cmark::{Event, Options, Parser, Tag};
+    let dir = scratch("diff-rule-hostile-markdown");
+    hostile_reports(&dir);
+    let args = ["base.json", "head.json", "--format", "markdown", "--lines"];
+    let (out, err, _) = diff(&dir, &args);
+    assert_eq!(err, "");
+    let mut tables = 0;
+    for event in Parser::new_ext(&out, Options::ENABLE_TABLES) {
+        match event {
+            Event::Start(Tag::Table(_)) => tables += 1,
+            Event::Start(Tag::Image { .. } | Tag::Link { .. }) => {
+                panic!("an image or a link from the input:\n{out}")
+            }
+            // Only the report's own folding tags.
+            Event::Html(html) | Event::InlineHtml(html) => {
+                let html = html.trim();
+                let name = html
+                    .strip_prefix("<details><summary><code>")
+                    .and_then(|h| h.strip_suffix("</code>: lines</summary>"));
+                let ours = name.is_some_and(|n| !n.contains(['<', '>'])) || html == "</details>";
+                assert!(ours, "raw HTML from the input: {html:?} in\n{out}");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(tables, 1, "{out}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out}");
+}
+
+#[test]
+fn text_reports_show_control_characters_escaped() {
+    let dir = scratch("diff-rule-hostile-text");
+    hostile_reports(&dir);
+    let (out, err, _) = diff(&dir, &["base.json", "head.json", "--lines"]);
+    assert_eq!(err, "");
+    for c in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
+        assert!(!out.contains(c), "{c:?} in\n{out}");
+    }
+    assert!(
+        out.contains("Function: evil\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\r\\u{202e}"),
+        "{out}"
+    );
+    // Every name is on one line of its own header.
+    assert_eq!(out.matches("Function: ").count(), HOSTILE.len(), "{out}");
+    assert!(out.contains("Function: x\\n\\n![p]"), "{out}");
+}

@@ -14,10 +14,15 @@ pub struct RunReport {
     pub functions: Vec<FunctionRun>,
 }
 
-/// One profiled function of a run.
+/// One profiled function of a run. Its texts are read [`printable`]
+/// (control characters escaped), as every output shows them.
+///
+/// [`printable`]: crate::printable
 #[derive(Debug, Deserialize)]
 pub struct FunctionRun {
+    #[serde(deserialize_with = "crate::printable::deserialize")]
     pub name: String,
+    #[serde(deserialize_with = "crate::printable::deserialize")]
     pub file: String,
     pub calls: u64,
     pub lines: Vec<LineRun>,
@@ -39,6 +44,7 @@ pub struct LineRun {
     /// How many times the row's statements ran, over the calls.
     #[serde(default)]
     pub occurrences: u64,
+    #[serde(deserialize_with = "crate::printable::deserialize")]
     pub contents: String,
 }
 

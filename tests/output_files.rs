@@ -1,0 +1,145 @@
+//! memprof's output files are safe in shared directories: a symbolic link
+//! at `MEMPROF_JSON` or `MEMPROF_OUTPUT` is refused with a warning, never
+//! written through (its target, or a dangling link's, stays as it was), and
+//! `MEMPROF_JSON` is written to a new file and renamed over the old one, so
+//! that a process killed while writing it leaves the old report whole.
+
+#[path = "support/child.rs"]
+mod child;
+
+use child::{child_command, is_child, scratch_dir};
+use memprof::profile;
+use std::hint::black_box;
+use std::os::unix::fs::symlink;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+
+#[profile]
+fn keeps(bytes: usize) -> usize {
+    let kept = black_box(vec![1u8; bytes]);
+    kept.len()
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_profiled() {
+    if is_child() {
+        assert_eq!(keeps(4096), 4096);
+    }
+}
+
+/// Runs the child with `env`, `limit` bytes of file size at most if set;
+/// returns whether it succeeded and its stderr.
+fn run(env: &[(&str, &Path)], limit: Option<u64>) -> (bool, String) {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = child_command(&exe, "child_profiled", &[("MEMPROF_REPORT", "exit")]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(limit) = limit {
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let rlimit = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit);
+                Ok(())
+            });
+        }
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_link_at_memprof_json_is_not_written_through() {
+    let dir = scratch_dir("json-link");
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "the user's file\n").unwrap();
+    let link = dir.join("report.json");
+    let _ = std::fs::remove_file(&link);
+    symlink(&victim, &link).unwrap();
+    let (passed, err) = run(&[("MEMPROF_JSON", &link)], None);
+    assert!(passed, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "the user's file\n"
+    );
+    assert!(link.symlink_metadata().unwrap().is_symlink());
+    assert!(
+        err.contains(&format!(
+            "memprof: cannot write MEMPROF_JSON={}: it is a symbolic link, which memprof does not write through",
+            link.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_dangling_link_at_memprof_json_does_not_create_its_target() {
+    let dir = scratch_dir("json-dangling");
+    let target = dir.join("created.txt");
+    let _ = std::fs::remove_file(&target);
+    let link = dir.join("report.json");
+    let _ = std::fs::remove_file(&link);
+    symlink(&target, &link).unwrap();
+    let (passed, err) = run(&[("MEMPROF_JSON", &link)], None);
+    assert!(passed, "{err}");
+    assert!(!target.exists(), "{err}");
+}
+
+#[test]
+fn a_link_at_memprof_output_is_not_written_through() {
+    let dir = scratch_dir("output-link");
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "the user's file\n").unwrap();
+    let link = dir.join("tables.txt");
+    let _ = std::fs::remove_file(&link);
+    symlink(&victim, &link).unwrap();
+    let (passed, err) = run(&[("MEMPROF_OUTPUT", &link)], None);
+    assert!(passed, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "the user's file\n"
+    );
+    // The tables went to stderr instead, after one warning.
+    assert!(
+        err.contains(&format!(
+            "memprof: cannot open MEMPROF_OUTPUT={}: it is a symbolic link, which memprof does not write through; writing to stderr instead",
+            link.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("Function: output_files::keeps"), "{err}");
+}
+
+#[test]
+fn a_process_killed_while_writing_memprof_json_leaves_the_old_report() {
+    let dir = scratch_dir("json-killed");
+    let report = dir.join("report.json");
+    // A report of an earlier run, which this one replaces when it is done.
+    let earlier = r#"{"schema":1,"functions":[],"run":"process:1:1"}"#;
+    std::fs::write(&report, earlier).unwrap();
+    // The new report is larger than 100 bytes: writing it past the limit
+    // kills the child (SIGXFSZ) half-way.
+    let (passed, err) = run(&[("MEMPROF_JSON", &report)], Some(100));
+    assert!(!passed, "the child was to be killed while writing: {err}");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), earlier);
+    // Written whole when it is not killed.
+    let (passed, err) = run(&[("MEMPROF_JSON", &report)], None);
+    assert!(passed, "{err}");
+    let text = std::fs::read_to_string(&report).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let names: Vec<&str> = value["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["output_files::keeps"]);
+}
