@@ -80,7 +80,9 @@ Figures are per call, so that runs with different call counts compare: Peak is
 the highest of any one call, Kept/call the bytes a call leaves allocated (the
 `fn` row's increment over the calls; with --lines, each line's increment over
 the calls). GPU peak shows where a run counted device allocations. --fail-over
-checks the functions of both runs; new and removed ones are listed, not checked.
+checks the functions of both runs, and a new one's figures as grown from nothing
+(past any percentage, once over --min); removed ones are listed, not checked.
+Functions past --fail-over come first, then the largest changes, shrinks too.
 A function renamed between the runs (a dependency's new version changes trait
 paths in names) is matched by its file and `fn` line, and shown with both names.
 A function whose figures are the same in both runs (never called in either,

@@ -55,7 +55,15 @@ fn grown_shrunk_new_and_removed_functions() {
     assert_eq!((err.as_str(), code), ("", Some(0)));
     assert_eq!(
         out,
-        r#"Filename: src/app.rs   Function: app::grows   Status: grew
+        r#"Filename: src/app.rs   Function: app::shrinks   Status: shrank
+
+ Figure         Base      Head     Change   Change %
+====================================================
+ Calls             1         1          0       0.0%
+ Peak        4.0 KiB   2.0 KiB   -2.0 KiB     -50.0%
+ Kept/call   4.0 KiB   1.0 KiB   -3.0 KiB     -75.0%
+
+Filename: src/app.rs   Function: app::grows   Status: grew
 
  Figure        Base      Head    Change   Change %
 ==================================================
@@ -63,29 +71,21 @@ fn grown_shrunk_new_and_removed_functions() {
  Peak        1000 B   2.0 KiB   +1000 B    +100.0%
  Kept/call   1000 B   1.5 KiB    +500 B     +50.0%
 
-Filename: src/app.rs   Function: app::added   Status: new
-
- Figure      Base    Head   Change   Change %
-=============================================
- Calls                  1       +1        n/a
- Peak               100 B   +100 B        n/a
- Kept/call          100 B   +100 B        n/a
-
 Filename: src/app.rs   Function: app::dropped   Status: removed
 
  Figure       Base   Head   Change   Change %
 =============================================
- Calls           2              -2    -100.0%
- Peak        300 B          -300 B    -100.0%
- Kept/call   300 B          -300 B    -100.0%
+ Calls           2
+ Peak        300 B
+ Kept/call   300 B
 
-Filename: src/app.rs   Function: app::shrinks   Status: shrank
+Filename: src/app.rs   Function: app::added   Status: new
 
- Figure         Base      Head     Change   Change %
-====================================================
- Calls             1         1          0       0.0%
- Peak        4.0 KiB   2.0 KiB   -2.0 KiB     -50.0%
- Kept/call   4.0 KiB   1.0 KiB   -3.0 KiB     -75.0%
+ Figure      Base    Head   Change   Change %
+=============================================
+ Calls                  1
+ Peak               100 B
+ Kept/call          100 B
 "#
     );
 }
@@ -205,15 +205,17 @@ fn markdown_puts_regressions_first() {
         r#"| Function | Status | Calls | Peak | Peak change | Kept/call | Kept/call change |
 | :-- | :-- | --: | --: | --: | --: | --: |
 | `app::grows` | **past --fail-over** | 1 | 1000 B → 2.0 KiB | +1000 B (+100.0%) | 1000 B → 1.5 KiB | +500 B (+50.0%) |
-| `app::added` | new | none → 1 | none → 100 B |  | none → 100 B |  |
-| `app::dropped` | removed | 2 → none | 300 B → none |  | 300 B → none |  |
+| `app::added` | **past --fail-over** | none → 1 | none → 100 B |  | none → 100 B |  |
 | `app::shrinks` | shrank | 1 | 4.0 KiB → 2.0 KiB | -2.0 KiB (-50.0%) | 4.0 KiB → 1.0 KiB | -3.0 KiB (-75.0%) |
+| `app::dropped` | removed | 2 → none | 300 B → none |  | 300 B → none |  |
 "#
     );
     assert_eq!(
         err,
         r#"mprof: app::grows: peak grew from 1000 B to 2.0 KiB (+1000 B, +100.0%), past --fail-over 10%
 mprof: app::grows: kept/call grew from 1000 B to 1.5 KiB (+500 B, +50.0%), past --fail-over 10%
+mprof: app::added: new, peak 100 B, past --fail-over 10%
+mprof: app::added: new, kept/call 100 B, past --fail-over 10%
 "#
     );
 }
@@ -258,21 +260,21 @@ fn the_recorded_pair() {
     assert_eq!((err.as_str(), code), ("", Some(0)));
     assert_eq!(
         out,
-        r#"Filename: examples/diff_demo.rs   Function: diff_demo::fill_cache   Status: grew
-
- Figure          Base        Head       Change   Change %
-=========================================================
- Calls              3           3            0       0.0%
- Peak        64.1 KiB   320.1 KiB   +256.0 KiB    +399.4%
- Kept/call   64.0 KiB   320.1 KiB   +256.0 KiB    +399.9%
-
-Filename: examples/diff_demo.rs   Function: diff_demo::parse_records   Status: shrank
+        r#"Filename: examples/diff_demo.rs   Function: diff_demo::parse_records   Status: shrank
 
  Figure         Base        Head     Change   Change %
 ======================================================
  Calls             1           1          0       0.0%
  Peak        1.5 MiB   390.6 KiB   -1.1 MiB     -75.0%
  Kept/call       0 B         0 B        0 B       0.0%
+
+Filename: examples/diff_demo.rs   Function: diff_demo::fill_cache   Status: grew
+
+ Figure          Base        Head       Change   Change %
+=========================================================
+ Calls              3           3            0       0.0%
+ Peak        64.1 KiB   320.1 KiB   +256.0 KiB    +399.4%
+ Kept/call   64.0 KiB   320.1 KiB   +256.0 KiB    +399.9%
 
 1 function unchanged, not shown (--all shows it)
 "#
@@ -289,7 +291,15 @@ fn all_shows_the_unchanged_functions_too() {
     assert_eq!((err.as_str(), code), ("", Some(0)));
     assert_eq!(
         out,
-        r#"Filename: examples/diff_demo.rs   Function: diff_demo::fill_cache   Status: grew
+        r#"Filename: examples/diff_demo.rs   Function: diff_demo::parse_records   Status: shrank
+
+ Figure         Base        Head     Change   Change %
+======================================================
+ Calls             1           1          0       0.0%
+ Peak        1.5 MiB   390.6 KiB   -1.1 MiB     -75.0%
+ Kept/call       0 B         0 B        0 B       0.0%
+
+Filename: examples/diff_demo.rs   Function: diff_demo::fill_cache   Status: grew
 
  Figure          Base        Head       Change   Change %
 =========================================================
@@ -304,14 +314,6 @@ Filename: examples/diff_demo.rs   Function: diff_demo::load_config   Status: sam
  Calls             1         1        0       0.0%
  Peak        2.9 KiB   2.9 KiB      0 B       0.0%
  Kept/call   2.9 KiB   2.9 KiB      0 B       0.0%
-
-Filename: examples/diff_demo.rs   Function: diff_demo::parse_records   Status: shrank
-
- Figure         Base        Head     Change   Change %
-======================================================
- Calls             1           1          0       0.0%
- Peak        1.5 MiB   390.6 KiB   -1.1 MiB     -75.0%
- Kept/call       0 B         0 B        0 B       0.0%
 "#
     );
 }
@@ -394,25 +396,10 @@ fn the_recorded_pair_as_markdown_with_lines() {
         out,
         r#"| Function | Status | Calls | Peak | Peak change | Kept/call | Kept/call change |
 | :-- | :-- | --: | --: | --: | --: | --: |
-| `diff_demo::fill_cache` | grew | 3 | 64.1 KiB → 320.1 KiB | +256.0 KiB (+399.4%) | 64.0 KiB → 320.1 KiB | +256.0 KiB (+399.9%) |
 | `diff_demo::parse_records` | shrank | 1 | 1.5 MiB → 390.6 KiB | -1.1 MiB (-75.0%) | 0 B → 0 B | 0 B (0.0%) |
+| `diff_demo::fill_cache` | grew | 3 | 64.1 KiB → 320.1 KiB | +256.0 KiB (+399.4%) | 64.0 KiB → 320.1 KiB | +256.0 KiB (+399.9%) |
 
 1 function unchanged, not shown (--all shows it)
-
-<details><summary><code>diff_demo::fill_cache</code>: lines</summary>
-
-```text
- Base #   Head #   Base incr.   Head incr.   Incr. change   Base peak   Head peak   Peak change   Diff   Line Contents
-======================================================================================================================
-     19       19     64.0 KiB    320.1 KiB     +256.0 KiB    64.1 KiB   320.1 KiB    +256.0 KiB          fn fill_cache(cache: &mut Vec<Vec<u8>>, head: bool) {
-     20       20     64.0 KiB     64.0 KiB            0 B    64.0 KiB    64.0 KiB           0 B              let entry = vec![7u8; 64 * 1024];
-     21       21         32 B         64 B          +32 B        96 B        96 B           0 B              cache.push(entry);
-     22       22          0 B    256.0 KiB     +256.0 KiB         0 B   256.0 KiB    +256.0 KiB              if head {
-     24       24                 256.0 KiB     +256.0 KiB               256.0 KiB    +256.0 KiB                  cache.push(vec![8u8; 256 * 1024]);
-     26       26          0 B          0 B            0 B         0 B         0 B           0 B          }
-```
-
-</details>
 
 <details><summary><code>diff_demo::parse_records</code>: lines</summary>
 
@@ -425,6 +412,21 @@ fn the_recorded_pair_as_markdown_with_lines() {
      32       32          0 B          0 B            0 B         0 B         0 B           0 B              records.extend(0..100_000);
      33       33          0 B          0 B            0 B         0 B         0 B           0 B              records.iter().filter(|r| **r % 3 == 0).count()
      34       34     -1.5 MiB   -390.6 KiB       +1.1 MiB         0 B         0 B           0 B          }
+```
+
+</details>
+
+<details><summary><code>diff_demo::fill_cache</code>: lines</summary>
+
+```text
+ Base #   Head #   Base incr.   Head incr.   Incr. change   Base peak   Head peak   Peak change   Diff   Line Contents
+======================================================================================================================
+     19       19     64.0 KiB    320.1 KiB     +256.0 KiB    64.1 KiB   320.1 KiB    +256.0 KiB          fn fill_cache(cache: &mut Vec<Vec<u8>>, head: bool) {
+     20       20     64.0 KiB     64.0 KiB            0 B    64.0 KiB    64.0 KiB           0 B              let entry = vec![7u8; 64 * 1024];
+     21       21         32 B         64 B          +32 B        96 B        96 B           0 B              cache.push(entry);
+     22       22          0 B    256.0 KiB     +256.0 KiB         0 B   256.0 KiB    +256.0 KiB              if head {
+     24       24                 256.0 KiB     +256.0 KiB               256.0 KiB    +256.0 KiB                  cache.push(vec![8u8; 256 * 1024]);
+     26       26          0 B          0 B            0 B         0 B         0 B           0 B          }
 ```
 
 </details>

@@ -409,3 +409,70 @@ fn text_reports_show_control_characters_escaped() {
     assert_eq!(out.matches("Function: ").count(), HOSTILE.len(), "{out}");
     assert!(out.contains("Function: x\\n\\n![p]"), "{out}");
 }
+
+#[test]
+fn a_new_function_is_judged_as_grown_from_nothing() {
+    let dir = scratch("diff-rule-new-function");
+    write(&dir, "base.json", vec![simple("app::kept", 1, 100, 100)]);
+    write(
+        &dir,
+        "head.json",
+        vec![
+            simple("app::kept", 1, 100, 100),
+            simple("app::analyse", 1, 0, 284 << 20),
+        ],
+    );
+    let (_, err, code) = diff(&dir, &["base.json", "head.json", "--fail-over", "1MiB"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        "mprof: app::analyse: new, peak 284.0 MiB, past --fail-over 1.0 MiB\n"
+    );
+    // Under --min, it passes.
+    let args = [
+        "base.json",
+        "head.json",
+        "--fail-over",
+        "10%",
+        "--min",
+        "300MiB",
+    ];
+    let (_, _, code) = diff(&dir, &args);
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn a_removed_function_shows_no_change_and_the_largest_change_comes_first() {
+    let dir = scratch("diff-rule-removed");
+    write(
+        &dir,
+        "base.json",
+        vec![
+            simple("app::consumes", 1, -(197 << 20), 1 << 20),
+            simple("app::analyse", 1, 100, 100 << 20),
+            simple("app::small", 1, 100, 100),
+        ],
+    );
+    write(
+        &dir,
+        "head.json",
+        vec![
+            simple("app::analyse", 1, 100, 8 << 20),
+            simple("app::small", 1, 200, 200),
+        ],
+    );
+    let (out, _, _) = diff(&dir, &["base.json", "head.json"]);
+    let order: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split("Function: ").nth(1))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "app::consumes   Status: removed",
+            "app::analyse   Status: shrank",
+            "app::small   Status: grew"
+        ]
+    );
+    assert!(out.contains(" Kept/call   -197.0 MiB\n"), "{out}");
+}

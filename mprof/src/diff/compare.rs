@@ -1,6 +1,8 @@
 //! Comparing two runs function by function: each function's figures, their
-//! changes, the order functions are shown in, and which changes are past
-//! `--fail-over`.
+//! changes, the order functions are shown in (past `--fail-over` first,
+//! then by the size of the change, shrinks as growth, a new or removed
+//! function by its own size), and which changes are past `--fail-over` (a
+//! new function's figures grew from nothing).
 //!
 //! Figures are per call, so that runs with different call counts compare:
 //! a function's peak is already the highest of any one call, and its kept
@@ -133,6 +135,16 @@ impl FunctionDiff<'_> {
         self.byte_changes().map(|c| c.growth()).max().unwrap_or(0)
     }
 
+    /// The size of the largest change of a byte figure, growth or shrink;
+    /// a missing side counts as 0, so that a new or removed function's is
+    /// its own size.
+    pub fn size_of_change(&self) -> u64 {
+        self.byte_changes()
+            .map(|c| c.delta().unsigned_abs())
+            .max()
+            .unwrap_or(0)
+    }
+
     fn byte_changes(&self) -> impl Iterator<Item = &Change> {
         self.changes.iter().filter(|c| c.figure.is_bytes())
     }
@@ -195,7 +207,7 @@ pub fn to_i64(n: u64) -> i64 {
 }
 
 /// Every function of either run, compared: those past `threshold` first,
-/// then by largest growth, then by name.
+/// then by the size of the change, then by name.
 pub fn compare<'a>(
     base: &'a RunReport,
     head: &'a RunReport,
@@ -242,10 +254,20 @@ pub fn compare<'a>(
                     head: hf.and_then(|f| f[i]),
                 })
                 .collect();
+            // A new function's figures grew from nothing.
+            let from_nothing = |c: &Change| Change {
+                base: c.base.or(Some(0)),
+                ..*c
+            };
             let over = match (presence, threshold) {
                 (Presence::Both, Some(threshold)) => changes
                     .iter()
                     .filter(|c| c.figure.is_bytes() && threshold.is_past(c))
+                    .copied()
+                    .collect(),
+                (Presence::New, Some(threshold)) => changes
+                    .iter()
+                    .filter(|c| c.figure.is_bytes() && threshold.is_past(&from_nothing(c)))
                     .copied()
                     .collect(),
                 _ => Vec::new(),
@@ -267,7 +289,7 @@ pub fn compare<'a>(
         })
         .collect();
     super::callees::attribute(&mut diffs);
-    diffs.sort_by_key(|d| (d.over.is_empty(), Reverse(d.growth())));
+    diffs.sort_by_key(|d| (d.over.is_empty(), Reverse(d.size_of_change())));
     diffs
 }
 

@@ -74,6 +74,15 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
     for diff in &diffs {
         for change in &diff.over {
             past = true;
+            if change.base.is_none() {
+                eprintln!(
+                    "mprof: {}: new, {} {}, past --fail-over {threshold}",
+                    diff.name,
+                    change.figure.name().to_lowercase(),
+                    format::side(change, change.head),
+                );
+                continue;
+            }
             eprintln!(
                 "mprof: {}: {} grew from {} to {} ({}, {}), past --fail-over {threshold}",
                 diff.name,

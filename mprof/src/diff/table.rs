@@ -60,8 +60,16 @@ fn function(diff: &FunctionDiff, lines: bool) -> String {
             c.figure.name().to_owned(),
             side(c, c.base),
             side(c, c.head),
-            delta(c),
-            percent(c),
+            // A function in one run only has no change to show: its
+            // status says new or removed.
+            match c.base.is_some() && c.head.is_some() {
+                true => delta(c),
+                false => String::new(),
+            },
+            match c.base.is_some() && c.head.is_some() {
+                true => percent(c),
+                false => String::new(),
+            },
         ]
     });
     out.push_str(&aligned(
