@@ -226,6 +226,9 @@ pub fn compare<'a>(
             .any(|f| f.fn_row().is_some_and(|r| r.allocations.is_some()))
     };
     let allocations = has_allocations(base) || has_allocations(head);
+    // A base where nothing ran (`--allow-empty-base`: the change that adds
+    // memprof) makes every function new, and none of them a regression.
+    let judge_new = base.functions.iter().any(|f| f.calls > 0);
     let pairs = pair_functions(base, head);
     let mut diffs: Vec<FunctionDiff<'a>> = pairs
         .into_iter()
@@ -265,7 +268,7 @@ pub fn compare<'a>(
                     .filter(|c| c.figure.is_bytes() && threshold.is_past(c))
                     .copied()
                     .collect(),
-                (Presence::New, Some(threshold)) => changes
+                (Presence::New, Some(threshold)) if judge_new => changes
                     .iter()
                     .filter(|c| c.figure.is_bytes() && threshold.is_past(&from_nothing(c)))
                     .copied()
