@@ -65,7 +65,7 @@ pub use calls::AUTO_CALL_TABLES;
 pub use measure::Measurement;
 pub use region::Scope;
 pub use report::{FunctionReport, LineReport, Report, report, reset};
-pub use summary::{FunctionSummary, Summary, TopLine};
+pub use summary::{FunctionSummary, Summary, TopLine, line_calls};
 
 /// Runs `f` and measures the heap it used on the calling thread (or async
 /// task), without printing anything. Documented at `memprof::measure`.

@@ -268,7 +268,14 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
                 l.occurrences.to_string(),
                 l.line.to_string(),
                 l.function.clone(),
-                truncate(&l.contents.replace('\t', "    "), CONTENTS_WIDTH),
+                match &l.calls {
+                    // Its bytes are in the callee's lines too.
+                    Some(callee) => format!(
+                        "{}   [calls {callee}]",
+                        truncate(&l.contents.replace('\t', "    "), CONTENTS_WIDTH)
+                    ),
+                    None => truncate(&l.contents.replace('\t', "    "), CONTENTS_WIDTH),
+                },
             ]
         });
         out.push_str(&simple_table(

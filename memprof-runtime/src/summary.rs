@@ -59,6 +59,33 @@ pub struct TopLine {
     pub occurrences: u64,
     /// The source text, trimmed.
     pub contents: String,
+    /// The profiled function this line calls, if any (see [`line_calls`]):
+    /// its bytes are counted again in that function's own lines, so the
+    /// two are not to be added.
+    pub calls: Option<String>,
+}
+
+/// Whether the line `text` calls the function `path`: its own name (the
+/// last segment of the path), not part of a longer identifier, followed by
+/// `(` or `::<`. Read from the source text, so a method of another type
+/// with the same name counts too.
+///
+/// ```
+/// use memprof_runtime::line_calls;
+/// assert!(line_calls("let v = parse(&text);", "app::parse"));
+/// assert!(line_calls("let v = self.parse::<u8>(x)?;", "app::Parser::parse"));
+/// assert!(!line_calls("let v = reparse(&text);", "app::parse"));
+/// assert!(!line_calls("let parse = 1;", "app::parse"));
+/// ```
+pub fn line_calls(text: &str, path: &str) -> bool {
+    let name = path.rsplit("::").next().unwrap_or(path);
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    !name.is_empty()
+        && text.match_indices(name).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = &text[at + name.len()..];
+            !before.is_some_and(ident) && (after.starts_with('(') || after.starts_with("::<"))
+        })
 }
 
 impl Report {
@@ -106,13 +133,15 @@ impl Report {
             lines
                 .into_iter()
                 .take(TOP_LINES)
-                .map(|(f, row)| top_line(f, row))
+                .map(|(f, row)| top_line(f, row, &functions))
                 .collect()
         };
+        let top_increment = top(|row| row.increment.unwrap_or(0));
+        let top_peak = top(|row| i64::try_from(row.peak.unwrap_or(0)).unwrap_or(i64::MAX));
         Summary {
             functions,
-            top_increment: top(|row| row.increment.unwrap_or(0)),
-            top_peak: top(|row| i64::try_from(row.peak.unwrap_or(0)).unwrap_or(i64::MAX)),
+            top_increment,
+            top_peak,
         }
     }
 }
@@ -146,7 +175,11 @@ fn statement_rows(function: &FunctionReport) -> impl Iterator<Item = &LineReport
         .skip(1)
 }
 
-fn top_line(function: &FunctionReport, row: &LineReport) -> TopLine {
+fn top_line(function: &FunctionReport, row: &LineReport, ran: &[FunctionSummary]) -> TopLine {
+    let calls = ran
+        .iter()
+        .find(|f| f.name != function.name && line_calls(&row.contents, &f.name))
+        .map(|f| f.name.clone());
     TopLine {
         function: function.name.clone(),
         line: row.line,
@@ -155,5 +188,6 @@ fn top_line(function: &FunctionReport, row: &LineReport) -> TopLine {
         allocations: row.allocations.unwrap_or(0),
         occurrences: row.occurrences,
         contents: row.contents.trim().to_owned(),
+        calls,
     }
 }

@@ -3,18 +3,20 @@
 //! (a caller's figures include its callees'), and one `reserve(16)` once
 //! flagged five functions. A grown function whose every grown line calls
 //! another grown profiled function (its name followed by `(`, in the line's
-//! text) grew only through them; it is marked so, and the callees named.
+//! text: the runtime's `line_calls`, the summary's rule too) grew only
+//! through them; it is marked so, and the callees named.
 
 use super::compare::{FunctionDiff, Presence};
 use super::lines::match_lines;
+use memprof_runtime::line_calls;
 
 /// Sets `callees` on each grown function that grew through its callees
 /// only.
 pub fn attribute(diffs: &mut [FunctionDiff]) {
-    let grown: Vec<(String, String)> = diffs
+    let grown: Vec<String> = diffs
         .iter()
         .filter(|d| d.presence == Presence::Both && d.growth() > 0)
-        .map(|d| (d.name.to_owned(), own_name(d.name).to_owned()))
+        .map(|d| d.name.to_owned())
         .collect();
     for diff in diffs.iter_mut() {
         if diff.presence != Presence::Both || diff.growth() <= 0 {
@@ -25,8 +27,7 @@ pub fn attribute(diffs: &mut [FunctionDiff]) {
         for text in grown_lines(diff) {
             let called: Vec<&String> = grown
                 .iter()
-                .filter(|(name, short)| name != diff.name && calls(&text, short))
-                .map(|(name, _)| name)
+                .filter(|name| *name != diff.name && line_calls(&text, name))
                 .collect();
             if called.is_empty() {
                 own = true;
@@ -65,33 +66,4 @@ fn grown_lines(diff: &FunctionDiff) -> Vec<String> {
             _ => None,
         })
         .collect()
-}
-
-/// A function's own name: the last segment of its path.
-fn own_name(path: &str) -> &str {
-    path.rsplit("::").next().unwrap_or(path)
-}
-
-/// Whether `text` calls a function named `name`: the name, not part of a
-/// longer identifier, followed by `(` (or `::<`).
-fn calls(text: &str, name: &str) -> bool {
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
-    text.match_indices(name).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = &text[at + name.len()..];
-        !before.is_some_and(ident) && (after.starts_with('(') || after.starts_with("::<"))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::calls;
-
-    #[test]
-    fn a_call_is_the_name_then_a_parenthesis() {
-        assert!(calls("let v = parse(&text);", "parse"));
-        assert!(calls("let v = self.parse::<u8>(x)?;", "parse"));
-        assert!(!calls("let v = reparse(&text);", "parse"));
-        assert!(!calls("let parse = 1;", "parse"));
-    }
 }
