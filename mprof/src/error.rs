@@ -25,8 +25,8 @@ pub enum Error {
     OutputFormat(PathBuf),
     /// The plotting library failed.
     Plot(String),
-    /// A report given to `mprof diff` that it cannot compare: missing, not
-    /// JSON, not memprof's, or of another schema version.
+    /// A report given to `mprof diff` or `mprof html` that it cannot read:
+    /// missing, not JSON, not memprof's, or of another schema version.
     Report { path: PathBuf, problem: String },
 }
 
@@ -87,7 +87,7 @@ impl fmt::Display for Error {
             ),
             Error::Plot(message) => write!(f, "cannot draw the plot: {message}"),
             Error::Report { path, problem } => {
-                write!(f, "cannot compare {}: {problem}", path.display())
+                write!(f, "cannot read {}: {problem}", path.display())
             }
         }
     }

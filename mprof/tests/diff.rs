@@ -509,7 +509,7 @@ fn refused(name: &str, contents: Option<&str>) -> String {
 fn a_missing_file_is_refused() {
     assert_eq!(
         refused("diff-missing", None),
-        "mprof: cannot compare bad.json: no such file or directory\n"
+        "mprof: cannot read bad.json: no such file or directory\n"
     );
 }
 
@@ -517,7 +517,7 @@ fn a_missing_file_is_refused() {
 fn a_file_that_is_not_json_is_refused() {
     assert_eq!(
         refused("diff-not-json", Some("Filename: x.rs\n")),
-        "mprof: cannot compare bad.json: not JSON (expected value at line 1 column 1)\n"
+        "mprof: cannot read bad.json: not JSON (expected value at line 1 column 1)\n"
     );
 }
 
@@ -525,7 +525,7 @@ fn a_file_that_is_not_json_is_refused() {
 fn json_that_is_not_a_memprof_report_is_refused() {
     assert_eq!(
         refused("diff-not-memprof", Some(r#"{"name": "x"}"#)),
-        r#"mprof: cannot compare bad.json: not a memprof report (no `functions` list; write one with MEMPROF_JSON=FILE)
+        r#"mprof: cannot read bad.json: not a memprof report (no `functions` list; write one with MEMPROF_JSON=FILE)
 "#
     );
     assert_eq!(
@@ -533,7 +533,7 @@ fn json_that_is_not_a_memprof_report_is_refused() {
             "diff-wrong-fields",
             Some(r#"{"schema": 1, "functions": [{"name": 3}]}"#)
         ),
-        "mprof: cannot compare bad.json: not a memprof report (invalid type: integer `3`, expected a string)\n"
+        "mprof: cannot read bad.json: not a memprof report (invalid type: integer `3`, expected a string at line 1 column 38)\n"
     );
 }
 
@@ -541,7 +541,7 @@ fn json_that_is_not_a_memprof_report_is_refused() {
 fn a_report_without_schema_is_refused_as_older() {
     assert_eq!(
         refused("diff-no-schema", Some(r#"{"functions": []}"#)),
-        r#"mprof: cannot compare bad.json: no schema version: written by a memprof older than this mprof (schema 1); record it again with this version of memprof
+        r#"mprof: cannot read bad.json: no schema version: written by a memprof older than this mprof (schema 1); record it again with this version of memprof
 "#
     );
 }
@@ -550,10 +550,10 @@ fn a_report_without_schema_is_refused_as_older() {
 fn other_schema_versions_are_refused() {
     assert_eq!(
         refused("diff-old-schema", Some(r#"{"schema": 0, "functions": []}"#)),
-        "mprof: cannot compare bad.json: schema 0 is older than this mprof reads (1); record it again with this version of memprof\n"
+        "mprof: cannot read bad.json: schema 0 is older than this mprof reads (1); record it again with this version of memprof\n"
     );
     assert_eq!(
         refused("diff-new-schema", Some(r#"{"schema": 2, "functions": []}"#)),
-        "mprof: cannot compare bad.json: schema 2 is newer than this mprof reads (1); update mprof\n"
+        "mprof: cannot read bad.json: schema 2 is newer than this mprof reads (1); update mprof\n"
     );
 }

@@ -121,7 +121,7 @@ fn a_base_with_nothing_that_ran_is_refused_unless_accepted() {
     assert_eq!(out, "");
     assert_eq!(
         err,
-        "mprof: cannot compare base.json: it has no profiled function that ran, so \
+        "mprof: cannot read base.json: it has no profiled function that ran, so \
          nothing can be checked against it (a base from before memprof was added, or a \
          run without profiling); pass --allow-empty-base to accept it\n"
     );

@@ -305,6 +305,13 @@ fn a_report_that_cannot_be_read_is_one_line() {
     assert_one_line_error(&out, "no schema version");
     assert_eq!(out.status.code(), Some(2));
     assert!(!dir.join("old.html").exists());
+    // It says what it could not do with one file, not "compare".
+    std::fs::write(dir.join("bad.json"), "not json").unwrap();
+    let out = mprof(&dir, &["html", "bad.json"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "mprof: cannot read bad.json: not JSON (expected ident at line 1 column 2)\n"
+    );
 }
 
 /// The page of `run_report(calls, 4096, 6144)` with `field` set on the

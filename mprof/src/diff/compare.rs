@@ -11,6 +11,7 @@
 use super::input::{FunctionRun, RunReport};
 use memprof_runtime::units::{SIZE_HELP, parse_size};
 use std::cmp::Reverse;
+use std::collections::{HashMap, HashSet};
 
 /// A figure that `mprof diff` compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,46 +308,61 @@ fn pair_functions<'a>(
     base: &'a RunReport,
     head: &'a RunReport,
 ) -> Vec<(Option<&'a FunctionRun>, Option<&'a FunctionRun>)> {
-    let in_head = |f: &FunctionRun| head.functions.iter().any(|h| h.name == f.name);
-    let in_base = |f: &FunctionRun| base.functions.iter().any(|b| b.name == f.name);
+    // PERF: maps, not scans: a diff of 40,000 functions compares each with
+    // its counterpart, not with every other.
+    let by_name = |run: &'a RunReport| {
+        let mut names: HashMap<&'a str, &'a FunctionRun> = HashMap::new();
+        for f in &run.functions {
+            names.entry(f.name.as_str()).or_insert(f);
+        }
+        names
+    };
+    let (base_names, head_names) = (by_name(base), by_name(head));
     let signature = |f: &FunctionRun| f.fn_row().map(|r| r.contents.trim().to_owned());
     // The function's own name, after the path that `type_name` may change.
     let own = |f: &'a FunctionRun| f.name.rsplit("::").next().unwrap_or_default();
-    let key = |f: &'a FunctionRun| (f.file.as_str(), own(f), signature(f));
-    let removed: Vec<&FunctionRun> = base.functions.iter().filter(|f| !in_head(f)).collect();
-    let added: Vec<&FunctionRun> = head.functions.iter().filter(|f| !in_base(f)).collect();
-    let unique = |list: &[&'a FunctionRun], f: &'a FunctionRun| {
-        let mut same = list
+    type Key<'k> = (&'k str, &'k str, Option<String>);
+    let key = |f: &'a FunctionRun| -> Key<'a> { (f.file.as_str(), own(f), signature(f)) };
+    // Functions found in one run only, by key.
+    let only_in = |run: &'a RunReport, other: &HashMap<&str, &FunctionRun>| {
+        let mut keys: HashMap<Key<'a>, Vec<&'a FunctionRun>> = HashMap::new();
+        for f in run
+            .functions
             .iter()
-            .filter(|o| key(o) == key(f) && key(f).2.is_some());
-        match (same.next(), same.next()) {
-            (Some(only), None) => Some(*only),
+            .filter(|f| !other.contains_key(f.name.as_str()))
+        {
+            keys.entry(key(f)).or_default().push(f);
+        }
+        keys
+    };
+    let removed = only_in(base, &head_names);
+    let added = only_in(head, &base_names);
+    let unique = |list: &HashMap<Key<'a>, Vec<&'a FunctionRun>>, f: &'a FunctionRun| {
+        let key = key(f);
+        match list.get(&key).map(Vec::as_slice) {
+            Some([only]) if key.2.is_some() => Some(*only),
             _ => None,
         }
     };
     let mut pairs = Vec::new();
+    let mut matched: HashSet<*const FunctionRun> = HashSet::new();
     for b in &base.functions {
-        let h = match head.functions.iter().find(|h| h.name == b.name) {
-            Some(h) => Some(h),
+        let h = match head_names.get(b.name.as_str()) {
+            Some(h) => Some(*h),
             None => unique(&added, b)
                 .filter(|h| unique(&removed, h).is_some_and(|r| std::ptr::eq(r, b))),
         };
+        if let Some(h) = h {
+            matched.insert(h);
+        }
         pairs.push((Some(b), h));
     }
     for h in &head.functions {
-        if !pairs
-            .iter()
-            .any(|(_, p)| p.is_some_and(|p| std::ptr::eq(p, h)))
-        {
+        if !matched.contains(&(h as *const FunctionRun)) {
             pairs.push((None, Some(h)));
         }
     }
-    pairs.sort_by(|x, y| {
-        let name = |p: &(Option<&FunctionRun>, Option<&FunctionRun>)| {
-            p.1.or(p.0).map_or(String::new(), |f| f.name.clone())
-        };
-        name(x).cmp(&name(y))
-    });
+    pairs.sort_by_cached_key(|p| p.1.or(p.0).map_or(String::new(), |f| f.name.clone()));
     pairs
 }
 

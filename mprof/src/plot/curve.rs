@@ -11,15 +11,22 @@ impl Scene {
     ) -> DrawResult<DB> {
         for curve in &self.curves {
             let width = if curve.markers { 1 } else { 2 };
-            let points: Vec<(i32, i32)> = curve
+            let pixels: Vec<(i32, i32)> = curve
                 .points
                 .iter()
                 .map(|p| chart.backend_coord(p))
                 .collect();
-            stroke(root, points.clone(), curve.color, curve.stroke, width)?;
+            let (line, spans) = per_column(pixels.iter().copied());
+            stroke(root, line, curve.color, curve.stroke, width)?;
+            for span in spans {
+                stroke(root, span.to_vec(), curve.color, curve.stroke, width)?;
+            }
             if curve.markers {
-                // memory_profiler's "+" at each sample.
-                for &(x, y) in &points {
+                // memory_profiler's "+" at each sample: once per pixel.
+                let mut marked = pixels;
+                marked.sort_unstable();
+                marked.dedup();
+                for &(x, y) in &marked {
                     root.draw(&PathElement::new(vec![(x - 3, y), (x + 4, y)], curve.color))?;
                     root.draw(&PathElement::new(vec![(x, y - 3), (x, y + 4)], curve.color))?;
                 }
@@ -27,6 +34,47 @@ impl Scene {
         }
         Ok(())
     }
+}
+
+/// A curve's pixels as the line through them covers them: the line
+/// through the first and the last point of each column of pixels, and in
+/// each column the span from its topmost to its bottommost point, drawn
+/// apart (a thick line that turns back on itself loses pixels at the turn).
+/// PERF: a line through 2 million samples took minutes to draw in a PNG;
+/// this draws the same pixels in a moment.
+fn per_column(points: impl Iterator<Item = (i32, i32)>) -> (Vec<(i32, i32)>, Vec<[(i32, i32); 2]>) {
+    let mut line: Vec<(i32, i32)> = Vec::new();
+    let mut spans: Vec<[(i32, i32); 2]> = Vec::new();
+    // The current column: x, its first point's y, its top and bottom, and
+    // its last point's y.
+    let mut column: Option<(i32, i32, i32, i32, i32)> = None;
+    let mut flush = |(x, first, top, bottom, last): (i32, i32, i32, i32, i32)| {
+        for p in [(x, first), (x, last)] {
+            if line.last() != Some(&p) {
+                line.push(p);
+            }
+        }
+        if top != bottom {
+            spans.push([(x, top), (x, bottom)]);
+        }
+    };
+    for (x, y) in points {
+        column = match column {
+            Some((cx, first, top, bottom, _)) if cx == x => {
+                Some((x, first, top.min(y), bottom.max(y), y))
+            }
+            done => {
+                if let Some(done) = done {
+                    flush(done);
+                }
+                Some((x, y, y, y, y))
+            }
+        };
+    }
+    if let Some(done) = column {
+        flush(done);
+    }
+    (line, spans)
 }
 
 /// The part of a curve inside the time window, cut where it crosses the
@@ -65,6 +113,14 @@ pub(super) fn clip(points: &[(f64, f64)], (x0, x1): (f64, f64)) -> Vec<(f64, f64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_column_is_its_first_and_last_point_and_its_span() {
+        let points = [(0, 5), (0, 1), (0, 9), (0, 4), (1, 4), (1, 4), (2, 7)];
+        let (line, spans) = per_column(points.into_iter());
+        assert_eq!(line, vec![(0, 5), (0, 4), (1, 4), (2, 7)]);
+        assert_eq!(spans, vec![[(0, 1), (0, 9)]]);
+    }
 
     #[test]
     fn clips_curves_at_the_window() {
