@@ -36,15 +36,18 @@ impl Scene {
     }
 }
 
+/// A column's topmost and bottommost pixel of a curve.
+type Span = [(i32, i32); 2];
+
 /// A curve's pixels as the line through them covers them: the line
 /// through the first and the last point of each column of pixels, and in
 /// each column the span from its topmost to its bottommost point, drawn
 /// apart (a thick line that turns back on itself loses pixels at the turn).
 /// PERF: a line through 2 million samples took minutes to draw in a PNG;
 /// this draws the same pixels in a moment.
-fn per_column(points: impl Iterator<Item = (i32, i32)>) -> (Vec<(i32, i32)>, Vec<[(i32, i32); 2]>) {
+fn per_column(points: impl Iterator<Item = (i32, i32)>) -> (Vec<(i32, i32)>, Vec<Span>) {
     let mut line: Vec<(i32, i32)> = Vec::new();
-    let mut spans: Vec<[(i32, i32); 2]> = Vec::new();
+    let mut spans: Vec<Span> = Vec::new();
     // The current column: x, its first point's y, its top and bottom, and
     // its last point's y.
     let mut column: Option<(i32, i32, i32, i32, i32)> = None;
