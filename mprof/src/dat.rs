@@ -118,7 +118,7 @@ impl Profile {
             };
             eprintln!(
                 "mprof: warning: {}: skipped malformed line {line} ({:?}){others}",
-                path.display(),
+                crate::printable::path(path),
                 shorten(text, 60)
             );
         }

@@ -62,7 +62,7 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "cannot {action} {}: {}",
-                path.display(),
+                crate::printable::path(path),
                 describe(source)
             ),
             Error::Spawn { program, source } => {
@@ -78,16 +78,16 @@ impl fmt::Display for Error {
             Error::NoSamples(path) => write!(
                 f,
                 "{} holds no MEM samples: the file is empty or was cut short",
-                path.display()
+                crate::printable::path(path)
             ),
             Error::OutputFormat(path) => write!(
                 f,
                 "cannot tell the format of {}: the output must end in .png or .svg",
-                path.display()
+                crate::printable::path(path)
             ),
             Error::Plot(message) => write!(f, "cannot draw the plot: {message}"),
             Error::Report { path, problem } => {
-                write!(f, "cannot read {}: {problem}", path.display())
+                write!(f, "cannot read {}: {problem}", crate::printable::path(path))
             }
         }
     }

@@ -3,6 +3,7 @@
 
 use crate::dat::Profile;
 use crate::error::Error;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The recorded files in the current directory, oldest first (their names
@@ -55,8 +56,9 @@ fn libc_now() -> String {
 }
 
 /// Files named by the arguments: paths, or indices into [`recorded`] (0 the
-/// oldest, -1 the newest). No argument means the newest recorded file.
-pub fn resolve(args: &[String]) -> Result<Vec<PathBuf>, Error> {
+/// oldest, -1 the newest). No argument means the newest recorded file. A
+/// path need not be UTF-8, as in every command of mprof.
+pub fn resolve(args: &[OsString]) -> Result<Vec<PathBuf>, Error> {
     let recorded = recorded()?;
     if args.is_empty() {
         return recorded
@@ -71,7 +73,11 @@ pub fn resolve(args: &[String]) -> Result<Vec<PathBuf>, Error> {
         let file = if path.exists() {
             path.to_path_buf()
         } else {
-            let index: isize = arg.parse().map_err(|_| Error::NotFound(arg.clone()))?;
+            let not_found = || Error::NotFound(crate::printable::path(path));
+            let index: isize = arg
+                .to_str()
+                .and_then(|a| a.parse().ok())
+                .ok_or_else(not_found)?;
             let at = if index < 0 {
                 recorded.len().checked_sub(index.unsigned_abs())
             } else {
@@ -79,7 +85,7 @@ pub fn resolve(args: &[String]) -> Result<Vec<PathBuf>, Error> {
             };
             at.and_then(|i| recorded.get(i))
                 .cloned()
-                .ok_or_else(|| Error::NotFound(arg.clone()))?
+                .ok_or_else(not_found)?
         };
         if !files.contains(&file) {
             files.push(file);
@@ -91,7 +97,7 @@ pub fn resolve(args: &[String]) -> Result<Vec<PathBuf>, Error> {
 /// `mprof list`: index, name, and the time its name records.
 pub fn list() -> Result<(), Error> {
     for (index, path) in recorded()?.iter().enumerate() {
-        let name = path.display().to_string();
+        let name = crate::printable::path(path);
         let Some(ts) = stamp(&name) else { continue };
         println!(
             "{index} {name} {}:{}:{} {}/{}/{}",
@@ -111,7 +117,7 @@ pub fn remove(files: &[PathBuf], dry_run: bool) -> Result<(), Error> {
     if dry_run {
         println!("Files to be removed: ");
         for file in files {
-            println!("{}", file.display());
+            println!("{}", crate::printable::path(file));
         }
         return Ok(());
     }
@@ -123,11 +129,11 @@ pub fn remove(files: &[PathBuf], dry_run: bool) -> Result<(), Error> {
 
 /// `mprof peak`: `<file>\t<MiB> MiB` per file, as memory_profiler prints it,
 /// then one indented line per child, and for the heap and GPU series.
-pub fn peak(args: &[String]) -> Result<(), Error> {
+pub fn peak(args: &[OsString]) -> Result<(), Error> {
     for file in resolve(args)? {
         let profile = Profile::read(&file)?;
         let peak = profile.peak().map_or(0.0, |s| s.mib);
-        println!("{}\t{peak:.3} MiB", file.display());
+        println!("{}\t{peak:.3} MiB", crate::printable::path(&file));
         for (pid, samples) in &profile.children {
             if let Some(child) = crate::dat::peak(samples) {
                 println!("  Child {pid}\t\t\t{:.3} MiB", child.mib);

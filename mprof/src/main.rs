@@ -59,12 +59,12 @@ enum Command {
             allow_negative_numbers = true,
             value_name = "FILE|INDEX"
         )]
-        profiles: Vec<String>,
+        profiles: Vec<OsString>,
     },
     /// Print the peak memory of recorded files (the newest by default)
     Peak {
         #[arg(allow_negative_numbers = true, value_name = "FILE|INDEX")]
-        profiles: Vec<String>,
+        profiles: Vec<OsString>,
     },
     /// Compare two runs' MEMPROF_JSON reports function by function, largest growth first;
     /// functions that did not change are left out (--all shows them)
@@ -173,7 +173,7 @@ struct RunArgs {
 struct PlotArgs {
     /// Files or indices to plot, overlaid [default: the newest recorded file]
     #[arg(allow_negative_numbers = true, value_name = "FILE|INDEX")]
-    profiles: Vec<String>,
+    profiles: Vec<OsString>,
     /// The image to write, PNG or SVG by its extension [default: the first file's name with .png]
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -263,7 +263,7 @@ fn execute(command: Command) -> Result<i32, Error> {
                 functions: !args.no_function_ts,
                 window: args.window,
             })?;
-            eprintln!("mprof: wrote {}", output.display());
+            eprintln!("mprof: wrote {}", crate::printable::path(&output));
             Ok(0)
         }
         Command::List => files::list().map(|()| 0),
@@ -283,7 +283,7 @@ fn execute(command: Command) -> Result<i32, Error> {
                 dat: args.dat,
                 output: args.output,
             })?;
-            eprintln!("mprof: wrote {}", output.display());
+            eprintln!("mprof: wrote {}", crate::printable::path(&output));
             Ok(0)
         }
         Command::Diff(args) => diff::diff(&diff::DiffOptions {

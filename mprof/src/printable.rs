@@ -40,6 +40,12 @@ fn acts(c: char) -> bool {
         )
 }
 
+/// A path as mprof prints it: lossy where it is not UTF-8, and
+/// [`printable`].
+pub fn path(path: &std::path::Path) -> String {
+    printable(path.display().to_string())
+}
+
 /// For serde's `deserialize_with`: a string field, made [`printable`] as it
 /// is read.
 pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {

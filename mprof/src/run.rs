@@ -87,7 +87,7 @@ pub fn run(options: RunOptions) -> Result<i32, Error> {
     eprintln!(
         "mprof: sampling memory every {}s into {}",
         options.interval,
-        path.display()
+        crate::printable::path(&path)
     );
 
     let mut recorder = Recorder {
@@ -168,7 +168,7 @@ impl Recorder<'_> {
                 self.write_failed = true;
                 eprintln!(
                     "mprof: warning: cannot write {}: {}; samples are being lost",
-                    self.path.display(),
+                    crate::printable::path(self.path),
                     crate::error::describe(&err)
                 );
             }

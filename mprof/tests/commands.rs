@@ -268,3 +268,51 @@ fn overlaid_files_are_told_apart_in_the_legend() {
         "{texts:?}"
     );
 }
+
+/// One rule for file names in every command: a name need not be UTF-8 (a
+/// Unix path is bytes), and it is printed lossy and with control
+/// characters escaped.
+#[test]
+fn every_command_takes_a_file_name_that_is_not_utf8() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("not-utf8");
+    let dat = OsStr::from_bytes(b"caf\xe9\x1b[2J.dat");
+    std::fs::write(
+        dir.join(dat),
+        "CMDLINE app\nMEM 1.5 1700000000.0\nMEM 2.5 1700000001.0\n",
+    )
+    .unwrap();
+    let json = OsStr::from_bytes(b"r\xe9port.json");
+    let report = serde_json::json!({"schema": 1, "functions": [{
+        "name": "app::f", "file": "src/app.rs", "calls": 1, "gpu": null,
+        "lines": [{"line": 1, "mem_usage": 8, "increment": 8, "peak": 8,
+                   "occurrences": 1, "contents": "fn f() {"}]}]});
+    std::fs::write(dir.join(json), report.to_string()).unwrap();
+    let run = |args: &[&OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_mprof"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[OsStr::new("peak"), dat]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "caf\u{fffd}\\u{1b}[2J.dat\t2.500 MiB\n");
+    let out = run(&[
+        OsStr::new("plot"),
+        dat,
+        OsStr::new("-o"),
+        OsStr::new("p.svg"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&[OsStr::new("diff"), json, json]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&[
+        OsStr::new("html"),
+        json,
+        OsStr::new("-o"),
+        OsStr::new("r.html"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -476,3 +476,19 @@ fn a_removed_function_shows_no_change_and_the_largest_change_comes_first() {
     );
     assert!(out.contains(" Kept/call   -197.0 MiB\n"), "{out}");
 }
+
+#[test]
+fn figures_no_heap_can_hold_are_refused() {
+    let dir = scratch("diff-rule-huge");
+    let mut huge = simple("app::huge", 1, 100, 100);
+    huge["lines"][2]["peak"] = serde_json::Value::from(1u64 << 63);
+    write(&dir, "base.json", vec![simple("app::huge", 1, 100, 100)]);
+    write(&dir, "head.json", vec![huge]);
+    let (out, err, code) = diff(&dir, &["base.json", "head.json"]);
+    assert_eq!((out.as_str(), code), ("", Some(2)));
+    assert_eq!(
+        err,
+        "mprof: cannot read head.json: not a memprof report (app::huge line 12: peak of \
+         9223372036854775808 B, more than any heap can hold)\n"
+    );
+}

@@ -77,7 +77,40 @@ pub fn read(path: &Path) -> Result<RunReport, Error> {
         ));
     }
     check_schema(outline.schema.as_ref()).map_err(fail)?;
-    serde_json::from_str(&text).map_err(|e| fail(format!("not a memprof report ({e})")))
+    let report: RunReport =
+        serde_json::from_str(&text).map_err(|e| fail(format!("not a memprof report ({e})")))?;
+    report.check_sizes().map_err(fail)?;
+    Ok(report)
+}
+
+/// The most bytes a figure can hold: no heap, and no allocation, is larger
+/// than `isize::MAX` bytes.
+const MOST_BYTES: u64 = isize::MAX as u64;
+
+impl RunReport {
+    /// Refuses figures that no heap can hold (a peak of 2^63 bytes printed
+    /// as `8589934592.0 GiB`): the file was edited or damaged.
+    fn check_sizes(&self) -> Result<(), String> {
+        for function in &self.functions {
+            for line in &function.lines {
+                let figures = [
+                    ("peak", line.peak),
+                    ("GPU peak", line.gpu_peak),
+                    ("increment", line.increment.map(i64::unsigned_abs)),
+                ];
+                for (what, value) in figures {
+                    if let Some(value) = value.filter(|v| *v > MOST_BYTES) {
+                        return Err(format!(
+                            "not a memprof report ({} line {}: {what} of {value} B, more than \
+                             any heap can hold)",
+                            function.name, line.line
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What is checked of a report before its fields are read.

@@ -54,7 +54,7 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
                 problem: format!("it {why}; pass --allow-empty-base to accept it"),
             });
         }
-        eprintln!("mprof: {} {why}", options.base.display());
+        eprintln!("mprof: {} {why}", crate::printable::path(&options.base));
     }
     let diffs = compare::compare(&base, &head, options.fail_over);
     let shown: Vec<&compare::FunctionDiff> = diffs

@@ -107,7 +107,7 @@ fn print_summary(profile: &Profile) {
     if !functions.is_empty() {
         eprint!(
             "{}",
-            summary::render(&profile.path.display().to_string(), &functions)
+            summary::render(&crate::printable::path(&profile.path), &functions)
         );
     }
 }
