@@ -399,3 +399,24 @@ fn an_allocs_column_where_the_run_counted_allocations() {
     // Only functions with counts have the column.
     assert!(!build.contains("Allocs"), "{build}");
 }
+
+#[test]
+fn each_line_shows_its_mem_usage_as_memprof_s_tables_do() {
+    let dir = scratch("html-mem-usage");
+    let mut functions = run_report(2, 4096, 6144);
+    functions[0]["lines"][1]["mem_usage"] = json!(1_572_864);
+    write(&dir, "run.json", functions);
+    let page = page(&dir, &["run.json"]);
+    let table = page.split("section class=\"function\"").nth(1).unwrap();
+    let header = table.split("</thead>").next().unwrap();
+    let columns: Vec<&str> = header
+        .split("<th class=")
+        .skip(1)
+        .map(|th| th.split('>').nth(1).unwrap().split('<').next().unwrap())
+        .collect();
+    assert_eq!(&columns[..3], ["Line #", "Mem usage", "Increment"]);
+    assert!(
+        table.contains(r#"<td class="num" data-sort="1572864">1.5 MiB</td>"#),
+        "{table}"
+    );
+}

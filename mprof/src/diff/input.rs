@@ -33,6 +33,10 @@ pub struct FunctionRun {
 #[derive(Debug, Deserialize)]
 pub struct LineRun {
     pub line: u32,
+    /// The heap after the line, highest over its executions (`mprof html`'s
+    /// Mem usage).
+    #[serde(default)]
+    pub mem_usage: Option<i64>,
     pub increment: Option<i64>,
     pub peak: Option<u64>,
     /// Absent before device allocations were counted; `None` without them.

@@ -88,10 +88,10 @@ pub fn summary(report: &RunReport) -> Markup {
     }
 }
 
-/// Each function that ran, in the report's order: its lines, with a bar for
-/// Increment and Peak on every line that has figures, and the line's
-/// Occurrences and, where the run counted them, its allocations, as
-/// memprof's tables show them.
+/// Each function that ran, in the report's order: its lines, with their Mem
+/// usage, a bar for Increment and Peak on every line that has figures, and
+/// the line's Occurrences and, where the run counted them, its allocations,
+/// as memprof's tables show them.
 pub fn functions(report: &RunReport) -> Markup {
     html! {
         section #functions {
@@ -125,6 +125,7 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
                 thead {
                     tr {
                         th.num { "Line #" }
+                        th.num { "Mem usage" }
                         th.num { "Increment" }
                         th.num { "Peak" }
                         @if gpu_scale.is_some() { th.num { "GPU peak" } }
@@ -137,6 +138,7 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
                     @for line in lines {
                         tr class=[line.increment.is_some().then_some("ran")] {
                             td.num { (line.line) }
+                            (figure_cell(line.mem_usage.filter(|_| line.increment.is_some()), bytes))
                             (bar_cell(line.increment, increment_scale, "increment"))
                             (bar_cell(line.peak.map(to_i64), peak_scale, "peak"))
                             @if let Some(scale) = gpu_scale {
