@@ -93,8 +93,60 @@ fn child_fallback() {
     }
 }
 
-/// Without CUPTI the columns are NVML's, as with
-/// `MEMPROF_GPU_SAMPLE=statement`, and one note says why.
+/// A hot loop: 100,000 statements in one call.
+#[profile]
+fn hot_loop() -> u64 {
+    let mut total = 0u64;
+    for i in 0..100_000u64 {
+        total = total.wrapping_add(black_box(i));
+    }
+    total
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_hot_loop() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        let before = fake.query_count();
+        hot_loop();
+        println!("nvml queries {}", fake.query_count() - before);
+        print_report();
+    }
+}
+
+/// Without CUPTI, NVML is read at the call's entry and exit, not at each
+/// statement: an NVML read takes microseconds (27 µs on an H100), and a
+/// loop of 5 M iterations that ran in 0.07 s did not finish in 60 s. The
+/// count of reads is the cost, whatever the machine's speed.
+#[test]
+fn without_cupti_a_hot_loop_reads_nvml_per_call_not_per_statement() {
+    let missing = std::env::temp_dir().join("memprof-no-such-dir/libcupti.so");
+    let fallback = [
+        ("MEMPROF_GPU_SAMPLE", "alloc"),
+        ("MEMPROF_CUPTI_LIB", missing.to_str().unwrap()),
+        ("MEMPROF_GPU_MEMORY", "process"),
+    ];
+    let child = run_child("child_hot_loop", &fallback);
+    let queries: u64 = child.value("nvml queries").parse().unwrap();
+    // Opening NVML reads a few times; then the call's entry and exit.
+    assert!(queries <= 10, "{queries} NVML reads for one call");
+    let report = child.report();
+    let call = row(&report, "hot_loop", "fn hot_loop");
+    assert_eq!(gpu(call), (0, 0));
+    assert!(row(&report, "hot_loop", "total = total")["gpu_usage"].is_null());
+    // Asked for, every statement reads NVML.
+    let child = run_child("child_hot_loop", &[("MEMPROF_GPU_SAMPLE", "statement")]);
+    let queries: u64 = child.value("nvml queries").parse().unwrap();
+    assert!(
+        queries > 200_000,
+        "{queries} NVML reads for 200,000 statements"
+    );
+}
+
+/// Without CUPTI the columns are NVML's, read at each call's entry and
+/// exit (every statement with `MEMPROF_GPU_SAMPLE=statement`), and one note
+/// says why.
 #[test]
 fn without_cupti_the_columns_fall_back_to_nvml_with_one_note() {
     let missing = std::env::temp_dir().join("memprof-no-such-dir/libcupti.so");
@@ -125,7 +177,9 @@ fn without_cupti_the_columns_fall_back_to_nvml_with_one_note() {
             "cuptiEnableCallback failed for driver callback 600 (CUPTI error 1)",
         ),
     ] {
-        let note = "memprof: GPU columns sampled from NVML at each statement, without a GPU peak: ";
+        let note = "memprof: GPU columns sampled from NVML at each call's entry and exit, for \
+                    its row alone (MEMPROF_GPU_SAMPLE=statement samples every line, at \
+                    microseconds a statement): ";
         assert_eq!(
             child.stderr.matches("memprof:").count(),
             1,
@@ -138,9 +192,10 @@ fn without_cupti_the_columns_fall_back_to_nvml_with_one_note() {
             child.stderr
         );
         let report = child.report();
-        let alloc = row(&report, "device_lines", "fake.alloc(");
-        assert_eq!(gpu(alloc), (256 * MI, 256 * MIB));
-        assert!(alloc["gpu_peak"].is_null());
+        let call = row(&report, "device_lines", "fn device_lines");
+        assert_eq!(gpu(call), (192 * MI, 192 * MIB));
+        assert!(call["gpu_peak"].is_null());
+        assert!(row(&report, "device_lines", "fake.alloc(")["gpu_usage"].is_null());
         assert!(
             child.stdout.contains("GPU usage   GPU increment"),
             "{}",
@@ -298,16 +353,21 @@ fn nvidias_libcupti_without_a_driver_falls_back_with_one_note() {
         assert_eq!(
             notes,
             [format!(
-                "memprof: GPU columns sampled from NVML at each statement, \
-                 without a GPU peak: {why}"
+                "memprof: GPU columns sampled from NVML at each call's entry and exit, for \
+                 its row alone (MEMPROF_GPU_SAMPLE=statement samples every line, at \
+                 microseconds a statement): {why}"
             )],
             "{release}: {}",
             child.stderr
         );
         let report = child.report();
-        let alloc = row(&report, "device_lines", "fake.alloc(");
-        assert_eq!(gpu(alloc), (256 * MI, 256 * MIB), "{release}");
-        assert!(alloc["gpu_peak"].is_null(), "{release}");
+        let call = row(&report, "device_lines", "fn device_lines");
+        assert_eq!(gpu(call), (192 * MI, 192 * MIB), "{release}");
+        assert!(call["gpu_peak"].is_null(), "{release}");
+        assert!(
+            row(&report, "device_lines", "fake.alloc(")["gpu_usage"].is_null(),
+            "{release}"
+        );
         let tables = tables(&child);
         assert!(!tables.contains("CUPTI"), "{release}: {tables}");
         assert!(

@@ -137,6 +137,9 @@ fn every_line_that_ran_has_an_increment_bar_and_a_peak_bar_and_escaped_source() 
     // Occurrences: the report's, over both calls; none where nothing ran.
     let occurrences = |n: &str| format!("<td class=\"num\" data-sort=\"{n}\">{n}</td>");
     let no_occurrences = "<td class=\"num\" data-sort=\"\"></td>";
+    // Mem usage: the report's, as memprof's tables show it.
+    let usage = |n: &str, text: &str| format!("<td class=\"num\" data-sort=\"{n}\">{text}</td>");
+    let no_usage = no_occurrences;
     assert_eq!(
         rows(section),
         [
@@ -144,37 +147,41 @@ fn every_line_that_ran_has_an_increment_bar_and_a_peak_bar_and_escaped_source() 
              ::serialize_map</code></h3><p class=\"meta\"><code>src/app.rs</code> · 2 calls</p>\
              <table class=\"lines\"><thead>"
                 .to_owned(),
-            "<tr><th class=\"num\">Line #</th><th class=\"num\">Increment</th>\
+            "<tr><th class=\"num\">Line #</th><th class=\"num\">Mem usage</th>\
+             <th class=\"num\">Increment</th>\
              <th class=\"num\">Peak</th><th class=\"num\">Occurrences</th>\
              <th>Line Contents</th></tr></thead><tbody>"
                 .to_owned(),
             format!(
-                "<tr><td class=\"num\">10</td>{empty}{empty}{no_occurrences}\
+                "<tr><td class=\"num\">10</td>{no_usage}{empty}{empty}{no_occurrences}\
                  <td class=\"src\"><code>#[profile]</code></td></tr>"
             ),
             format!(
-                "<tr class=\"ran\"><td class=\"num\">11</td>{}{}{}<td class=\"src\"><code>\
+                "<tr class=\"ran\"><td class=\"num\">11</td>{}{}{}{}<td class=\"src\"><code>\
                  fn serialize_map(&amp;mut self) {{</code></td></tr>",
+                usage("4096", "4.0 KiB"),
                 bar("increment", "100.0", "4.0 KiB"),
                 bar("peak", "100.0", "6.0 KiB"),
                 occurrences("2")
             ),
             format!(
-                "<tr class=\"ran\"><td class=\"num\">12</td>{}{}{}<td class=\"src\"><code>    \
+                "<tr class=\"ran\"><td class=\"num\">12</td>{}{}{}{}<td class=\"src\"><code>    \
                  let v: Vec&lt;&amp;str&gt; = a.then(|| b);</code></td></tr>",
+                usage("4096", "4.0 KiB"),
                 bar("increment", "100.0", "4.0 KiB"),
                 bar("peak", "100.0", "6.0 KiB"),
                 occurrences("2")
             ),
             format!(
-                "<tr class=\"ran\"><td class=\"num\">13</td>{}{}{}<td class=\"src\"><code>    \
+                "<tr class=\"ran\"><td class=\"num\">13</td>{}{}{}{}<td class=\"src\"><code>    \
                  drop(x &lt; y &amp;&amp; y &gt; z);</code></td></tr>",
+                usage("0", "0 B"),
                 bar("increment", "0.0", "0 B"),
                 bar("peak", "50.0", "3.0 KiB"),
                 occurrences("2")
             ),
             format!(
-                "<tr><td class=\"num\">14</td>{empty}{empty}{no_occurrences}\
+                "<tr><td class=\"num\">14</td>{no_usage}{empty}{empty}{no_occurrences}\
                  <td class=\"src\"><code>}}</code></td></tr></tbody></table></section>"
             ),
         ]

@@ -286,7 +286,7 @@ impl Frame {
             && !meta.has_budget()
             && !table_every_call()
             && meta.scope == Scope::Thread
-            && !get(&self.state().gpu)
+            && !(meta.gpu && crate::gpu::active())
             && !get(&self.state().slow)
             && !crate::timeline::recording()
             && !super::reported();
@@ -379,15 +379,19 @@ impl Frame {
     fn open(&self) {
         let meta = self.meta;
         let gpu = meta.gpu && crate::gpu::active();
-        set(&self.state().gpu, gpu);
+        // Statements have GPU figures where they are cheap (counted device
+        // bytes) or asked for (NVML at each statement, microseconds each);
+        // otherwise the call's row alone, from NVML at its entry and exit.
+        let statements_gpu = gpu && crate::gpu::per_statement();
+        set(&self.state().gpu, statements_gpu);
         // PERF: counted device bytes of a thread-scope call stay on the
         // fast step, which reads them from this thread's counters.
-        let sampled = gpu && !crate::gpu::counted();
+        let sampled = statements_gpu && !crate::gpu::counted();
         let slow = sampled || meta.scope == Scope::Process;
         set(&self.state().slow, slow);
         // The kernel's step takes the thread-scope calls of a known thread
-        // that count no device memory; the runtime's, the rest.
-        let fast = !slow && !gpu && !get(&self.head.counters).is_null();
+        // whose statements count no device memory; the runtime's, the rest.
+        let fast = !slow && !statements_gpu && !get(&self.head.counters).is_null();
         set(&self.head.flags, if fast { 0 } else { CALL_SLOW });
         let gpu_start = if gpu {
             crate::gpu::begin(meta.scope == Scope::Process)

@@ -204,8 +204,9 @@ fn open() -> Option<Gpu> {
                 gpu.driver_description = Some(nvml_view.replacen("GPU:", "GPU driver view:", 1));
             }
             Err(why) => crate::stdio::warning!(
-                "memprof: GPU columns sampled from NVML at each statement, \
-                 without a GPU peak: {why}"
+                "memprof: GPU columns sampled from NVML at each call's entry and exit, \
+                 for its row alone (MEMPROF_GPU_SAMPLE=statement samples every line, at \
+                 microseconds a statement): {why}"
             ),
         }
     }
@@ -229,6 +230,16 @@ thread_local! {
 #[inline]
 pub(crate) fn counted() -> bool {
     COUNTED.load(Relaxed)
+}
+
+/// Whether statements get GPU figures: always when counting (a few loads
+/// a statement); from NVML only where `MEMPROF_GPU_SAMPLE=statement` asks,
+/// as an NVML read takes microseconds (27 µs on an H100) and a hot loop
+/// would run thousands of times slower. Otherwise NVML is read at each
+/// call's entry and exit, for its row alone.
+#[inline]
+pub(crate) fn per_statement() -> bool {
+    counted() || crate::settings::get().gpu_sample == GpuSample::Statement
 }
 
 /// GPU bytes now, or `None` when sampling is off or the device failed:

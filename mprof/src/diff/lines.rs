@@ -130,6 +130,7 @@ mod tests {
             .enumerate()
             .map(|(i, t)| LineRun {
                 line: i as u32 + 1,
+                mem_usage: None,
                 increment: Some(0),
                 peak: Some(0),
                 gpu_peak: None,
