@@ -282,11 +282,14 @@ impl Frame {
             .is_some_and(|t| t.tables.get() >= AUTO_CALL_TABLES);
         let tables_done =
             meta.tables.load(Relaxed) >= AUTO_CALL_TABLES || (thread_done && tables_per_thread());
+        // A call that reads the GPU at its entry and exit goes through the
+        // runtime, whether or not its statements do.
+        let watches_gpu = meta.gpu && crate::gpu::active();
         let alike = tables_done
             && !meta.has_budget()
             && !table_every_call()
             && meta.scope == Scope::Thread
-            && !(meta.gpu && crate::gpu::active())
+            && !watches_gpu
             && !get(&self.state().slow)
             && !crate::timeline::recording()
             && !super::reported();
