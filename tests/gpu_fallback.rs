@@ -93,6 +93,34 @@ fn child_fallback() {
     }
 }
 
+/// libcupti is often not on the library path: it is looked for where CUDA
+/// installs put it, here a toolkit under `CUDA_HOME`.
+#[test]
+fn cupti_is_found_in_the_cuda_toolkit_without_being_named() {
+    let toolkit = std::env::temp_dir().join(format!("memprof-cuda-home-{}", std::process::id()));
+    let lib64 = toolkit.join("extras/CUPTI/lib64");
+    std::fs::create_dir_all(&lib64).unwrap();
+    let link = lib64.join("libcupti.so");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(fake_cupti::library(), &link).unwrap();
+    let alloc = ("MEMPROF_GPU_SAMPLE", "alloc");
+    let counted = "GPU: device allocations counted (CUPTI) on device 0 (Fake GPU 0)";
+    let child = run_child(
+        "child_plain",
+        &[alloc, ("CUDA_HOME", toolkit.to_str().unwrap())],
+    );
+    assert_eq!(function(&child.report(), "plain")["gpu"], counted);
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+    // Elsewhere it is not found: the columns fall back, with one note.
+    let child = run_child("child_plain", &[alloc, ("CUDA_HOME", "/nonexistent")]);
+    assert_ne!(function(&child.report(), "plain")["gpu"], counted);
+    assert!(
+        child.stderr.contains("cannot load CUPTI (none of"),
+        "{}",
+        child.stderr
+    );
+}
+
 /// A hot loop: 100,000 statements in one call.
 #[profile]
 fn hot_loop() -> u64 {

@@ -1,8 +1,9 @@
 //! Device allocations counted as they happen, through CUPTI's callback API.
 //!
 //! libcupti is loaded at run time (`MEMPROF_CUPTI_LIB`, then the sonames the
-//! CUDA toolkit and the `nvidia-cuda-cupti-cu12` wheel install), never
-//! linked: a program built with memprof runs where CUDA is absent. One
+//! CUDA toolkit and the `nvidia-cuda-cupti-cu12` wheel install, on the
+//! library path and then where those install them: see [`installed`]),
+//! never linked: a program built with memprof runs where CUDA is absent. One
 //! subscriber is registered on the driver API domain for the calls that
 //! allocate or free device memory; each call's exit (allocations) or entry
 //! (frees) goes to the [`Ledger`].
@@ -20,7 +21,7 @@ use super::ledger::{BlockKey, LEDGER, PendingFree};
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `CUptiResult`.
 pub(crate) type CuptiResult = c_uint;
@@ -183,6 +184,55 @@ const SONAMES: [&str; 4] = [
     "libcupti.so.11.8",
 ];
 
+/// Where CUDA installs put libcupti, which is often not on the library path:
+/// the toolkit's `extras/CUPTI/lib64` (and `lib64`) under `CUDA_HOME`,
+/// `CUDA_PATH` and `/usr/local/cuda`, and the `nvidia-cuda-cupti-cu12`
+/// wheel that PyTorch installs (`site-packages/nvidia/cuda_cupti/lib`) in
+/// the active virtual or conda environment, the user's and the system's
+/// Pythons. Only files that exist, in that order.
+fn installed() -> Vec<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
+    let toolkits = [
+        var("CUDA_HOME"),
+        var("CUDA_PATH"),
+        Some("/usr/local/cuda".into()),
+    ];
+    let mut dirs: Vec<PathBuf> = toolkits
+        .into_iter()
+        .flatten()
+        .flat_map(|root| [root.join("extras/CUPTI/lib64"), root.join("lib64")])
+        .collect();
+    let home_local = var("HOME").map(|home| home.join(".local"));
+    let prefixes = [
+        var("VIRTUAL_ENV"),
+        var("CONDA_PREFIX"),
+        home_local,
+        Some("/usr/local".into()),
+        Some("/usr".into()),
+    ];
+    for prefix in prefixes.into_iter().flatten() {
+        // `lib/python3.X/{site,dist}-packages`, for each Python there.
+        let Ok(entries) = std::fs::read_dir(prefix.join("lib")) else {
+            continue;
+        };
+        let mut pythons: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+            .map(|e| e.path())
+            .collect();
+        pythons.sort();
+        for python in pythons.iter().rev() {
+            for packages in ["site-packages", "dist-packages"] {
+                dirs.push(python.join(packages).join("nvidia/cuda_cupti/lib"));
+            }
+        }
+    }
+    dirs.iter()
+        .flat_map(|dir| SONAMES.iter().map(move |name| dir.join(name)))
+        .filter(|path| path.is_file())
+        .collect()
+}
+
 /// Loads CUPTI and subscribes to device allocations. `Err` says, in a few
 /// words, why counting cannot be had; nothing is left subscribed then.
 pub(crate) fn subscribe(path: Option<&Path>) -> Result<(), String> {
@@ -193,11 +243,15 @@ pub(crate) fn subscribe(path: Option<&Path>) -> Result<(), String> {
             .map_err(|e| format!("cannot load CUPTI ({e})"))?,
         None => SONAMES
             .iter()
+            .map(PathBuf::from)
+            .chain(installed())
             // SAFETY: as above.
             .find_map(|name| unsafe { libloading::Library::new(name) }.ok())
             .ok_or_else(|| {
                 format!(
-                    "cannot load CUPTI (none of {} found; set MEMPROF_CUPTI_LIB)",
+                    "cannot load CUPTI (none of {} found on the library path, in \
+                     CUDA_HOME, CUDA_PATH, /usr/local/cuda or Python's nvidia-cuda-cupti \
+                     packages; set MEMPROF_CUPTI_LIB)",
                     SONAMES.join(", ")
                 )
             })?,
