@@ -269,6 +269,33 @@ fn overlaid_files_are_told_apart_in_the_legend() {
     );
 }
 
+#[test]
+fn the_gpu_series_peak_is_marked_as_rss_s_is() {
+    let dir = scratch("gpu-peak");
+    let sample = "CMDLINE x\nMEM 5.000000 1795300840.0000\nGPU 500.000000 1795300840.0000\n\
+                  MEM 7.250000 1795300840.1000\nGPU 800.000000 1795300840.1000\n\
+                  MEM 6.000000 1795300840.2000\nGPU 500.000000 1795300840.2000\n";
+    std::fs::write(dir.join("gpu.dat"), sample).unwrap();
+    let out = mprof(&dir, &["plot", "gpu.dat", "-o", "gpu.svg"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(dir.join("gpu.svg")).unwrap();
+    let texts: Vec<&str> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim()))
+        .filter(|t| t.contains("peak") || *t == "GPU" || *t == "RSS")
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "RSS",
+            "peak 7.2 MiB at 0.10s",
+            "GPU",
+            "GPU peak 800.0 MiB at 0.10s"
+        ]
+    );
+}
+
 /// One rule for file names in every command: a name need not be UTF-8 (a
 /// Unix path is bytes), and it is printed lossy and with control
 /// characters escaped.

@@ -26,6 +26,11 @@ pub(crate) fn counted() -> bool {
     false
 }
 
+#[inline]
+pub(crate) fn per_statement() -> bool {
+    false
+}
+
 pub(crate) fn description() -> Option<&'static str> {
     None
 }

@@ -126,7 +126,8 @@ impl Scene {
             markers,
         });
 
-        let mut extra = |samples: &[Sample], label: &str, own_color: RGBColor| {
+        // `peak`: the series' peak gets its mark and legend row, as RSS's.
+        let mut extra = |samples: &[Sample], label: &str, own_color: RGBColor, peak: bool| {
             let points = clip(&relative(samples), self.x);
             if points.is_empty() {
                 return;
@@ -141,6 +142,17 @@ impl Scene {
                 icon: Icon::Line(color, stroke),
                 text: format!("{prefix}{label}"),
             });
+            let top = points
+                .iter()
+                .copied()
+                .reduce(|a, b| if b.1 > a.1 { b } else { a });
+            if let Some(top) = top.filter(|_| peak) {
+                self.peaks.push(PeakMark { at: top, color });
+                self.legend.push(LegendRow {
+                    icon: Icon::Line(color, Stroke::Dotted),
+                    text: format!("{prefix}{label} peak {:.1} MiB at {:.2}s", top.1, top.0),
+                });
+            }
             self.curves.push(Curve {
                 points,
                 color,
@@ -148,13 +160,14 @@ impl Scene {
                 markers: false,
             });
         };
-        extra(&profile.heap, "heap (exact, memprof)", HEAP_COLOR);
-        extra(&profile.gpu, "GPU", GPU_COLOR);
+        extra(&profile.heap, "heap (exact, memprof)", HEAP_COLOR, false);
+        extra(&profile.gpu, "GPU", GPU_COLOR, true);
         for (n, (pid, samples)) in profile.children.iter().enumerate() {
             extra(
                 samples,
                 &format!("child {pid}"),
                 CHILD_COLORS[n % CHILD_COLORS.len()],
+                false,
             );
         }
     }
