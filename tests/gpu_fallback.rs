@@ -289,6 +289,70 @@ fn an_unlisted_process_gets_the_devices_figures_and_a_header_saying_so() {
     assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
 }
 
+/// A program that makes its CUDA context inside a profiled call: the
+/// device's memory moves (the context) before the driver lists the process.
+#[profile]
+fn makes_its_context_late(fake: &FakeNvml) -> usize {
+    fake.set_baseline(0, 500 * MIB);
+    let ready = black_box(1);
+    fake.alloc(0, pid(), 300 * MIB);
+    ready
+}
+
+#[profile]
+fn after_the_context(fake: &FakeNvml) {
+    fake.alloc(0, pid(), 100 * MIB);
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_late_context() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        makes_its_context_late(&fake);
+        after_the_context(&fake);
+        print_report();
+    }
+}
+
+/// Whose memory is decided at each sample: once the driver lists the
+/// process, the figures and the header are its own again, not the
+/// devices' for the rest of the run.
+#[test]
+fn a_process_listed_late_gets_its_own_figures_once_listed() {
+    let child = run_child("child_late_context", &[]);
+    let report = child.report();
+    assert_eq!(
+        function(&report, "after_the_context")["gpu"],
+        "GPU: this process's memory on device 0 (Fake GPU 0)"
+    );
+    assert_eq!(
+        gpu(row(&report, "after_the_context", "fn after_the_context")),
+        (100 * MI, 400 * MIB)
+    );
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+}
+
+/// Counted columns keep CUPTI's header whatever NVML's view shows; the
+/// driver view's line says whose memory that view reads now.
+#[test]
+fn counted_columns_keep_their_header_when_the_driver_view_widens() {
+    let child = run_counted("child_unlisted", &[("MEMPROF_GPU_MEMORY", "process")]);
+    let report = child.report();
+    assert_eq!(
+        function(&report, "unlisted_lines")["gpu"],
+        "GPU: device allocations counted (CUPTI) on device 0 (Fake GPU 0)"
+    );
+    assert!(
+        child.stdout.contains(
+            "GPU driver view: memory used on device 0 (Fake GPU 0), all processes \
+             (the driver does not list this process): "
+        ),
+        "{}",
+        child.stdout
+    );
+}
+
 /// The releases of NVIDIA's libcupti in `MEMPROF_REAL_CUPTI`
 /// (`release=directory` pairs, `;`-separated: scripts/cupti-abi fetches
 /// them), each with the note memprof gives when it cannot subscribe there

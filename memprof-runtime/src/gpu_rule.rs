@@ -9,10 +9,12 @@
 //! 2. Under `auto`, where NVML's PIDs (the host's) are not ours (another PID
 //!    namespace: a container), the devices' figures, from the start.
 //! 3. Otherwise this process's figures (its entries in the devices' compute
-//!    process lists) until the devices' used memory moves while the driver
-//!    lists none of the watched processes with a figure: from then on the
-//!    devices' figures. Never a silent 0. This holds under `process` too:
-//!    a forced choice that would show 0 is not kept.
+//!    process lists), except while the devices' used memory has moved and
+//!    the driver lists none of the watched processes with a figure: the
+//!    devices' figures then, until the driver lists one (a program makes
+//!    its CUDA context late, often inside a profiled call). Decided at each
+//!    sample. Never a silent 0. This holds under `process` too: a forced
+//!    choice that would show 0 is not kept.
 
 /// What the user asked for (`MEMPROF_GPU_MEMORY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +86,16 @@ pub fn at_start(asked: Asked, pids_match: bool) -> Whose {
 pub fn after_sample(now: Whose, listed: bool, device_moved: bool) -> Whose {
     match now {
         Whose::Process if !listed && device_moved => Whose::Device(WhyDevice::Unlisted),
+        Whose::Device(WhyDevice::Unlisted) if listed => Whose::Process,
         whose => whose,
     }
+}
+
+/// Whether a sample must still ask the driver for the watched processes:
+/// unless the figures are the devices' for good (asked for, or PIDs that
+/// cannot be ours).
+pub fn asks_for_processes(now: Whose) -> bool {
+    matches!(now, Whose::Process | Whose::Device(WhyDevice::Unlisted))
 }
 
 /// Whether NVML's PIDs (the host's) are ours: true in the initial PID
@@ -119,15 +129,22 @@ mod tests {
     }
 
     #[test]
-    fn process_figures_give_way_only_when_unlisted_while_the_device_moves() {
+    fn process_figures_give_way_only_while_unlisted_and_the_device_moved() {
         let unlisted = Whose::Device(WhyDevice::Unlisted);
         assert_eq!(after_sample(Whose::Process, true, true), Whose::Process);
         assert_eq!(after_sample(Whose::Process, false, false), Whose::Process);
         assert_eq!(after_sample(Whose::Process, false, true), unlisted);
-        // Once the devices', always the devices'.
-        assert_eq!(after_sample(unlisted, true, true), unlisted);
+        assert_eq!(after_sample(unlisted, false, true), unlisted);
+        // Once the driver lists the process (its CUDA context made late),
+        // the figures are its own again.
+        assert_eq!(after_sample(unlisted, true, true), Whose::Process);
+        assert!(asks_for_processes(unlisted));
+        // Asked for, or PIDs that cannot be ours: the devices' for good.
         let asked = Whose::Device(WhyDevice::Asked);
-        assert_eq!(after_sample(asked, false, true), asked);
+        assert_eq!(after_sample(asked, true, true), asked);
+        assert!(!asks_for_processes(asked));
+        let namespace = Whose::Device(WhyDevice::OtherPidNamespace);
+        assert_eq!(after_sample(namespace, true, true), namespace);
     }
 
     #[test]

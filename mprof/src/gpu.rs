@@ -85,7 +85,7 @@ impl GpuSampler {
     /// devices; or the memory used on the whole devices, by memprof's rule
     /// (see the module documentation).
     pub fn sample(&mut self, pids: &[u32]) -> Option<u64> {
-        if matches!(self.whose, Whose::Device(_)) {
+        if !gpu_rule::asks_for_processes(self.whose) {
             return Some(self.devices_used());
         }
         let count = self.nvml.device_count().ok()?;
@@ -106,15 +106,22 @@ impl GpuSampler {
                 }
             }
         }
-        if !listed {
-            let used = self.devices_used();
-            self.whose = gpu_rule::after_sample(self.whose, false, used != self.baseline);
-            if let Whose::Device(why) = self.whose {
-                note_whole_gpu(why);
-                return Some(used);
-            }
+        let was = self.whose;
+        let used = (!listed).then(|| self.devices_used());
+        let moved = used.is_some_and(|used| used != self.baseline);
+        self.whose = gpu_rule::after_sample(was, listed, moved);
+        match (was, self.whose) {
+            (Whose::Process, Whose::Device(why)) => note_whole_gpu(why),
+            (Whose::Device(_), Whose::Process) => eprintln!(
+                "mprof: note: --gpu: the driver lists the program now: recording its own GPU \
+                 memory again"
+            ),
+            _ => {}
         }
-        Some(total)
+        match self.whose {
+            Whose::Device(_) => used.or_else(|| Some(self.devices_used())),
+            Whose::Process => Some(total),
+        }
     }
 }
 

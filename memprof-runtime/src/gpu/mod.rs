@@ -74,7 +74,8 @@ pub(crate) fn description() -> Option<&'static str> {
         return None;
     }
     let gpu = GPU.get()?.as_ref()?;
-    Some(if WIDENED.load(Relaxed) {
+    // Counted columns are CUPTI's, whatever NVML's view shows now.
+    Some(if WIDENED.load(Relaxed) && !counted() {
         gpu.widened_description.as_str()
     } else {
         gpu.description.as_str()
@@ -183,6 +184,7 @@ fn open() -> Option<Gpu> {
         widened_description,
         baseline: None,
         driver_description: None,
+        driver_widened_description: None,
     };
     if source == Source::Process {
         gpu.baseline = gpu.device_used().ok();
@@ -202,6 +204,11 @@ fn open() -> Option<Gpu> {
                     format!("GPU: device allocations counted (CUPTI) on {plural} {names}"),
                 );
                 gpu.driver_description = Some(nvml_view.replacen("GPU:", "GPU driver view:", 1));
+                gpu.driver_widened_description = Some(gpu.widened_description.replacen(
+                    "GPU:",
+                    "GPU driver view:",
+                    1,
+                ));
             }
             Err(why) => crate::stdio::warning!(
                 "memprof: GPU columns sampled from NVML at each call's entry and exit, \
@@ -323,7 +330,11 @@ pub(crate) fn driver_description() -> Option<&'static str> {
     if !counted() || DRIVER_LOST.load(Relaxed) {
         return None;
     }
-    GPU.get()?.as_ref()?.driver_description.as_deref()
+    let gpu = GPU.get()?.as_ref()?;
+    match WIDENED.load(Relaxed) {
+        true => gpu.driver_widened_description.as_deref(),
+        false => gpu.driver_description.as_deref(),
+    }
 }
 
 /// Where an open GPU region started: see [`begin`].

@@ -2,10 +2,11 @@
 //! selected devices (the `used_gpu_memory` of our PID's entries in each
 //! device's running compute processes), or the devices' used memory, all
 //! processes together, as `gpu_rule` decides. NVML reports host PIDs, so in
-//! a container (another PID namespace) ours cannot be matched; where the
-//! driver does not list this process while the devices' memory moves, the
-//! figures become the devices' from then on (`WIDENED`). The table header
-//! says which.
+//! a container (another PID namespace) ours cannot be matched; while the
+//! driver does not list this process and the devices' memory has moved,
+//! the figures are the devices' (`WIDENED`), until the driver lists it (a
+//! CUDA context made late). Decided at each sample; the table header says
+//! which.
 
 use crate::gpu_rule::{self, Whose};
 use nvml_wrapper::enums::device::UsedGpuMemory;
@@ -17,8 +18,8 @@ use nvml_wrapper_sys::bindings::{
 use std::ffi::c_uint;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-/// The figures became the devices' (see [`Gpu::read`]): set once, when the
-/// devices' memory first moved while the driver did not list this process.
+/// The figures are the devices' (see [`Gpu::read`]): set while the devices'
+/// memory has moved and the driver does not list this process.
 pub(super) static WIDENED: AtomicBool = AtomicBool::new(false);
 
 /// What the GPU figures count.
@@ -46,11 +47,13 @@ pub(super) struct Gpu {
     /// While counting: what the driver's view (NVML, read at call entry
     /// and exit) shows, the header line NVML's columns would have.
     pub(super) driver_description: Option<String>,
+    /// The same, while the figures are the devices' (see [`WIDENED`]).
+    pub(super) driver_widened_description: Option<String>,
 }
 
 impl Gpu {
     pub(super) fn read(&self) -> Result<u64, NvmlError> {
-        if self.source == Source::Device || WIDENED.load(Relaxed) {
+        if self.source == Source::Device {
             return self.device_used();
         }
         let mut total = 0u64;
@@ -71,15 +74,23 @@ impl Gpu {
             listed |= seen;
         }
         // Never a silent 0: the device's memory moved while the driver
-        // gives no figure for this process.
-        if !listed && let Some(baseline) = self.baseline {
-            let used = self.device_used()?;
-            if gpu_rule::after_sample(Whose::Process, listed, used != baseline) != Whose::Process {
-                WIDENED.store(true, Relaxed);
-                return Ok(used);
+        // gives no figure for this process. Listed again, its own.
+        let now = match WIDENED.load(Relaxed) {
+            true => Whose::Device(gpu_rule::WhyDevice::Unlisted),
+            false => Whose::Process,
+        };
+        let (whose, used) = match (listed, self.baseline) {
+            (false, Some(baseline)) => {
+                let used = self.device_used()?;
+                (gpu_rule::after_sample(now, listed, used != baseline), used)
             }
+            _ => (gpu_rule::after_sample(now, listed, false), total),
+        };
+        let widened = whose != Whose::Process;
+        if widened != WIDENED.load(Relaxed) {
+            WIDENED.store(widened, Relaxed);
         }
-        Ok(total)
+        Ok(if widened { used } else { total })
     }
 
     /// The selected devices' used memory, every process's.

@@ -23,7 +23,13 @@
 //! Environment, read at every `nvmlInit*`, so a child process can be set up
 //! without code: `FAKE_NVML_DEVICES=<0..=8>` sets the device count (and wins
 //! over `fake_nvml_set_device_count`), `FAKE_NVML_FAIL_INIT=1` makes init
-//! return `NVML_ERROR_DRIVER_NOT_LOADED`.
+//! return `NVML_ERROR_DRIVER_NOT_LOADED`, and
+//! `FAKE_NVML_LATE_CHILDREN=<other MiB>:<MiB>:<moved>:<listed>` plays a
+//! program, run by the process that loaded this library (`mprof run`),
+//! that makes its CUDA context late: device 0 holds `<other MiB>` of
+//! unlisted processes; from the `<moved>`th process-list query on, `<MiB>`
+//! more, still unlisted (the context being made); from the `<listed>`th
+//! on, the loader's child processes are listed with `<MiB>` each.
 //!
 //! NOTE: nothing here may unwind into the C caller. Every export runs its body
 //! under `catch_unwind` and answers `NVML_ERROR_UNKNOWN` if it panicked, and
@@ -131,6 +137,67 @@ impl DeviceState {
     }
 }
 
+/// `FAKE_NVML_LATE_CHILDREN`'s scenario.
+#[derive(Clone, Copy)]
+struct LateChildren {
+    other: u64,
+    bytes: u64,
+    moved: u64,
+    listed: u64,
+    /// Process-list queries so far.
+    queries: u64,
+}
+
+impl LateChildren {
+    fn parse(text: &str) -> Option<LateChildren> {
+        let mut fields = text.split(':').map(|f| f.parse::<u64>().ok());
+        let mut next = || fields.next().flatten();
+        Some(LateChildren {
+            other: next()? << 20,
+            bytes: next()? << 20,
+            moved: next()?,
+            listed: next()?,
+            queries: 0,
+        })
+    }
+
+    /// Device 0 after one more process-list query.
+    fn step(&mut self, device: &mut DeviceState) {
+        self.queries += 1;
+        if self.queries >= self.listed {
+            device.baseline = self.other;
+            for pid in children() {
+                device.processes.insert(pid, self.bytes);
+            }
+        } else if self.queries >= self.moved {
+            device.baseline = self.other + self.bytes;
+        } else {
+            device.baseline = self.other;
+        }
+    }
+}
+
+/// The processes whose parent is this one, from `/proc`.
+fn children() -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after = &stat[stat.rfind(')')? + 1..];
+                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(me)
+        })
+        .collect()
+}
+
 struct State {
     /// `nvmlInit*` calls not yet matched by `nvmlShutdown`: NVML counts them,
     /// and answers `NVML_ERROR_UNINITIALIZED` when none is live.
@@ -140,6 +207,8 @@ struct State {
     /// Device queries still answered before the GPU is lost; negative: never lost.
     fail_after: i64,
     queries: u64,
+    /// `FAKE_NVML_LATE_CHILDREN`, if set.
+    late: Option<LateChildren>,
 }
 
 impl State {
@@ -150,6 +219,7 @@ impl State {
             devices: [const { DeviceState::new() }; MAX_DEVICES as usize],
             fail_after: -1,
             queries: 0,
+            late: None,
         }
     }
 
@@ -273,6 +343,20 @@ fn init() -> Result<(), NvmlReturn> {
                 );
                 return Err(NVML_ERROR_UNKNOWN);
             }
+        }
+    }
+    if let Some(value) = std::env::var_os("FAKE_NVML_LATE_CHILDREN") {
+        let late = value.to_str().and_then(LateChildren::parse);
+        if late.is_none() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "fake-nvml: FAKE_NVML_LATE_CHILDREN={value:?} is not <other MiB>:<MiB>:<moved>:<listed>"
+            );
+            return Err(NVML_ERROR_UNKNOWN);
+        }
+        state.late = late;
+        if let (Some(late), Ok(device)) = (late, state.device_mut(0)) {
+            device.baseline = late.other;
         }
     }
     state.live_inits += 1;
@@ -493,6 +577,12 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
         // SAFETY: non-null, and the caller promised it is readable.
         let room = unsafe { info_count.read() };
         state.device_query()?;
+        if let Some(mut late) = state.late
+            && handle_index(device) == Some(0)
+        {
+            late.step(state.device_mut(0)?);
+            state.late = Some(late);
+        }
         let processes = &state.device(device)?.processes;
         // Bounded by the pids a test allocated for, far below u32::MAX.
         let count = processes.len() as c_uint;
