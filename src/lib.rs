@@ -279,8 +279,10 @@ pub use memprof_macros::memit;
 ///
 /// # Options
 /// Each condition is `<quantity> <comparison> <bound>`:
-/// - quantity: `peak` or `increment` (bytes, as [`Measurement::peak`] and
-///   [`Measurement::increment`]), `allocations` or `deallocations` (counts);
+/// - quantity: `peak`, `increment` or `allocated_bytes` (bytes, as
+///   [`Measurement::peak`], [`Measurement::increment`] and
+///   [`Measurement::allocated_bytes`], the churn), `allocations` or
+///   `deallocations` (counts);
 /// - comparison: `<`, `<=`, `==`, `>=` or `>`;
 /// - bound, for bytes: a number and a unit (`10 MiB`, `1.5 GB`, `-100 B`) or
 ///   a string (`"10 MiB"`); units B, KB, MB, GB, KiB, MiB, GiB, in any case,
@@ -326,7 +328,7 @@ pub use memprof_macros::memit;
 /// Misuse is a compile error:
 /// ```compile_fail
 /// // `assert_memory!` cannot bound `heap`: expected `peak`, `increment`,
-/// // `allocations` or `deallocations`
+/// // `allocations`, `deallocations` or `allocated_bytes`
 /// memprof::assert_memory!(heap < 1 MiB, vec![0u8; 16]);
 /// ```
 /// ```compile_fail

@@ -23,6 +23,7 @@ fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memp
         peak,
         occurrences,
         allocations: figures.map(|_| 0),
+        allocated_bytes: figures.map(|_| 0),
         gpu_usage: None,
         gpu_increment: None,
         gpu_peak: None,

@@ -43,10 +43,10 @@ fn the_summary_ranks_functions_by_peak_and_lists_the_top_lines() {
         "\
 Summary: 2 functions ran, highest peak first
 
-     Peak   Kept/call       Kept   Allocs   Calls   Function         File
-=========================================================================
- 72.0 KiB     8.0 KiB   16.0 KiB        4       2   summary::load    tests/summary.rs
-     99 B         0 B        0 B        4       1   summary::parse   tests/summary.rs
+     Peak   Kept/call       Kept   Allocs   Allocated   Calls   Function         File
+=====================================================================================
+ 72.0 KiB     8.0 KiB   16.0 KiB        4   144.0 KiB       2   summary::load    tests/summary.rs
+     99 B         0 B        0 B        4        99 B       1   summary::parse   tests/summary.rs
 
 Top lines by Increment
 

@@ -24,7 +24,7 @@ struct AssertMemory {
     expr: Expr,
 }
 
-const QUANTITIES: &str = "`peak`, `increment`, `allocations` or `deallocations`";
+const QUANTITIES: &str = "`peak`, `increment`, `allocations`, `deallocations` or `allocated_bytes`";
 
 fn parse_comparison(input: ParseStream<'_>) -> syn::Result<(TokenStream, &'static str)> {
     let path = |name: &str| {
@@ -55,7 +55,7 @@ impl Condition {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let quantity: Ident = input.parse()?;
         let is_count = match quantity.to_string().as_str() {
-            "peak" | "increment" => false,
+            "peak" | "increment" | "allocated_bytes" => false,
             "allocations" | "deallocations" => true,
             other => {
                 return Err(syn::Error::new(
@@ -222,6 +222,7 @@ pub(crate) fn assert_memory(input: TokenStream) -> syn::Result<TokenStream> {
                 "peak" => "Peak",
                 "increment" => "Increment",
                 "allocations" => "Allocations",
+                "allocated_bytes" => "AllocatedBytes",
                 _ => "Deallocations",
             },
             c.quantity.span(),

@@ -118,6 +118,8 @@ pub enum Quantity {
     Allocations,
     /// [`Measurement::deallocations`].
     Deallocations,
+    /// [`Measurement::allocated_bytes`].
+    AllocatedBytes,
 }
 
 /// A comparison in an `assert_memory!` condition.
@@ -164,7 +166,7 @@ pub fn check_memory(m: &Measurement, conditions: &[Condition]) {
             .map(|c| {
                 let (name, value) = figure(m, c.quantity);
                 let shown = match c.quantity {
-                    Quantity::Peak | Quantity::Increment => format!(
+                    Quantity::Peak | Quantity::Increment | Quantity::AllocatedBytes => format!(
                         "{} ({value} B)",
                         crate::render::bytes(value as i64, &settings)
                     ),
@@ -191,6 +193,7 @@ fn figure(m: &Measurement, quantity: Quantity) -> (&'static str, i128) {
         Quantity::Increment => ("increment", m.increment as i128),
         Quantity::Allocations => ("allocations", m.allocations as i128),
         Quantity::Deallocations => ("deallocations", m.deallocations as i128),
+        Quantity::AllocatedBytes => ("allocated_bytes", m.allocated_bytes as i128),
     }
 }
 

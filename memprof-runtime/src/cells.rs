@@ -17,6 +17,8 @@ pub(crate) struct RowFigures {
     pub(crate) increment: i64,
     pub(crate) peak: u64,
     pub(crate) allocations: u64,
+    /// Bytes allocated (a `realloc`'s new size), under the same rule.
+    pub(crate) allocated: u64,
     pub(crate) mem_usage: i64,
     /// (increment, usage, peak), if any execution was sampled.
     pub(crate) gpu: Option<(i64, i64, u64)>,
@@ -31,6 +33,7 @@ impl RowFigures {
         self.increment += other.increment;
         self.peak = self.peak.max(other.peak);
         self.allocations += other.allocations;
+        self.allocated += other.allocated;
         self.mem_usage = self.mem_usage.max(other.mem_usage);
         self.gpu = match (self.gpu, other.gpu) {
             (Some((i, u, p)), Some((j, v, q))) => Some((i + j, u.max(v), p.max(q))),
@@ -50,6 +53,7 @@ impl Default for RowFigures {
             increment: 0,
             peak: 0,
             allocations: 0,
+            allocated: 0,
             mem_usage: i64::MIN,
             gpu: None,
             driver: None,
@@ -107,6 +111,7 @@ impl LineCell {
                 increment: self.increment.load(Relaxed),
                 peak: self.peak.load(Relaxed),
                 allocations: self.allocations.load(Relaxed),
+                allocated: self.allocated.load(Relaxed),
                 mem_usage: self.mem_usage.load(Relaxed),
                 gpu: (usage != NO_SAMPLE).then(|| {
                     (
@@ -163,6 +168,7 @@ impl LineCell {
         self.increment.store(f.increment, Relaxed);
         self.peak.store(f.peak, Relaxed);
         self.allocations.store(f.allocations, Relaxed);
+        self.allocated.store(f.allocated, Relaxed);
         self.mem_usage.store(f.mem_usage, Relaxed);
         let (gpu_increment, gpu_usage, gpu_peak) = f.gpu.unwrap_or((0, NO_SAMPLE, 0));
         self.gpu_increment.store(gpu_increment, Relaxed);

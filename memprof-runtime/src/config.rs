@@ -74,6 +74,9 @@ pub struct RenderSettings {
     /// (`MEMPROF_COLUMNS=allocs`). The counts are in reports and JSON
     /// either way.
     pub allocs: bool,
+    /// Tables have an `Allocated` column: bytes allocated per line, freed
+    /// or not (`MEMPROF_COLUMNS=allocated`). In reports and JSON either way.
+    pub allocated: bool,
 }
 
 impl Default for RenderSettings {
@@ -83,6 +86,7 @@ impl Default for RenderSettings {
             precision: 1,
             min_increment: None,
             allocs: false,
+            allocated: false,
         }
     }
 }
@@ -272,15 +276,23 @@ fn load(vars: &mut Vars<'_>) -> Config {
         })
         .unwrap_or(1);
     let min_increment = vars.parse("MEMPROF_MIN_INCREMENT", SIZE_HELP, |v| parse_size(v).ok());
-    let allocs = vars
-        .parse("MEMPROF_COLUMNS", "allocs, or nothing", |v| {
-            match v.trim().to_ascii_lowercase().as_str() {
-                "allocs" => Some(true),
-                "" => Some(false),
-                _ => None,
-            }
-        })
-        .unwrap_or(false);
+    let (allocs, allocated) = vars
+        .parse(
+            "MEMPROF_COLUMNS",
+            "allocs, allocated, both separated by a comma, or nothing",
+            |v| {
+                let mut columns = (false, false);
+                for name in v.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                    match name.to_ascii_lowercase().as_str() {
+                        "allocs" => columns.0 = true,
+                        "allocated" => columns.1 = true,
+                        _ => return None,
+                    }
+                }
+                Some(columns)
+            },
+        )
+        .unwrap_or((false, false));
     let output = vars
         .parse(
             "MEMPROF_OUTPUT",
@@ -342,6 +354,7 @@ fn load(vars: &mut Vars<'_>) -> Config {
             precision,
             min_increment,
             allocs,
+            allocated,
         },
         output,
         json,
@@ -416,7 +429,7 @@ mod tests {
             ("MEMPROF_UNIT", "kib"),
             ("MEMPROF_PRECISION", " 3 "),
             ("MEMPROF_MIN_INCREMENT", "2 KiB"),
-            ("MEMPROF_COLUMNS", "Allocs"),
+            ("MEMPROF_COLUMNS", "Allocs, allocated"),
             ("MEMPROF_OUTPUT", "stderr"),
             ("MEMPROF_JSON", "out.json"),
             ("MEMPROF_GPU", "1"),
@@ -435,6 +448,7 @@ mod tests {
                 precision: 3,
                 min_increment: Some(2048),
                 allocs: true,
+                allocated: true,
             }
         );
         assert_eq!(config.output, Output::Stderr);

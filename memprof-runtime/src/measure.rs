@@ -16,6 +16,9 @@ pub struct Measurement {
     pub allocations: u64,
     /// Number of deallocations (a `realloc` counts as one).
     pub deallocations: u64,
+    /// Bytes allocated, freed or not: the sum of every allocation's size (a
+    /// `realloc`'s new size), the churn that dhat calls `total_bytes`.
+    pub allocated_bytes: u64,
     /// Net change of GPU memory (see the README's GPU section for what is
     /// counted); `None` without a usable GPU.
     pub gpu_increment: Option<i64>,
@@ -36,7 +39,7 @@ pub struct Measurement {
 pub struct MeasureGuard {
     scope: Scope,
     region: Region,
-    counts: (u64, u64),
+    counts: (u64, u64, u64),
     heap_before: i64,
     open: bool,
     /// `memit!` in thread scope: the whole process, measured beside, for
@@ -90,7 +93,7 @@ impl MeasureGuard {
     /// Ends the measurement: its figures, the process heap at its start, and
     /// what process scope would have shown beside a thread-scope `memit!`.
     pub(crate) fn finish(mut self) -> (Measurement, i64, Beside) {
-        let (allocs, deallocs) = counts(self.scope);
+        let (allocs, deallocs, allocated) = counts(self.scope);
         self.open = false;
         let stats = self.region.close();
         let beside = self.beside.take().map(|mut r| {
@@ -108,6 +111,7 @@ impl MeasureGuard {
             peak: stats.peak,
             allocations: allocs.wrapping_sub(self.counts.0),
             deallocations: deallocs.wrapping_sub(self.counts.1),
+            allocated_bytes: allocated.wrapping_sub(self.counts.2),
             gpu_increment,
             gpu_peak,
             gpu_driver_increment,
@@ -121,8 +125,9 @@ impl MeasureGuard {
     }
 }
 
-/// Allocation and deallocation counts of `scope`, as running totals.
-fn counts(scope: Scope) -> (u64, u64) {
+/// Allocation and deallocation counts and bytes allocated of `scope`, as
+/// running totals.
+fn counts(scope: Scope) -> (u64, u64, u64) {
     match scope {
         Scope::Thread => context_counts(),
         Scope::Process => alloc::watch_counts(),

@@ -35,18 +35,20 @@ pub enum Scope {
     Process,
 }
 
-pub(crate) use crate::kernel::region::{RegionStats, allocs_in, close_in, open_in};
+pub(crate) use crate::kernel::region::{RegionStats, allocated_in, allocs_in, close_in, open_in};
 
 pub(crate) fn with_thread<R: Default>(f: impl FnOnce(&ThreadCounters) -> R) -> R {
     THREAD.try_with(f).unwrap_or_default()
 }
 
-/// Allocation and deallocation counts of the calling context.
-pub(crate) fn context_counts() -> (u64, u64) {
+/// Allocation and deallocation counts and bytes allocated of the calling
+/// context.
+pub(crate) fn context_counts() -> (u64, u64, u64) {
     with_thread(|t| {
         (
-            t.allocs.get().wrapping_add(t.adjust_allocs.get()),
+            allocs_in(t),
             t.deallocs.get().wrapping_add(t.adjust_deallocs.get()),
+            allocated_in(t),
         )
     })
 }
@@ -62,6 +64,8 @@ pub(crate) struct Region {
     /// The context's allocation count when the region opened: allocations
     /// are the calling thread's (or task's) in either scope.
     pub(crate) start_allocs: u64,
+    /// The context's bytes allocated when the region opened, likewise.
+    pub(crate) start_allocated: u64,
     /// Process scope: the process-wide watermark.
     pub(crate) watch: Option<alloc::Watch>,
 }
@@ -76,6 +80,7 @@ impl Region {
                     start,
                     saved,
                     start_allocs: allocs_in(t),
+                    start_allocated: allocated_in(t),
                     watch: None,
                 }
             }),
@@ -86,10 +91,12 @@ impl Region {
     #[cold]
     fn open_process() -> Region {
         let watch = alloc::watch_begin();
+        let (start_allocs, _, start_allocated) = context_counts();
         Region {
             start: alloc::process_net(),
             saved: 0,
-            start_allocs: context_counts().0,
+            start_allocs,
+            start_allocated,
             watch: Some(watch),
         }
     }
@@ -99,11 +106,21 @@ impl Region {
     #[inline]
     pub(crate) fn close(&mut self) -> RegionStats {
         match self.watch.take() {
-            None => with_thread(|t| close_in(t, self.start, self.saved, self.start_allocs)),
+            None => with_thread(|t| {
+                close_in(
+                    t,
+                    self.start,
+                    self.saved,
+                    self.start_allocs,
+                    self.start_allocated,
+                )
+            }),
             Some(watch) => {
                 let end = alloc::process_net();
                 let mut stats = stats(self.start, end, alloc::watch_end(watch));
-                stats.allocations = context_counts().0.wrapping_sub(self.start_allocs);
+                let (allocs, _, allocated) = context_counts();
+                stats.allocations = allocs.wrapping_sub(self.start_allocs);
+                stats.allocated = allocated.wrapping_sub(self.start_allocated);
                 stats
             }
         }
@@ -116,6 +133,7 @@ fn stats(start: i64, end: i64, rise: i64) -> RegionStats {
         increment,
         peak: rise.max(increment).max(0) as u64,
         allocations: 0,
+        allocated: 0,
         end,
     }
 }

@@ -26,6 +26,12 @@ pub fn bytes(n: i64, settings: &RenderSettings) -> String {
     format!("{text} {}", unit.name())
 }
 
+/// A byte count that only grows (bytes allocated) as [`bytes`] takes it,
+/// held at `i64::MAX` beyond.
+fn as_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 fn auto_unit(n: u64) -> Unit {
     match n {
         0..=1023 => Unit::B,
@@ -82,6 +88,9 @@ pub(crate) fn table(
     if settings.allocs {
         columns.push(("Allocs", 0));
     }
+    if settings.allocated {
+        columns.push(("Allocated", unsigned));
+    }
     if counted {
         columns.extend([
             ("GPU alloc", unsigned),
@@ -116,6 +125,9 @@ pub(crate) fn table(
         ];
         if settings.allocs {
             record.push(line.allocations.map(|n| n.to_string()).unwrap_or_default());
+        }
+        if settings.allocated {
+            record.push(figure(line.allocated_bytes.map(as_i64)));
         }
         if gpu {
             record.push(figure(line.gpu_usage.map(|v| v as i64)));
@@ -231,7 +243,7 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
         "Summary: {ran} function{} ran, highest peak first\n\n",
         if ran == 1 { "" } else { "s" }
     );
-    let mut header = vec!["Peak", "Kept/call", "Kept", "Allocs", "Calls"];
+    let mut header = vec!["Peak", "Kept/call", "Kept", "Allocs", "Allocated", "Calls"];
     if gpu {
         header.insert(1, "GPU peak");
     }
@@ -243,6 +255,7 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
             figure(f.kept_per_call),
             figure(f.kept),
             f.allocations.to_string(),
+            figure(as_i64(f.allocated_bytes)),
             f.calls.to_string(),
         ];
         if gpu {

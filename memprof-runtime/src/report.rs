@@ -113,6 +113,10 @@ pub struct LineReport {
     /// `realloc` counts as one); recursion counts once, as for `increment`.
     /// Those of the calling thread (or task), in either scope.
     pub allocations: Option<u64>,
+    /// Bytes those allocations asked for, freed or not (a `realloc`'s new
+    /// size): the line's churn, dhat's `total_bytes`; same rules as
+    /// `allocations`.
+    pub allocated_bytes: Option<u64>,
     /// GPU memory after the line, highest over executions.
     pub gpu_usage: Option<u64>,
     /// Sum over executions of GPU memory after the line minus before.
@@ -144,10 +148,14 @@ impl LineReport {
         self.increment = sum(self.increment, other.increment);
         self.peak = self.peak.max(other.peak);
         self.occurrences += other.occurrences;
-        self.allocations = match (self.allocations, other.allocations) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
+        fn count(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                (a, b) => a.or(b),
+            }
+        }
+        self.allocations = count(self.allocations, other.allocations);
+        self.allocated_bytes = count(self.allocated_bytes, other.allocated_bytes);
         self.gpu_usage = self.gpu_usage.max(other.gpu_usage);
         self.gpu_increment = sum(self.gpu_increment, other.gpu_increment);
         self.gpu_peak = self.gpu_peak.max(other.gpu_peak);
@@ -321,6 +329,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
             peak: None,
             occurrences: 0,
             allocations: None,
+            allocated_bytes: None,
             gpu_usage: None,
             gpu_increment: None,
             gpu_peak: None,
@@ -339,6 +348,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
             increment,
             peak,
             allocations,
+            allocated,
             mem_usage: mem,
             gpu: gpu_figures,
             driver,
@@ -353,6 +363,7 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
         line.increment = Some(line.increment.unwrap_or(0) + increment);
         line.peak = Some(line.peak.unwrap_or(0).max(peak));
         line.allocations = Some(line.allocations.unwrap_or(0) + allocations);
+        line.allocated_bytes = Some(line.allocated_bytes.unwrap_or(0) + allocated);
         line.mem_usage = Some(line.mem_usage.map_or(mem, |m| m.max(mem)));
         if gpu.is_some()
             && let Some((increment, usage, peak)) = gpu_figures

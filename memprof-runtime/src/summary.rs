@@ -37,6 +37,8 @@ pub struct FunctionSummary {
     pub peak: u64,
     /// Allocations its calls made, summed over them.
     pub allocations: u64,
+    /// Bytes its calls allocated, freed or not, summed over them.
+    pub allocated_bytes: u64,
     /// The highest rise of counted device memory within one call, where
     /// device allocations were counted.
     pub gpu_peak: Option<u64>,
@@ -55,6 +57,8 @@ pub struct TopLine {
     pub peak: u64,
     /// Allocations the line made, summed over its executions.
     pub allocations: u64,
+    /// Bytes the line allocated, freed or not, summed over its executions.
+    pub allocated_bytes: u64,
     /// Executions of the line.
     pub occurrences: u64,
     /// The source text, trimmed.
@@ -162,6 +166,7 @@ fn function_summary(function: &FunctionReport) -> Option<FunctionSummary> {
         kept_per_call: kept / i64::try_from(function.calls.max(1)).unwrap_or(i64::MAX),
         peak: row.peak.unwrap_or(0),
         allocations: row.allocations.unwrap_or(0),
+        allocated_bytes: row.allocated_bytes.unwrap_or(0),
         gpu_peak: row.gpu_peak,
     })
 }
@@ -186,6 +191,7 @@ fn top_line(function: &FunctionReport, row: &LineReport, ran: &[FunctionSummary]
         increment: row.increment.unwrap_or(0),
         peak: row.peak.unwrap_or(0),
         allocations: row.allocations.unwrap_or(0),
+        allocated_bytes: row.allocated_bytes.unwrap_or(0),
         occurrences: row.occurrences,
         contents: row.contents.trim().to_owned(),
         calls,

@@ -254,6 +254,42 @@ fn gpu_peak_shows_where_device_allocations_were_counted() {
 }
 
 #[test]
+fn bytes_allocated_per_call_show_in_a_unit_and_are_not_judged() {
+    let dir = scratch("diff-allocated");
+    let mut base = simple("app::parse", 2, 0, 64);
+    base["lines"][1]["allocated_bytes"] = json!(2u64 << 20);
+    let mut head = simple("app::parse", 2, 0, 64);
+    head["lines"][1]["allocated_bytes"] = json!(10u64 << 20);
+    write(&dir, "base.json", vec![base]);
+    write(&dir, "head.json", vec![head]);
+    // The churn grew fivefold: shown, in bytes, but held memory did not
+    // move, so nothing is past --fail-over and the status stays "same".
+    let (out, err, code) = diff(
+        &dir,
+        &["base.json", "head.json", "--all", "--fail-over", "1%"],
+    );
+    assert_eq!(
+        (err.as_str(), code),
+        (
+            "mprof: no function's peak or kept/call grew past --fail-over 1%\n",
+            Some(0)
+        )
+    );
+    assert_eq!(
+        out,
+        r#"Filename: src/app.rs   Function: app::parse   Status: same
+
+ Figure              Base      Head     Change   Change %
+=========================================================
+ Calls                  2         2          0       0.0%
+ Peak                64 B      64 B        0 B       0.0%
+ Kept/call            0 B       0 B        0 B       0.0%
+ Allocated/call   1.0 MiB   5.0 MiB   +4.0 MiB    +400.0%
+"#
+    );
+}
+
+#[test]
 fn the_recorded_pair() {
     let dir = scratch("diff-recorded");
     let (out, err, code) = diff(&dir, &[&fixture("base.json"), &fixture("head.json")]);

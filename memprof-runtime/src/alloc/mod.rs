@@ -105,10 +105,12 @@ thread_local! {
                 allocs: Cell::new(0),
                 peak: Cell::new(0),
                 deallocs: Cell::new(0),
+                allocated: Cell::new(0),
                 slot: Cell::new(&EMPTY),
                 adjust_net: Cell::new(0),
                 adjust_allocs: Cell::new(0),
                 adjust_deallocs: Cell::new(0),
+                adjust_allocated: Cell::new(0),
                 carry: Cell::new(i64::MIN),
                 hi: Cell::new(i64::MIN),
                 fns: Cell::new(std::ptr::null()),
@@ -196,13 +198,20 @@ fn record_in<const A: u64, const D: u64>(
     // SAFETY: a non-null `hook` is the thread's claimed slot in `SLOTS`.
     // PERF: only this thread writes its slot, so a plain load and store
     // suffice.
-    count(t, unsafe { &*hook }, allocated as i64 - freed as i64, A, D);
+    count(t, unsafe { &*hook }, allocated, freed, A, D);
     true
 }
 
 #[inline(always)]
-fn count(t: &ThreadCounters, slot: &Slot, delta: i64, allocs: u64, deallocs: u64) {
-    let net = slot.net.load(Relaxed) + delta;
+fn count(
+    t: &ThreadCounters,
+    slot: &Slot,
+    allocated: usize,
+    freed: usize,
+    allocs: u64,
+    deallocs: u64,
+) {
+    let net = slot.net.load(Relaxed) + (allocated as i64 - freed as i64);
     slot.net.store(net, Relaxed);
     // A pure free never raises the peak.
     if allocs != 0 && net > t.peak.get() {
@@ -210,6 +219,7 @@ fn count(t: &ThreadCounters, slot: &Slot, delta: i64, allocs: u64, deallocs: u64
     }
     if allocs != 0 {
         t.allocs.set(t.allocs.get() + allocs);
+        t.allocated.set(t.allocated.get() + allocated as u64);
     }
     if deallocs != 0 {
         t.deallocs.set(t.deallocs.get() + deallocs);
@@ -223,11 +233,25 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
         PAUSED => return,
         // Here because a watch is open (fed below) or without the shortcut.
         // SAFETY: in `COUNTING` mode `slot` points into the static `SLOTS`.
-        COUNTING => count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs),
+        COUNTING => count(
+            t,
+            unsafe { &*t.slot.get() },
+            allocated,
+            freed,
+            allocs,
+            deallocs,
+        ),
         TRACKING => {
             // SAFETY: in `TRACKING` mode, as in `COUNTING`, `slot` points
             // into the static `SLOTS`.
-            count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs);
+            count(
+                t,
+                unsafe { &*t.slot.get() },
+                allocated,
+                freed,
+                allocs,
+                deallocs,
+            );
             count_classes(t, allocated, freed);
         }
         UNCLAIMED => {
@@ -246,17 +270,24 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
             };
             t.slot.set(slot);
             set_mode(t, mode);
-            count(t, slot, delta, allocs, deallocs);
+            count(t, slot, allocated, freed, allocs, deallocs);
         }
         OVERFLOW_SLOT if any_free() && promote(t) => {
             // SAFETY: `promote` pointed `slot` into the static `SLOTS`.
-            count(t, unsafe { &*t.slot.get() }, delta, allocs, deallocs);
+            count(
+                t,
+                unsafe { &*t.slot.get() },
+                allocated,
+                freed,
+                allocs,
+                deallocs,
+            );
             if t.wants_tracking.get() {
                 count_classes(t, allocated, freed);
             }
         }
         _ => {
-            count(t, &t.private, delta, allocs, deallocs);
+            count(t, &t.private, allocated, freed, allocs, deallocs);
             OVERFLOW.net.fetch_add(delta, Relaxed);
             if t.wants_tracking.get() {
                 count_classes(t, allocated, freed);
@@ -264,7 +295,7 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
         }
     }
     if WATCH_MASK.load(Relaxed) != 0 {
-        watch_record(delta, allocs, deallocs);
+        watch_record(delta, allocated, allocs, deallocs);
     }
 }
 
@@ -325,6 +356,7 @@ mod tests {
         assert_eq!(offset_of!(ThreadCounters, head), 0);
         assert_eq!(offset_of!(Counters, hook), 0);
         assert!(offset_of!(Counters, deallocs) + 8 <= 64);
+        assert!(offset_of!(Counters, allocated) + 8 <= 64);
         // Not adjacent: see `peak`.
         assert_eq!(
             offset_of!(Counters, deallocs) - offset_of!(Counters, allocs),

@@ -16,6 +16,8 @@ static WATCH_NET: AtomicI64 = AtomicI64::new(0);
 /// counts, only ever read as differences (process-scope `measure`).
 static WATCH_ALLOCS: AtomicU64 = AtomicU64::new(0);
 static WATCH_DEALLOCS: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated while any watcher was active, as the counts are.
+static WATCH_ALLOCATED: AtomicU64 = AtomicU64::new(0);
 static WATCH_PEAK: [AtomicI64; WATCHERS] = [const { AtomicI64::new(0) }; WATCHERS];
 
 /// Sends every thread's allocator to the slow path, which feeds the
@@ -25,9 +27,10 @@ fn set_watched(on: bool) {
 }
 
 #[cold]
-pub(super) fn watch_record(delta: i64, allocs: u64, deallocs: u64) {
+pub(super) fn watch_record(delta: i64, allocated: usize, allocs: u64, deallocs: u64) {
     if allocs != 0 {
         WATCH_ALLOCS.fetch_add(allocs, Relaxed);
+        WATCH_ALLOCATED.fetch_add(allocated as u64, Relaxed);
     }
     if deallocs != 0 {
         WATCH_DEALLOCS.fetch_add(deallocs, Relaxed);
@@ -43,10 +46,15 @@ pub(super) fn watch_record(delta: i64, allocs: u64, deallocs: u64) {
     }
 }
 
-/// Allocations and deallocations counted so far while a watch was open:
-/// their differences across an open watch are the whole process's.
-pub(crate) fn watch_counts() -> (u64, u64) {
-    (WATCH_ALLOCS.load(Relaxed), WATCH_DEALLOCS.load(Relaxed))
+/// Allocations, deallocations and bytes allocated counted so far while a
+/// watch was open: their differences across an open watch are the whole
+/// process's.
+pub(crate) fn watch_counts() -> (u64, u64, u64) {
+    (
+        WATCH_ALLOCS.load(Relaxed),
+        WATCH_DEALLOCS.load(Relaxed),
+        WATCH_ALLOCATED.load(Relaxed),
+    )
 }
 
 /// A process-wide watermark, open from [`watch_begin`] to [`watch_end`].

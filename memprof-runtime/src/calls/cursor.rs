@@ -16,7 +16,7 @@ use crate::gpu::GpuMark;
 pub(crate) use crate::kernel::layout::NO_CELL;
 use crate::kernel::layout::{CallHead, CursorHead};
 use crate::owned::{get, set};
-use crate::region::{Region, RegionStats, Scope, allocs_in, close_in, open_in};
+use crate::region::{Region, RegionStats, Scope, allocated_in, allocs_in, close_in, open_in};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
@@ -98,6 +98,7 @@ impl<'a> Cursor<'a> {
                 start: Cell::new(0),
                 saved: Cell::new(0),
                 start_allocs: Cell::new(0),
+                start_allocated: Cell::new(0),
                 events: Cell::new(0),
             },
             rest: if call.is_null() {
@@ -204,6 +205,7 @@ impl<'a> Cursor<'a> {
             get(&self.head.start),
             get(&self.head.saved),
             get(&self.head.start_allocs),
+            get(&self.head.start_allocated),
         )
     }
 
@@ -218,6 +220,7 @@ impl<'a> Cursor<'a> {
             set(&self.head.start, start);
             set(&self.head.saved, saved);
             set(&self.head.start_allocs, allocs_in(t));
+            set(&self.head.start_allocated, allocated_in(t));
         }
     }
 
@@ -251,6 +254,7 @@ impl<'a> Cursor<'a> {
             set(&self.head.start, region.start);
             set(&self.head.saved, region.saved);
             set(&self.head.start_allocs, region.start_allocs);
+            set(&self.head.start_allocated, region.start_allocated);
             if let Some(watch) = region.watch {
                 set(&self.rest().watch, watch.into_parts());
             }
@@ -264,6 +268,7 @@ impl<'a> Cursor<'a> {
             start: get(&self.head.start),
             saved: get(&self.head.saved),
             start_allocs: get(&self.head.start_allocs),
+            start_allocated: get(&self.head.start_allocated),
             watch: (index != u32::MAX).then(|| alloc::Watch::from_parts(index, start)),
         }
     }

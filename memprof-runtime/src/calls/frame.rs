@@ -22,7 +22,7 @@ use crate::cells::LineCell;
 use crate::config::ReportMode;
 use crate::kernel::layout::{CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters};
 use crate::owned::{get, set};
-use crate::region::{Region, RegionStats, Scope, allocs_in, close_in, open_in};
+use crate::region::{Region, RegionStats, Scope, allocated_in, allocs_in, close_in, open_in};
 use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering::Relaxed;
@@ -219,6 +219,7 @@ impl Frame {
                 start: Cell::new(0),
                 saved: Cell::new(0),
                 start_allocs: Cell::new(0),
+                start_allocated: Cell::new(0),
             },
             meta,
             state: UnsafeCell::new(MaybeUninit::uninit()),
@@ -410,6 +411,7 @@ impl Frame {
                     start,
                     saved,
                     start_allocs: allocs_in(t),
+                    start_allocated: allocated_in(t),
                     watch: None,
                 }
             }
@@ -448,6 +450,7 @@ impl Frame {
                 entry.region.start,
                 entry.region.saved,
                 entry.region.start_allocs,
+                entry.region.start_allocated,
             ),
             _ => entry.region.close(),
         };

@@ -14,6 +14,7 @@ struct TaskCounters {
     net: i64,
     allocs: u64,
     deallocs: u64,
+    allocated: u64,
     watermark: i64,
 }
 
@@ -23,6 +24,7 @@ struct PollScope {
     adjust_net: i64,
     adjust_allocs: u64,
     adjust_deallocs: u64,
+    adjust_allocated: u64,
     outer_watermark: i64,
     outer_hi: i64,
 }
@@ -33,6 +35,7 @@ fn poll_enter(task: &TaskCounters) -> PollScope {
             adjust_net: t.adjust_net.get(),
             adjust_allocs: t.adjust_allocs.get(),
             adjust_deallocs: t.adjust_deallocs.get(),
+            adjust_allocated: t.adjust_allocated.get(),
             outer_watermark: (t.peak.get() + t.adjust_net.get()).max(t.carry.get()),
             outer_hi: t.hi.get().max(t.peak.get()),
         };
@@ -41,6 +44,8 @@ fn poll_enter(task: &TaskCounters) -> PollScope {
             .set(task.allocs.wrapping_sub(t.allocs.get()));
         t.adjust_deallocs
             .set(task.deallocs.wrapping_sub(t.deallocs.get()));
+        t.adjust_allocated
+            .set(task.allocated.wrapping_sub(t.allocated.get()));
         t.peak.set(t.net());
         t.hi.set(t.net());
         t.carry.set(task.watermark);
@@ -53,6 +58,7 @@ fn poll_exit(task: &mut TaskCounters, outer: PollScope) {
         task.net = t.net() + t.adjust_net.get();
         task.allocs = t.allocs.get().wrapping_add(t.adjust_allocs.get());
         task.deallocs = t.deallocs.get().wrapping_add(t.adjust_deallocs.get());
+        task.allocated = t.allocated.get().wrapping_add(t.adjust_allocated.get());
         task.watermark = (t.peak.get() + t.adjust_net.get()).max(t.carry.get());
         // The highest the thread really went during this poll, which the
         // context we return to must see as part of its own watermark.
@@ -60,6 +66,7 @@ fn poll_exit(task: &mut TaskCounters, outer: PollScope) {
         t.adjust_net.set(outer.adjust_net);
         t.adjust_allocs.set(outer.adjust_allocs);
         t.adjust_deallocs.set(outer.adjust_deallocs);
+        t.adjust_allocated.set(outer.adjust_allocated);
         t.carry
             .set(outer.outer_watermark.max(real + outer.adjust_net));
         t.hi.set(outer.outer_hi.max(real));
@@ -84,6 +91,7 @@ impl<F> Instrumented<F> {
                 net: 0,
                 allocs: 0,
                 deallocs: 0,
+                allocated: 0,
                 watermark: i64::MIN,
             },
         }

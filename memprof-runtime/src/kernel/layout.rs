@@ -25,15 +25,15 @@ pub struct Slot {
 /// statement probes touch. Owned by `alloc` (see `ThreadCounters` there,
 /// which starts with it). Only the thread itself reads or writes it.
 ///
-/// The net count (in the thread's slot), `peak`, `allocs` and `deallocs` are
-/// real: moved by the allocator alone. The rest is owned by the probes:
+/// The net count (in the thread's slot), `peak`, `allocs`, `deallocs` and
+/// `allocated` are real: moved by the allocator alone. The rest is owned by the probes:
 /// `adjust_*` shift real values into the current context's terms (an async
 /// task's own count while it is polled; zero otherwise), `carry` holds the
 /// part of the innermost open region's watermark that `peak` no longer
 /// shows, and `hi` the highest `peak` seen since the current poll began.
 ///
-/// PERF: what the allocator's fast path touches, `hook` to `deallocs`, is in
-/// the first 32 bytes: one cache line, as `ThreadCounters` is 128-byte
+/// PERF: what the allocator's fast path touches, `hook` to `allocated`, is
+/// in the first 40 bytes: one cache line, as `ThreadCounters` is 128-byte
 /// aligned.
 #[repr(C)]
 pub struct Counters {
@@ -47,11 +47,15 @@ pub struct Counters {
     /// separate stores `alloc` and `dealloc` left in the store buffer.
     pub peak: Cell<i64>,
     pub deallocs: Cell<u64>,
+    /// Bytes allocated so far: every allocation's size, a `realloc`'s new
+    /// size (the churn, dhat's `total_bytes`).
+    pub allocated: Cell<u64>,
     /// The thread's slot (see `alloc`): where its net count is.
     pub slot: Cell<*const Slot>,
     pub adjust_net: Cell<i64>,
     pub adjust_allocs: Cell<u64>,
     pub adjust_deallocs: Cell<u64>,
+    pub adjust_allocated: Cell<u64>,
     pub carry: Cell<i64>,
     pub hi: Cell<i64>,
     /// Owned by `calls::thread`, which keeps them in step with its table of
@@ -89,6 +93,9 @@ pub struct LineCell {
     /// Allocations made while the row ran (a `realloc` counts as one),
     /// summed over executions, under the same recursion rule as `increment`.
     pub(crate) allocations: AtomicU64,
+    /// Bytes those allocations asked for (a `realloc`'s new size), under the
+    /// same rule.
+    pub(crate) allocated: AtomicU64,
     /// Highest heap after the row; `i64::MIN` before any execution.
     pub(crate) mem_usage: AtomicI64,
     /// Sum of GPU bytes after minus before, over sampled executions.
@@ -117,6 +124,7 @@ impl LineCell {
             increment: AtomicI64::new(0),
             peak: AtomicU64::new(0),
             allocations: AtomicU64::new(0),
+            allocated: AtomicU64::new(0),
             mem_usage: AtomicI64::new(i64::MIN),
             gpu_increment: AtomicI64::new(0),
             gpu_usage: AtomicI64::new(NO_SAMPLE),
@@ -228,10 +236,12 @@ pub struct CallHead {
     /// A kernel-entered call: the thread's aggregate of the function.
     pub thread_fn: Cell<*const ThreadFnHead>,
     /// A kernel-entered call: its own region's start and the enclosing
-    /// region's watermark, and the context's allocation count at its start.
+    /// region's watermark, and the context's allocation count and bytes
+    /// allocated at its start.
     pub start: Cell<i64>,
     pub saved: Cell<i64>,
     pub start_allocs: Cell<u64>,
+    pub start_allocated: Cell<u64>,
 }
 
 /// Where one block's statement cursor is: the head of the runtime's
@@ -252,10 +262,11 @@ pub struct CursorHead {
     /// made, as the call's flags are at its entry.
     pub counters: Cell<*const Counters>,
     /// The open region's start and the enclosing region's watermark, and
-    /// the context's allocation count at its start.
+    /// the context's allocation count and bytes allocated at its start.
     pub start: Cell<i64>,
     pub saved: Cell<i64>,
     pub start_allocs: Cell<u64>,
+    pub start_allocated: Cell<u64>,
     /// The thread's allocations plus frees when the open region started
     /// (`Counters::events`), for the kernel's test of a quiet region. Only
     /// the kernel's opens write it, and only the kernel reads it.

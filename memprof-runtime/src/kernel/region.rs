@@ -21,6 +21,8 @@ pub struct RegionStats {
     pub peak: u64,
     /// Allocations while open.
     pub allocations: u64,
+    /// Bytes those allocations asked for (a `realloc`'s new size).
+    pub allocated: u64,
     /// The count when the region closed (context terms for thread scope, the
     /// process total for process scope).
     pub end: i64,
@@ -66,10 +68,18 @@ pub fn allocs_in(t: &Counters) -> u64 {
     get(&t.allocs).wrapping_add(get(&t.adjust_allocs))
 }
 
-/// Closes the thread-scope region that [`open_in`] opened on `t`, when the
-/// context's allocation count was `allocs` ([`allocs_in`]).
+/// The calling context's bytes allocated so far, for a region's start (see
+/// [`close_in`]).
 #[inline(always)]
-pub fn close_in(t: &Counters, start: i64, saved: i64, allocs: u64) -> RegionStats {
+pub fn allocated_in(t: &Counters) -> u64 {
+    get(&t.allocated).wrapping_add(get(&t.adjust_allocated))
+}
+
+/// Closes the thread-scope region that [`open_in`] opened on `t`, when the
+/// context's allocation count was `allocs` ([`allocs_in`]) and its bytes
+/// allocated `allocated` ([`allocated_in`]).
+#[inline(always)]
+pub fn close_in(t: &Counters, start: i64, saved: i64, allocs: u64, allocated: u64) -> RegionStats {
     let adjust = get(&t.adjust_net);
     let watermark = max(get(&t.peak) + adjust, get(&t.carry));
     set(&t.carry, max(saved, watermark));
@@ -80,6 +90,7 @@ pub fn close_in(t: &Counters, start: i64, saved: i64, allocs: u64) -> RegionStat
         increment,
         peak: if rise > 0 { rise as u64 } else { 0 },
         allocations: allocs_in(t).wrapping_sub(allocs),
+        allocated: allocated_in(t).wrapping_sub(allocated),
         end,
     }
 }
@@ -167,7 +178,8 @@ impl LineCell {
         gpu: Option<(i64, i64, u64)>,
     ) {
         use Ordering::Relaxed;
-        let (increment, peak, allocations) = (stats.increment, stats.peak, stats.allocations);
+        let (increment, peak) = (stats.increment, stats.peak);
+        let (allocations, allocated) = (stats.allocations, stats.allocated);
         // SAFETY: only the owning thread touches `open`.
         let open = unsafe { &mut *self.open.get() };
         let nested = *open > 1;
@@ -186,6 +198,8 @@ impl LineCell {
             if allocations != 0 {
                 self.allocations
                     .store(load_u64(&self.allocations) + allocations, Relaxed);
+                self.allocated
+                    .store(load_u64(&self.allocated) + allocated, Relaxed);
             }
         }
         if mem_usage > load_i64(&self.mem_usage) {
@@ -301,6 +315,7 @@ fn step_loud(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32) {
         set(&cursor.start, start);
         set(&cursor.saved, saved);
         set(&cursor.start_allocs, allocs_in(t));
+        set(&cursor.start_allocated, allocated_in(t));
         set(&cursor.events, t.events());
     }
 }
@@ -314,6 +329,7 @@ fn close_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
         get(&cursor.start),
         get(&cursor.saved),
         get(&cursor.start_allocs),
+        get(&cursor.start_allocated),
     );
     call.row(get(&cursor.cell))
         .closed(&stats, get(&call.base) + stats.end);
@@ -420,6 +436,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
     // open leaves them.
     let (start, saved) = open_in(t);
     let allocs = allocs_in(t);
+    let allocated = allocated_in(t);
     // PERF: the rows from `cells` as it is, not through the head written
     // below, whose store the loads would wait for.
     // SAFETY: the function's rows, from the thread's aggregate; row 0 is
@@ -439,6 +456,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
             start: Cell::new(start),
             saved: Cell::new(start),
             start_allocs: Cell::new(allocs),
+            start_allocated: Cell::new(allocated),
             events: Cell::new(t.events()),
         });
         record.write(CallHead {
@@ -452,6 +470,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
             start: Cell::new(start),
             saved: Cell::new(saved),
             start_allocs: Cell::new(allocs),
+            start_allocated: Cell::new(allocated),
         })
     };
     top
@@ -516,6 +535,7 @@ fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
         get(&call.start),
         get(&call.saved),
         get(&call.start_allocs),
+        get(&call.start_allocated),
     );
     call.row(0).closed(&stats, get(&call.base) + stats.end);
 }
@@ -558,6 +578,7 @@ pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
                 start: Cell::new(0),
                 saved: Cell::new(0),
                 start_allocs: Cell::new(0),
+                start_allocated: Cell::new(0),
                 events: Cell::new(0),
             })
         };

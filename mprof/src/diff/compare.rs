@@ -21,6 +21,8 @@ pub enum Figure {
     KeptPerCall,
     GpuPeak,
     AllocsPerCall,
+    /// Bytes allocated per call, freed or not (the churn).
+    AllocatedPerCall,
 }
 
 impl Figure {
@@ -31,12 +33,20 @@ impl Figure {
             Figure::KeptPerCall => "Kept/call",
             Figure::GpuPeak => "GPU peak",
             Figure::AllocsPerCall => "Allocs/call",
+            Figure::AllocatedPerCall => "Allocated/call",
         }
     }
 
-    /// Whether the figure is bytes (and so checked against `--fail-over`).
+    /// Whether the figure is bytes (and so written in a unit).
     pub fn is_bytes(self) -> bool {
         !matches!(self, Figure::Calls | Figure::AllocsPerCall)
+    }
+
+    /// Whether the figure is memory held, which can regress: checked
+    /// against `--fail-over` and judged in a function's status. Bytes
+    /// allocated are work, as allocation counts are: shown, not judged.
+    pub fn is_held(self) -> bool {
+        self.is_bytes() && self != Figure::AllocatedPerCall
     }
 }
 
@@ -147,7 +157,7 @@ impl FunctionDiff<'_> {
     }
 
     fn byte_changes(&self) -> impl Iterator<Item = &Change> {
-        self.changes.iter().filter(|c| c.figure.is_bytes())
+        self.changes.iter().filter(|c| c.figure.is_held())
     }
 
     /// A word for the function's change: new, removed, grew, shrank, same,
@@ -176,9 +186,10 @@ impl FunctionDiff<'_> {
 }
 
 /// The per-call figures of one run of a function: calls, peak, kept per
-/// call, GPU peak, allocations per call. A function that never ran has 0 of
-/// each but GPU peak and allocations, which a run may not have.
-fn figures(function: &FunctionRun) -> [Option<i64>; 5] {
+/// call, GPU peak, allocations and bytes allocated per call. A function that
+/// never ran has 0 of each but GPU peak and the allocation figures, which a
+/// run may not have.
+fn figures(function: &FunctionRun) -> [Option<i64>; 6] {
     let row = function.fn_row();
     let calls = function.calls;
     let peak = row.and_then(|r| r.peak).unwrap_or(0);
@@ -190,6 +201,8 @@ fn figures(function: &FunctionRun) -> [Option<i64>; 5] {
         Some(kept),
         gpu_peak.map(to_i64),
         row.and_then(|r| r.allocations)
+            .map(|n| per_call(to_i64(n), calls)),
+        row.and_then(|r| r.allocated_bytes)
             .map(|n| per_call(to_i64(n), calls)),
     ]
 }
@@ -227,6 +240,12 @@ pub fn compare<'a>(
             .any(|f| f.fn_row().is_some_and(|r| r.allocations.is_some()))
     };
     let allocations = has_allocations(base) || has_allocations(head);
+    let has_allocated = |run: &RunReport| {
+        run.functions
+            .iter()
+            .any(|f| f.fn_row().is_some_and(|r| r.allocated_bytes.is_some()))
+    };
+    let allocated = has_allocated(base) || has_allocated(head);
     // A base where nothing ran (`--allow-empty-base`: the change that adds
     // memprof) makes every function new, and none of them a regression.
     let judge_new = base.functions.iter().any(|f| f.calls > 0);
@@ -246,12 +265,14 @@ pub fn compare<'a>(
                 Figure::KeptPerCall,
                 Figure::GpuPeak,
                 Figure::AllocsPerCall,
+                Figure::AllocatedPerCall,
             ];
             let changes: Vec<Change> = figures
                 .iter()
                 .enumerate()
                 .filter(|&(_, &figure)| figure != Figure::GpuPeak || gpu)
                 .filter(|&(_, &figure)| figure != Figure::AllocsPerCall || allocations)
+                .filter(|&(_, &figure)| figure != Figure::AllocatedPerCall || allocated)
                 .map(|(i, &figure)| Change {
                     figure,
                     base: bf.and_then(|f| f[i]),
@@ -266,12 +287,12 @@ pub fn compare<'a>(
             let over = match (presence, threshold) {
                 (Presence::Both, Some(threshold)) => changes
                     .iter()
-                    .filter(|c| c.figure.is_bytes() && threshold.is_past(c))
+                    .filter(|c| c.figure.is_held() && threshold.is_past(c))
                     .copied()
                     .collect(),
                 (Presence::New, Some(threshold)) if judge_new => changes
                     .iter()
-                    .filter(|c| c.figure.is_bytes() && threshold.is_past(&from_nothing(c)))
+                    .filter(|c| c.figure.is_held() && threshold.is_past(&from_nothing(c)))
                     .copied()
                     .collect(),
                 _ => Vec::new(),

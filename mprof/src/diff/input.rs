@@ -45,6 +45,9 @@ pub struct LineRun {
     /// Absent before allocations were counted.
     #[serde(default)]
     pub allocations: Option<u64>,
+    /// Bytes allocated, freed or not; absent before they were counted.
+    #[serde(default)]
+    pub allocated_bytes: Option<u64>,
     /// How many times the row's statements ran, over the calls.
     #[serde(default)]
     pub occurrences: u64,

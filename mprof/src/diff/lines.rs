@@ -135,6 +135,7 @@ mod tests {
                 peak: Some(0),
                 gpu_peak: None,
                 allocations: None,
+                allocated_bytes: None,
                 occurrences: 1,
                 contents: (*t).to_owned(),
             })
