@@ -164,8 +164,30 @@ fn calls_after_main_are_exact_and_all_in_the_report() {
     assert!(!stdout.contains("(memprof:"), "{stdout}");
 }
 
+/// Registered before memprof's exit hook, so run after it: how many whole
+/// reports the process built by then.
+extern "C" fn count_reports() {
+    println!("reports built: {}", memprof::__private::reports_built());
+}
+
+fn the_exit_hook_builds_one_report_for_tables_summary_and_json() {
+    let (stdout, report) = child("count", &[("MEMPROF_REPORT", "exit")]);
+    // Tables, the summary and the report that MEMPROF_JSON is written from
+    // (after every exit handler, from the same report: no call ended since).
+    assert!(stdout.contains("reports built: 1\n"), "{stdout}");
+    assert!(stdout.contains("Function: exits::after_main"), "{stdout}");
+    assert!(stdout.contains("Summary: 1 function ran"), "{stdout}");
+    assert_eq!(function(&report, "after_main").0, 2, "{report}");
+}
+
 fn main() {
     match std::env::var("EXITS_CHILD").as_deref() {
+        Ok("count") => {
+            // SAFETY: a plain `extern "C" fn` that does not unwind.
+            assert_eq!(unsafe { libc::atexit(count_reports) }, 0);
+            after_main("one");
+            after_main("two");
+        }
         Ok("exit") => {
             exits_inside(0);
             unreachable!("exits_inside exits");
@@ -179,6 +201,7 @@ fn main() {
         _ => {
             a_call_the_process_exits_from_is_reported_running();
             calls_after_main_are_exact_and_all_in_the_report();
+            the_exit_hook_builds_one_report_for_tables_summary_and_json();
             println!("exits: ok");
         }
     }

@@ -27,20 +27,23 @@ pub(crate) struct RowFigures {
 }
 
 impl RowFigures {
-    /// Adds `other`'s executions to these.
+    /// Adds `other`'s executions to these: counts and sums add (held at
+    /// their type's bounds), highs take the higher. The one merge rule of
+    /// rows: threads' aggregates of a function, the cells of one source
+    /// line, and processes' reports (`Report::add`) all merge through it.
     pub(crate) fn add(&mut self, other: &RowFigures) {
-        self.occurrences += other.occurrences;
-        self.increment += other.increment;
+        self.occurrences = self.occurrences.saturating_add(other.occurrences);
+        self.increment = self.increment.saturating_add(other.increment);
         self.peak = self.peak.max(other.peak);
-        self.allocations += other.allocations;
-        self.allocated += other.allocated;
+        self.allocations = self.allocations.saturating_add(other.allocations);
+        self.allocated = self.allocated.saturating_add(other.allocated);
         self.mem_usage = self.mem_usage.max(other.mem_usage);
         self.gpu = match (self.gpu, other.gpu) {
-            (Some((i, u, p)), Some((j, v, q))) => Some((i + j, u.max(v), p.max(q))),
+            (Some((i, u, p)), Some((j, v, q))) => Some((i.saturating_add(j), u.max(v), p.max(q))),
             (a, b) => a.or(b),
         };
         self.driver = match (self.driver, other.driver) {
-            (Some((i, u)), Some((j, v))) => Some((i + j, u.max(v))),
+            (Some((i, u)), Some((j, v))) => Some((i.saturating_add(j), u.max(v))),
             (a, b) => a.or(b),
         };
     }

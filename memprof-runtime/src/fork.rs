@@ -56,7 +56,7 @@ extern "C" fn prepare() {
         // child does not find their first read under way.
         let _ = crate::settings::get();
         let lists = ListsHeldForFork::lock();
-        let output = crate::output::hold_file_for_fork();
+        let output = crate::sink::hold_file_for_fork();
         let _ = HELD.try_with(|held| {
             *held.borrow_mut() = Some(Held {
                 _output: output,

@@ -35,6 +35,7 @@ mod budget;
 mod calls;
 mod cells;
 pub mod config;
+mod document;
 mod fork;
 #[cfg(feature = "gpu")]
 mod gpu;
@@ -53,6 +54,7 @@ mod region;
 mod render;
 mod report;
 mod settings;
+mod sink;
 mod stdio;
 mod summary;
 mod timeline;
@@ -97,6 +99,7 @@ pub mod __private {
         CallFrame, CallGuard, Probe, StackCursor, StackTail, SyncCall, statement,
     };
     pub use crate::region::Scope;
+    pub use crate::report::reports_built;
     pub use crate::tls::{give_up as give_up_tls_shortcut, in_use as tls_shortcut_in_use};
     pub use crate::track::track;
     pub use inventory;

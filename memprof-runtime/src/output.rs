@@ -1,16 +1,16 @@
-//! Printing: where text goes (`MEMPROF_OUTPUT`, one sink with its stderr
-//! fallback), and when tables are printed: a finished call's own table, the
+//! When tables are printed (where the text goes is `sink`'s): a finished call's own table, the
 //! aggregated tables and `MEMPROF_JSON` at exit, and `memit!`'s line.
 
 use crate::alloc::{self, untracked};
 use crate::calls::{AUTO_CALL_TABLES, CallFacts, FnMeta};
 use crate::cells::LineCell;
-use crate::config::{Output, RenderSettings, ReportMode};
+use crate::config::{RenderSettings, ReportMode};
 use crate::measure::{MeasureGuard, Measurement};
 use crate::region::Scope;
-use crate::report::{FunctionReport, call_report, function_report, registered, report};
-use std::sync::Once;
+use crate::report::{FunctionReport, Report, call_report, functions_of, registered, report};
+use crate::sink::emit;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Mutex, Once};
 
 /// Prints a finished call's own table, if the report mode wants it, with
 /// the note under it and its title marked if the call panicked.
@@ -175,13 +175,8 @@ fn register_exit_hook() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         extern "C" fn at_exit() {
-            EXITING.store(true, Relaxed);
-            untracked(|| {
-                print_exit_tables();
-                if !JSON_AFTER_EXIT_HANDLERS {
-                    write_json();
-                }
-            });
+            crate::sink::exiting();
+            untracked(report_at_exit);
         }
         // SAFETY: `at_exit` is a plain `extern "C" fn` that never unwinds
         // (everything it calls catches panics), as `atexit` requires.
@@ -192,30 +187,52 @@ fn register_exit_hook() {
     });
 }
 
-fn print_exit_tables() {
+/// The report at exit, taken once by the exit hook for its tables, its
+/// summary and `MEMPROF_JSON`, which is written later where it waits for
+/// the program's own exit handlers (see [`JSON_AFTER_EXIT_HANDLERS`]).
+static EXIT_REPORT: Mutex<Option<Report>> = Mutex::new(None);
+
+/// The exit hook's work: the exit tables and summary, and `MEMPROF_JSON`,
+/// from one report.
+fn report_at_exit() {
     let config = crate::settings::get();
-    let mut text = String::new();
     // NOTE: libtest captures a test's output to show it if the test fails;
     // text printed at exit, after its summary, it cannot capture. So under
     // `auto`, a test binary prints no exit tables.
     let auto_in_test = config.report == ReportMode::Auto && config.test_binary;
-    if matches!(config.report, ReportMode::Call | ReportMode::Off) || auto_in_test {
+    let tables = !matches!(config.report, ReportMode::Call | ReportMode::Off) && !auto_in_test;
+    if !tables && config.json.is_none() {
         return;
     }
-    for meta in registered() {
-        let (rows, calls) = meta.totals();
+    let metas = registered();
+    let (ran, functions): (Vec<_>, Vec<_>) = functions_of(&metas).into_iter().unzip();
+    crate::calls::exit_report_taken(&metas);
+    let report = Report { functions };
+    if tables {
+        print_exit_tables(&ran, &report);
+    }
+    if JSON_AFTER_EXIT_HANDLERS {
+        *EXIT_REPORT.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+    } else {
+        write_json(&report);
+    }
+}
+
+/// The tables of `report`'s functions (`metas`, in the same order) that
+/// the report mode wants at exit, then the summary.
+fn print_exit_tables(metas: &[&'static FnMeta], report: &Report) {
+    let config = crate::settings::get();
+    let mut text = String::new();
+    for (meta, function) in metas.iter().zip(&report.functions) {
         // A call the process exited from has no table of its own.
-        let running = meta.running_at_thread_end();
-        let wanted = running > 0
+        let wanted = function.running > 0
             || match config.report {
-                ReportMode::Exit => calls > 0,
-                _ => calls > AUTO_CALL_TABLES,
+                ReportMode::Exit => function.calls > 0,
+                _ => function.calls > AUTO_CALL_TABLES,
             };
         if wanted {
-            let mut function = function_report(meta, &rows, calls);
-            function.running = running;
-            text.push_str(&crate::render::table(&function, true, &config.render));
-            text.push_str(&freed_more_note(meta, &function, &config.render));
+            text.push_str(&crate::render::table(function, true, &config.render));
+            text.push_str(&freed_more_note(meta, function, &config.render));
             text.push('\n');
         }
     }
@@ -227,7 +244,7 @@ fn print_exit_tables() {
         // The heavy lines at a glance, after the tables they come from: every
         // function that ran, those printed per call included (none when the
         // process exited from inside its only calls).
-        let summary = report().summary();
+        let summary = report.summary();
         if !summary.functions.is_empty() {
             text.push_str(&crate::render::summary(&summary, &config.render));
         }
@@ -265,21 +282,31 @@ static JSON_AT_FINI: extern "C" fn() = json_at_fini;
 #[cfg(target_os = "linux")]
 extern "C" fn json_at_fini() {
     // Only where profiled calls registered the exit hook, as before.
-    if EXITING.load(Relaxed) {
+    if crate::sink::is_exiting() {
         // A panic must not unwind out of an `extern "C" fn`.
-        let _ = std::panic::catch_unwind(|| {
-            untracked(write_json);
-            crate::calls::reported_at_exit(&registered());
-        });
+        let _ = std::panic::catch_unwind(|| untracked(json_at_exit));
     }
+}
+
+/// `MEMPROF_JSON` at exit, from the report the exit hook took, built anew
+/// only where a call ended since.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn json_at_exit() {
+    let taken = EXIT_REPORT.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let report = match taken {
+        Some(report) if !crate::calls::exit_report_stale() => report,
+        _ => report(),
+    };
+    write_json(&report);
+    crate::calls::exit_report_written();
 }
 
 /// A profiled call ended after `MEMPROF_JSON` was written at exit (from a
 /// finalizer that ran after memprof's): the report is written again, with
 /// it.
 pub(crate) fn call_ended_after_report() {
-    if JSON_AFTER_EXIT_HANDLERS && crate::calls::reported() {
-        untracked(write_json);
+    if crate::calls::call_ended_at_exit() && JSON_AFTER_EXIT_HANDLERS {
+        untracked(|| write_json(&report()));
     }
 }
 
@@ -303,108 +330,16 @@ extern "C" fn stdout_before_main() {
 
 /// `MEMPROF_JSON`: the aggregated report, written at exit, with those of
 /// the run's earlier processes (see `json_file`).
-fn write_json() {
+fn write_json(report: &Report) {
     let Some(path) = &crate::settings::get().json else {
         return;
     };
-    if let Err(err) = crate::json_file::write(path, &report()) {
+    if let Err(err) = crate::json_file::write(path, report) {
         crate::stdio::warning!(
             "memprof: cannot write MEMPROF_JSON={}: {err}",
             path.display()
         );
     }
-}
-
-/// Set when writing memprof's text failed: nothing more is printed.
-static STOPPED: AtomicBool = AtomicBool::new(false);
-
-/// Set while the exit hook runs: no test's output capture is active then.
-static EXITING: AtomicBool = AtomicBool::new(false);
-
-/// Writes `text` where `MEMPROF_OUTPUT` says: stdout, stderr, or a file
-/// (stderr if it cannot be opened). When a write fails (a closed pipe, a
-/// full disk), memprof stops printing and says so once on stderr; nothing
-/// here panics, so the program goes on as it would unprofiled.
-pub(crate) fn emit(text: &str) {
-    if STOPPED.load(Relaxed) {
-        return;
-    }
-    untracked(|| {
-        let (written, sink) = match &crate::settings::get().output {
-            Output::Stdout => (to_stdout(text), "stdout"),
-            Output::Stderr => (crate::stdio::stderr(text), "stderr"),
-            Output::File(path) => match output_file(path) {
-                Some(file) => {
-                    use std::io::Write;
-                    let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
-                    (file.write_all(text.as_bytes()), "MEMPROF_OUTPUT")
-                }
-                None => (crate::stdio::stderr(text), "stderr"),
-            },
-        };
-        if let Err(err) = written
-            && !STOPPED.swap(true, Relaxed)
-        {
-            crate::stdio::warning!(
-                "memprof: cannot write to {sink} ({err}); printing nothing more"
-            );
-        }
-    });
-}
-
-/// Writes `text` to stdout. In a test binary, through `print!` while a test
-/// may be running, so that libtest's capture sees it; `print!` panics on a
-/// failed write, so a broken pipe is looked for first, and a panic caught.
-fn to_stdout(text: &str) -> std::io::Result<()> {
-    if !crate::settings::get().test_binary || EXITING.load(Relaxed) {
-        return crate::stdio::stdout(text);
-    }
-    let broken = || std::io::Error::from(std::io::ErrorKind::BrokenPipe);
-    if crate::stdio::stdout_is_broken() {
-        return Err(broken());
-    }
-    std::panic::catch_unwind(|| print!("{text}")).map_err(|_| broken())
-}
-
-static OUTPUT_FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
-    std::sync::OnceLock::new();
-
-/// Creates (or empties) the `MEMPROF_OUTPUT` file; refuses a path that is
-/// a symbolic link, which a link planted in a shared directory could point
-/// at any file the program may write.
-fn create_output(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(crate::json_file::refused_if_link)
-}
-
-/// The `MEMPROF_OUTPUT` file, created at the first write; `None`, after one
-/// warning, if it cannot be.
-fn output_file(path: &std::path::Path) -> Option<&'static std::sync::Mutex<std::fs::File>> {
-    OUTPUT_FILE
-        .get_or_init(|| match create_output(path) {
-            Ok(file) => Some(std::sync::Mutex::new(file)),
-            Err(err) => {
-                crate::stdio::warning!(
-                    "memprof: cannot open MEMPROF_OUTPUT={}: {err}; writing to stderr instead",
-                    path.display()
-                );
-                None
-            }
-        })
-        .as_ref()
-}
-
-/// The `MEMPROF_OUTPUT` file locked, if it is open, for `fork` to hold
-/// across a fork (see `crate::fork`).
-pub(crate) fn hold_file_for_fork() -> Option<std::sync::MutexGuard<'static, std::fs::File>> {
-    let file = OUTPUT_FILE.get()?.as_ref()?;
-    Some(file.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 pub(crate) fn warn_not_installed() {
@@ -489,4 +424,29 @@ fn print_memit(heap_before: i64, stats: &Measurement, beside: crate::measure::Be
         line.push_str("\n\n");
         emit(&line);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::reports_built;
+
+    #[test]
+    fn json_at_exit_reuses_the_report_the_hook_took_unless_a_call_ended_since() {
+        let taken = || {
+            *EXIT_REPORT.lock().unwrap() = Some(Report { functions: vec![] });
+            crate::calls::exit_report_taken(&[]);
+        };
+        taken();
+        let before = reports_built();
+        json_at_exit();
+        assert_eq!(reports_built(), before);
+        taken();
+        // A call ends after the hook took the report (a later exit handler's).
+        assert!(!crate::calls::call_ended_at_exit());
+        json_at_exit();
+        assert_eq!(reports_built(), before + 1);
+        // Written: a call that ends now writes it again.
+        assert!(crate::calls::call_ended_at_exit());
+    }
 }

@@ -143,9 +143,9 @@ struct CursorRecord {
 }
 
 // The kernel tells a cursor it made from one the runtime made by the room
-// it takes on the side stack (see `kernel::region::cursor_end`).
+// it takes on the side stack (see `kernel::call::cursor_end`).
 const _: () = assert!(
-    std::mem::size_of::<CursorRecord>().next_multiple_of(16) != crate::kernel::region::CURSOR_ROOM
+    std::mem::size_of::<CursorRecord>().next_multiple_of(16) != crate::kernel::call::CURSOR_ROOM
 );
 
 /// Ends the current statement's region of `cursor`, if any, and starts cell
@@ -465,7 +465,7 @@ fn finish(frame: &Frame, mark: &CallMark, holds: bool) {
         panic!("{message}");
     }
     if !held.is_empty() {
-        crate::output::emit(&held);
+        crate::sink::emit(&held);
     }
     crate::alloc::untracked(|| drop(held));
     if let Some((table, nth)) = exit.table {

@@ -4,6 +4,7 @@
 use crate::alloc::untracked;
 use crate::calls::{FnMeta, Registration};
 use crate::cells::{LineCell, RowFigures};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Every profiled function, aggregated over all its calls so far.
 ///
@@ -135,114 +136,60 @@ pub struct LineReport {
 }
 
 impl LineReport {
-    /// Another process's executions of this line: sums add, highs take the
-    /// higher.
+    /// Another process's executions of this line, merged under the one rule
+    /// that merges a row's executions, [`RowFigures::add`].
     fn add(&mut self, other: &LineReport) {
-        fn sum(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-            if a.is_none() && b.is_none() {
-                return None;
-            }
-            Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0)))
-        }
-        self.mem_usage = self.mem_usage.max(other.mem_usage);
-        self.increment = sum(self.increment, other.increment);
-        self.peak = self.peak.max(other.peak);
-        self.occurrences += other.occurrences;
-        fn count(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-            match (a, b) {
-                (Some(a), Some(b)) => Some(a.saturating_add(b)),
-                (a, b) => a.or(b),
-            }
-        }
-        self.allocations = count(self.allocations, other.allocations);
-        self.allocated_bytes = count(self.allocated_bytes, other.allocated_bytes);
-        self.gpu_usage = self.gpu_usage.max(other.gpu_usage);
-        self.gpu_increment = sum(self.gpu_increment, other.gpu_increment);
-        self.gpu_peak = self.gpu_peak.max(other.gpu_peak);
-        self.gpu_driver_usage = self.gpu_driver_usage.max(other.gpu_driver_usage);
-        self.gpu_driver_increment = sum(self.gpu_driver_increment, other.gpu_driver_increment);
+        let mut sum = self.figures();
+        sum.add(&other.figures());
+        let counted = self.gpu_peak.is_some() || other.gpu_peak.is_some();
+        self.set_figures(&sum, counted);
     }
-}
 
-/// `MEMPROF_JSON`'s document: `to_json`'s, and the run that wrote it.
-#[derive(miniserde::Serialize)]
-struct RunDocument<'a> {
-    schema: u64,
-    functions: &'a Vec<FunctionReport>,
-    summary: crate::summary::Summary,
-    run: &'a str,
-}
+    /// The row's figures as the runtime keeps them.
+    fn figures(&self) -> RowFigures {
+        let signed = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        RowFigures {
+            occurrences: self.occurrences,
+            increment: self.increment.unwrap_or(0),
+            peak: self.peak.unwrap_or(0),
+            allocations: self.allocations.unwrap_or(0),
+            allocated: self.allocated_bytes.unwrap_or(0),
+            mem_usage: self.mem_usage.unwrap_or(i64::MIN),
+            gpu: self.gpu_usage.map(|usage| {
+                (
+                    self.gpu_increment.unwrap_or(0),
+                    signed(usage),
+                    self.gpu_peak.unwrap_or(0),
+                )
+            }),
+            driver: self
+                .gpu_driver_usage
+                .map(|usage| (self.gpu_driver_increment.unwrap_or(0), signed(usage))),
+        }
+    }
 
-/// What a run's earlier processes wrote to `MEMPROF_JSON`'s file; the
-/// summary is made anew from the sum.
-#[derive(miniserde::Deserialize)]
-struct EarlierRun {
-    schema: u64,
-    functions: Vec<FunctionReport>,
-    run: String,
-}
-
-/// What `to_json` writes: the report's fields after a schema version, so that
-/// readers such as `mprof diff` can tell a document they do not understand.
-#[derive(miniserde::Serialize)]
-struct JsonDocument<'a> {
-    schema: u64,
-    functions: &'a Vec<FunctionReport>,
-    summary: crate::summary::Summary,
+    /// Shows `f`: no figure for a row that never ran; a GPU peak only where
+    /// device allocations were `counted`.
+    fn set_figures(&mut self, f: &RowFigures, counted: bool) {
+        let ran = f.occurrences > 0;
+        let unsigned = |v: i64| v.max(0) as u64;
+        self.occurrences = f.occurrences;
+        self.increment = ran.then_some(f.increment);
+        self.peak = ran.then_some(f.peak);
+        self.allocations = ran.then_some(f.allocations);
+        self.allocated_bytes = ran.then_some(f.allocated);
+        self.mem_usage = ran.then_some(f.mem_usage);
+        let gpu = f.gpu.filter(|_| ran);
+        self.gpu_increment = gpu.map(|(increment, _, _)| increment);
+        self.gpu_usage = gpu.map(|(_, usage, _)| unsigned(usage));
+        self.gpu_peak = gpu.filter(|_| counted).map(|(_, _, peak)| peak);
+        let driver = f.driver.filter(|_| ran);
+        self.gpu_driver_increment = driver.map(|(increment, _)| increment);
+        self.gpu_driver_usage = driver.map(|(_, usage)| unsigned(usage));
+    }
 }
 
 impl Report {
-    /// The version of the JSON that `to_json` writes, its `schema` field.
-    /// It grows when a field changes meaning or goes away; added fields do
-    /// not change it.
-    pub const JSON_SCHEMA: u64 = 1;
-
-    /// The report as a JSON document: `schema` ([`Report::JSON_SCHEMA`]),
-    /// then the same fields as these structs; figures that are `None` are
-    /// `null`.
-    ///
-    /// This is what `MEMPROF_JSON=path` writes at exit, and what
-    /// `mprof diff` compares.
-    ///
-    /// ```
-    /// #[memprof::profile]
-    /// fn build() -> Vec<u8> {
-    ///     vec![0u8; 100]
-    /// }
-    ///
-    /// let v = build();
-    /// let json = memprof::report().to_json();
-    /// assert!(json.starts_with(r#"{"schema":1,"functions":[{"name":""#));
-    /// assert!(json.contains(r#""calls":1"#));
-    /// # drop(v);
-    /// ```
-    pub fn to_json(&self) -> String {
-        miniserde::json::to_string(&JsonDocument {
-            schema: Self::JSON_SCHEMA,
-            functions: &self.functions,
-            summary: self.summary(),
-        })
-    }
-
-    /// The report in the JSON that `MEMPROF_JSON`'s file holds: `to_json`'s
-    /// document with the run that wrote it (see `json_file`).
-    pub(crate) fn to_json_of_run(&self, run: &str) -> String {
-        miniserde::json::to_string(&RunDocument {
-            schema: Self::JSON_SCHEMA,
-            functions: &self.functions,
-            summary: self.summary(),
-            run,
-        })
-    }
-
-    /// The report that `text` holds, if `to_json_of_run` wrote it for `run`.
-    pub(crate) fn from_json_of_run(text: &str, run: &str) -> Option<Report> {
-        let document: EarlierRun = miniserde::json::from_str(text).ok()?;
-        (document.schema == Self::JSON_SCHEMA && document.run == run).then_some(Report {
-            functions: document.functions,
-        })
-    }
-
     /// Adds another process's report of the same program to this one: a
     /// function in both (same path and file) sums its calls and rows as one
     /// process's calls would; the others are appended.
@@ -342,45 +289,22 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
     let gpu = crate::gpu::description();
     let counted = crate::gpu::counted();
     let driver_description = crate::gpu::driver_description();
+    // A line's cells (a statement and the rows that share its line) merge
+    // as executions do.
+    let mut sums = vec![RowFigures::default(); lines.len()];
     for (cell, &row) in cells.iter().zip(meta.cell_rows) {
-        let RowFigures {
-            occurrences: n,
-            increment,
-            peak,
-            allocations,
-            allocated,
-            mem_usage: mem,
-            gpu: gpu_figures,
-            driver,
-        } = *cell;
-        let Some(line) = lines.get_mut(row as usize) else {
-            continue;
-        };
-        if n == 0 {
-            continue;
+        if let Some(sum) = sums.get_mut(row as usize) {
+            sum.add(cell);
         }
-        line.occurrences += n;
-        line.increment = Some(line.increment.unwrap_or(0) + increment);
-        line.peak = Some(line.peak.unwrap_or(0).max(peak));
-        line.allocations = Some(line.allocations.unwrap_or(0) + allocations);
-        line.allocated_bytes = Some(line.allocated_bytes.unwrap_or(0) + allocated);
-        line.mem_usage = Some(line.mem_usage.map_or(mem, |m| m.max(mem)));
-        if gpu.is_some()
-            && let Some((increment, usage, peak)) = gpu_figures
-        {
-            if counted {
-                line.gpu_peak = Some(line.gpu_peak.unwrap_or(0).max(peak));
-            }
-            line.gpu_increment = Some(line.gpu_increment.unwrap_or(0) + increment);
-            line.gpu_usage = Some(line.gpu_usage.unwrap_or(0).max(usage.max(0) as u64));
+    }
+    for (line, mut sum) in lines.iter_mut().zip(sums) {
+        if gpu.is_none() {
+            sum.gpu = None;
         }
-        if driver_description.is_some()
-            && let Some((increment, usage)) = driver
-        {
-            line.gpu_driver_increment = Some(line.gpu_driver_increment.unwrap_or(0) + increment);
-            line.gpu_driver_usage =
-                Some(line.gpu_driver_usage.unwrap_or(0).max(usage.max(0) as u64));
+        if driver_description.is_none() {
+            sum.driver = None;
         }
+        line.set_figures(&sum, counted);
     }
     let sampled = lines.iter().any(|l| l.gpu_usage.is_some());
     let driven = lines.iter().any(|l| l.gpu_driver_usage.is_some());
@@ -434,12 +358,31 @@ pub(crate) fn registered() -> Vec<&'static FnMeta> {
 /// ```
 pub fn report() -> Report {
     untracked(|| Report {
-        functions: registered()
+        functions: functions_of(&registered())
             .into_iter()
-            .map(report_of)
-            .filter(|f| f.calls > 0 || f.running > 0)
+            .map(|(_, f)| f)
             .collect(),
     })
+}
+
+/// Whole reports built so far in this process: the exit hook builds one
+/// for its tables, its summary and `MEMPROF_JSON` (a test counts them).
+static BUILT: AtomicU64 = AtomicU64::new(0);
+
+/// The report of `metas`' functions that ran, each with its function: what
+/// [`report`] holds.
+pub(crate) fn functions_of(metas: &[&'static FnMeta]) -> Vec<(&'static FnMeta, FunctionReport)> {
+    BUILT.fetch_add(1, Relaxed);
+    metas
+        .iter()
+        .map(|&meta| (meta, report_of(meta)))
+        .filter(|(_, f)| f.calls > 0 || f.running > 0)
+        .collect()
+}
+
+/// How many whole reports this process has built (see [`BUILT`]).
+pub fn reports_built() -> u64 {
+    BUILT.load(Relaxed)
 }
 
 /// Clears all aggregated figures and call counts, for example between the
@@ -475,6 +418,87 @@ mod tests {
         assert_eq!(
             Report::default().to_json(),
             r#"{"schema":1,"functions":[],"summary":{"functions":[],"top_increment":[],"top_peak":[]}}"#
+        );
+    }
+
+    /// A line as a report shows `f`.
+    fn shown(f: &RowFigures, counted: bool) -> LineReport {
+        let mut line = LineReport {
+            line: 7,
+            mem_usage: None,
+            increment: None,
+            peak: None,
+            occurrences: 0,
+            allocations: None,
+            allocated_bytes: None,
+            gpu_usage: None,
+            gpu_increment: None,
+            gpu_peak: None,
+            gpu_driver_usage: None,
+            gpu_driver_increment: None,
+            contents: "let v = f();".to_owned(),
+        };
+        line.set_figures(f, counted);
+        line
+    }
+
+    #[test]
+    fn processes_merge_by_the_rule_that_merges_threads() {
+        let a = RowFigures {
+            occurrences: 2,
+            increment: -300,
+            peak: 4096,
+            allocations: 3,
+            allocated: 5000,
+            mem_usage: 10_000,
+            gpu: Some((1 << 20, 3 << 20, 2 << 20)),
+            driver: None,
+        };
+        let b = RowFigures {
+            occurrences: 5,
+            increment: 1000,
+            peak: 512,
+            allocations: 9,
+            allocated: 900,
+            mem_usage: 12_000,
+            gpu: Some((-(1 << 20), 1 << 20, 4 << 20)),
+            driver: Some((64, 700 << 20)),
+        };
+        let mut threads = a;
+        threads.add(&b);
+        let mut processes = shown(&a, true);
+        processes.add(&shown(&b, true));
+        assert_eq!(processes, shown(&threads, true));
+        assert_eq!(
+            (processes.occurrences, processes.increment, processes.peak),
+            (7, Some(700), Some(4096))
+        );
+        assert_eq!(
+            (
+                processes.allocations,
+                processes.allocated_bytes,
+                processes.mem_usage
+            ),
+            (Some(12), Some(5900), Some(12_000))
+        );
+        assert_eq!(
+            (
+                processes.gpu_increment,
+                processes.gpu_usage,
+                processes.gpu_peak
+            ),
+            (Some(0), Some(3 << 20), Some(4 << 20))
+        );
+        assert_eq!(
+            (processes.gpu_driver_increment, processes.gpu_driver_usage),
+            (Some(64), Some(700 << 20))
+        );
+        // A line that never ran in either stays without figures.
+        let mut never = shown(&RowFigures::default(), false);
+        never.add(&shown(&RowFigures::default(), false));
+        assert_eq!(
+            (never.increment, never.mem_usage, never.gpu_usage),
+            (None, None, None)
         );
     }
 }

@@ -163,7 +163,7 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
     });
     alloc::start_tracking();
     match to {
-        None => crate::output::emit(&text),
+        None => crate::sink::emit(&text),
         Some(path) => untracked(|| {
             let written = std::fs::OpenOptions::new()
                 .create(true)

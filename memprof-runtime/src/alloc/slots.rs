@@ -204,7 +204,7 @@ mod exit_hook {
 /// Net heap bytes of the whole process: the overflow plus the slots claimed.
 /// Costs at most `SLOT_COUNT` + 1 loads (see the module's NOTE).
 pub(crate) fn process_net() -> i64 {
-    crate::kernel::region::process_net(&KERNEL_GLOBALS)
+    crate::kernel::call::process_net(&KERNEL_GLOBALS)
 }
 
 /// The process-wide state the kernel's call entry reads: the slots (this

@@ -293,7 +293,7 @@ impl Frame {
             && !watches_gpu
             && !get(&self.state().slow)
             && !crate::timeline::recording()
-            && !super::reported();
+            && !super::exit_report_taken_already();
         if alike {
             meta.head.fast.store(true, Relaxed);
         }

@@ -263,23 +263,56 @@ pub fn is_off() -> bool {
     crate::kernel::thread::load_relaxed(&SWITCH) == SWITCH_OFF
 }
 
-/// Set once the process's last report is written (`MEMPROF_JSON` at exit):
-/// a call after it (a finalizer that runs later) takes the runtime's way
-/// in and out, which then writes the report again.
-static REPORTED: AtomicBool = AtomicBool::new(false);
+/// Where the process's report at exit stands: [`RUNNING`] until the exit
+/// hook takes it ([`TAKEN`]); [`STALE`] if a call ends after that (an
+/// `atexit` handler of the program's that runs later), so that
+/// `MEMPROF_JSON`'s write builds it anew; [`WRITTEN`] once `MEMPROF_JSON`
+/// is written, after which a call that ends writes it again. From
+/// [`TAKEN`] on, every call takes the runtime's way in and out, which
+/// reports its end here.
+static EXIT_REPORT: AtomicU8 = AtomicU8::new(RUNNING);
+const RUNNING: u8 = 0;
+const TAKEN: u8 = 1;
+const STALE: u8 = 2;
+const WRITTEN: u8 = 3;
 
-/// The process's last report is written: every later call goes through the
-/// runtime (see [`REPORTED`]), withdrawing each function's fast entry.
-pub(crate) fn reported_at_exit(metas: &[&'static FnMeta]) {
-    REPORTED.store(true, Relaxed);
+/// The exit hook took the report of `metas`' functions: every later call
+/// goes through the runtime (see [`EXIT_REPORT`]), withdrawing each
+/// function's fast entry.
+pub(crate) fn exit_report_taken(metas: &[&'static FnMeta]) {
+    EXIT_REPORT.store(TAKEN, Relaxed);
     for meta in metas {
         meta.head.fast.store(false, Relaxed);
     }
 }
 
-/// Whether the process's last report was written already.
-pub(crate) fn reported() -> bool {
-    REPORTED.load(Relaxed)
+/// A profiled call ended: after the exit hook took the report, that report
+/// is stale. Returns whether `MEMPROF_JSON` was written already, and so is
+/// to be written again.
+pub(crate) fn call_ended_at_exit() -> bool {
+    match EXIT_REPORT.load(Relaxed) {
+        RUNNING | STALE => false,
+        TAKEN => {
+            let _ = EXIT_REPORT.compare_exchange(TAKEN, STALE, Relaxed, Relaxed);
+            false
+        }
+        _ => true,
+    }
+}
+
+/// Whether a call ended since the exit hook took the report.
+pub(crate) fn exit_report_stale() -> bool {
+    EXIT_REPORT.load(Relaxed) == STALE
+}
+
+/// `MEMPROF_JSON` is written at exit (see [`EXIT_REPORT`]).
+pub(crate) fn exit_report_written() {
+    EXIT_REPORT.store(WRITTEN, Relaxed);
+}
+
+/// Whether the exit hook took the report already.
+pub(crate) fn exit_report_taken_already() -> bool {
+    EXIT_REPORT.load(Relaxed) != RUNNING
 }
 
 /// Reads the switch on a call's entry.

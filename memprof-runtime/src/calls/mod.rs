@@ -17,6 +17,9 @@ pub use cursor::{Cursor, TailGuard};
 pub use frame::AUTO_CALL_TABLES;
 pub(crate) use frame::{CallFacts, Frame};
 pub use meta::{FnMeta, Registration, is_off};
-pub(crate) use meta::{ListsHeldForFork, reported, reported_at_exit, switch_on_entry};
+pub(crate) use meta::{
+    ListsHeldForFork, call_ended_at_exit, exit_report_stale, exit_report_taken,
+    exit_report_taken_already, exit_report_written, switch_on_entry,
+};
 pub use task::Instrumented;
 pub(crate) use thread::open_here;

@@ -136,7 +136,7 @@ fn unmap(_: *mut u8) {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::region::{CALL_ROOM, CURSOR_ROOM};
+    use crate::kernel::call::{CALL_ROOM, CURSOR_ROOM};
 
     #[test]
     fn the_side_stack_holds_2048_kernel_calls() {

@@ -24,6 +24,7 @@
 //! and `ledger` (counting).
 
 mod cupti;
+mod cupti_ffi;
 mod ledger;
 mod nvml;
 

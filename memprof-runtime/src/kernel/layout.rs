@@ -254,7 +254,7 @@ pub struct CursorHead {
     /// The open row, or `NO_CELL`.
     pub cell: Cell<u32>,
     /// The row a step that the kernel left to the runtime was to open (see
-    /// `region::step`), for the runtime's slow step to read.
+    /// `step::step`), for the runtime's slow step to read.
     pub pending: Cell<u32>,
     /// The thread's counters when the kernel steps this cursor (its call is
     /// synchronous, in thread scope and counts no device memory: the call's

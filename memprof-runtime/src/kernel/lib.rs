@@ -6,22 +6,24 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![allow(dead_code)]
 
+mod call;
 mod layout;
 mod owned;
 mod region;
+mod step;
 mod thread;
 
 use core::sync::atomic::{AtomicPtr, Ordering};
 use layout::{CursorHead, FnHead, Globals};
 
-/// [`region::step`].
+/// [`step::step`].
 ///
 /// # Safety
-/// As [`region::step`].
+/// As [`step::step`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn memprof_kernel_0_1_0_step(cursor: *const CursorHead, next: u32) -> u32 {
     // SAFETY: as the caller promises.
-    unsafe { region::step(cursor, next) }
+    unsafe { step::step(cursor, next) }
 }
 
 /// The runtime's step for the calls the kernel leaves to it, as the
@@ -40,14 +42,14 @@ pub extern "C" fn memprof_kernel_0_1_0_set_slow(step: SlowStep) {
     SLOW.store(step as *mut (), Ordering::Relaxed);
 }
 
-/// [`region::step`], and the runtime's step where the kernel leaves it.
+/// [`step::step`], and the runtime's step where the kernel leaves it.
 ///
 /// # Safety
-/// `cursor` is a live cursor as [`region::step`] takes it.
+/// `cursor` is a live cursor as [`step::step`] takes it.
 #[inline(always)]
 unsafe fn step_or_slow(cursor: *const CursorHead, next: u32) {
     // SAFETY: as the caller promises.
-    if unsafe { region::step(cursor, next) } != 0 {
+    if unsafe { step::step(cursor, next) } != 0 {
         let slow = SLOW.load(Ordering::Relaxed);
         if !slow.is_null() {
             // SAFETY: only `memprof_kernel_0_1_0_set_slow` stores here, a
@@ -57,12 +59,12 @@ unsafe fn step_or_slow(cursor: *const CursorHead, next: u32) {
     }
 }
 
-/// [`region::step`] as generated code calls it in unoptimized builds, with
+/// [`step::step`] as generated code calls it in unoptimized builds, with
 /// no runtime function between: from the place that holds the cursor
 /// pointer, null under `MEMPROF=off` (the runtime's `Probe`).
 ///
 /// # Safety
-/// `probe` points at a cursor pointer as [`region::step`] takes it.
+/// `probe` points at a cursor pointer as [`step::step`] takes it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn memprof_kernel_0_1_0_statement(probe: *const *const CursorHead, next: u32) {
     // SAFETY: as the caller promises.
@@ -73,10 +75,10 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_statement(probe: *const *const Cur
     }
 }
 
-/// [`region::enter`].
+/// [`call::enter`].
 ///
 /// # Safety
-/// As [`region::enter`].
+/// As [`call::enter`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn memprof_kernel_0_1_0_enter(
     meta: *const FnHead,
@@ -84,40 +86,40 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_enter(
     first: u32,
 ) -> *mut CursorHead {
     // SAFETY: as the caller promises.
-    unsafe { region::enter(meta, g, first) }
+    unsafe { call::enter(meta, g, first) }
 }
 
-/// [`region::exit`].
+/// [`call::exit`].
 ///
 /// # Safety
-/// As [`region::exit`].
+/// As [`call::exit`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn memprof_kernel_0_1_0_exit(top: *const CursorHead) -> u32 {
     // SAFETY: as the caller promises.
-    unsafe { region::exit(top) }
+    unsafe { call::exit(top) }
 }
 
-/// [`region::cursor`].
+/// [`call::cursor`].
 ///
 /// # Safety
-/// As [`region::cursor`].
+/// As [`call::cursor`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn memprof_kernel_0_1_0_cursor(
     top: *const CursorHead,
     first: u32,
 ) -> *mut CursorHead {
     // SAFETY: as the caller promises.
-    unsafe { region::cursor(top, first) }
+    unsafe { call::cursor(top, first) }
 }
 
-/// [`region::cursor_end`].
+/// [`call::cursor_end`].
 ///
 /// # Safety
-/// As [`region::cursor_end`].
+/// As [`call::cursor_end`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn memprof_kernel_0_1_0_cursor_end(cursor: *const CursorHead) -> u32 {
     // SAFETY: as the caller promises.
-    unsafe { region::cursor_end(cursor) }
+    unsafe { call::cursor_end(cursor) }
 }
 
 /// Nothing in the kernel panics (no indexing, no arithmetic checks: it is

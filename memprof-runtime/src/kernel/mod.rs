@@ -22,12 +22,14 @@
 //! library's statement step calls for the calls the kernel leaves to the
 //! runtime. Both
 //! builds compile `layout` (the `repr(C)` state shared with the runtime),
-//! `owned` and `region`, so the two sides agree on every field by
+//! `owned`, `region`, `step` and `call`, so the two sides agree on every field by
 //! construction.
 
+pub(crate) mod call;
 pub(crate) mod layout;
 pub(crate) mod owned;
 pub(crate) mod region;
+pub(crate) mod step;
 pub(crate) mod thread;
 
 // The library's symbols carry the crate version, so that two versions of
@@ -63,19 +65,19 @@ mod entry {
     // SAFETY: these are the library's functions built from `lib.rs` with
     // the same signatures.
     unsafe extern "C" {
-        /// [`super::region::step`], optimized.
+        /// [`super::step::step`], optimized.
         #[link_name = "memprof_kernel_0_1_0_step"]
         pub(crate) fn step(cursor: *const CursorHead, next: u32) -> u32;
-        /// [`super::region::enter`], optimized.
+        /// [`super::call::enter`], optimized.
         #[link_name = "memprof_kernel_0_1_0_enter"]
         pub(crate) fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut CursorHead;
-        /// [`super::region::exit`], optimized.
+        /// [`super::call::exit`], optimized.
         #[link_name = "memprof_kernel_0_1_0_exit"]
         pub(crate) fn exit(top: *const CursorHead) -> u32;
-        /// [`super::region::cursor`], optimized.
+        /// [`super::call::cursor`], optimized.
         #[link_name = "memprof_kernel_0_1_0_cursor"]
         pub(crate) fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead;
-        /// [`super::region::cursor_end`], optimized.
+        /// [`super::call::cursor_end`], optimized.
         #[link_name = "memprof_kernel_0_1_0_cursor_end"]
         pub(crate) fn cursor_end(cursor: *const CursorHead) -> u32;
     }
@@ -88,16 +90,16 @@ mod entry {
     //! caller, they made memchr's profiled test build (opt-level 3) take
     //! many minutes to compile, for a few nanoseconds a call.
     use super::layout::{CursorHead, FnHead, Globals};
-    use super::region;
+    use super::{call, step};
 
-    /// [`region::step`].
+    /// [`step::step`].
     #[inline(never)]
     pub(crate) unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         // SAFETY: as the caller promises.
-        unsafe { region::step(cursor, next) }
+        unsafe { step::step(cursor, next) }
     }
 
-    /// [`region::enter`].
+    /// [`call::enter`].
     #[inline(never)]
     pub(crate) unsafe fn enter(
         meta: *const FnHead,
@@ -105,28 +107,28 @@ mod entry {
         first: u32,
     ) -> *mut CursorHead {
         // SAFETY: as the caller promises.
-        unsafe { region::enter(meta, g, first) }
+        unsafe { call::enter(meta, g, first) }
     }
 
-    /// [`region::exit`].
+    /// [`call::exit`].
     #[inline(never)]
     pub(crate) unsafe fn exit(top: *const CursorHead) -> u32 {
         // SAFETY: as the caller promises.
-        unsafe { region::exit(top) }
+        unsafe { call::exit(top) }
     }
 
-    /// [`region::cursor`].
+    /// [`call::cursor`].
     #[inline(never)]
     pub(crate) unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
         // SAFETY: as the caller promises.
-        unsafe { region::cursor(top, first) }
+        unsafe { call::cursor(top, first) }
     }
 
-    /// [`region::cursor_end`].
+    /// [`call::cursor_end`].
     #[inline(never)]
     pub(crate) unsafe fn cursor_end(cursor: *const CursorHead) -> u32 {
         // SAFETY: as the caller promises.
-        unsafe { region::cursor_end(cursor) }
+        unsafe { call::cursor_end(cursor) }
     }
 }
 

@@ -6,7 +6,7 @@
 //! text: the runtime's `line_calls`, the summary's rule too) grew only
 //! through them; it is marked so, and the callees named.
 
-use super::compare::{FunctionDiff, Presence};
+use super::figures::{FunctionDiff, Presence};
 use super::lines::match_lines;
 use memprof_runtime::line_calls;
 use std::collections::HashMap;

@@ -1,7 +1,8 @@
 //! Figures as text, as memprof's tables write them: binary units chosen by
 //! size, one decimal (`64.0 KiB`, `512 B`), and signed changes.
 
-use super::compare::{Change, Limit, Threshold, to_i64};
+use super::compare::{Limit, Threshold};
+use super::figures::{Change, to_i64};
 use std::fmt;
 
 /// A byte count, e.g. `1.5 MiB`, `-512 B`.
@@ -96,7 +97,7 @@ mod tests {
 
     #[test]
     fn a_change_that_rounds_to_zero_percent_has_no_sign() {
-        use super::super::compare::Figure;
+        use super::super::figures::Figure;
         let change = |base, head| Change {
             figure: Figure::Peak,
             base: Some(base),

@@ -8,7 +8,7 @@
 //! and an added one, and a copy of a line added above the original does not
 //! take the original's place.
 
-use super::compare::{Change, Figure, per_call, to_i64};
+use super::figures::{Change, Figure, per_call, to_i64};
 use super::input::LineRun;
 
 /// A line in both runs, or in one only.

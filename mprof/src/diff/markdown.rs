@@ -2,7 +2,7 @@
 //! request, functions past `--fail-over` first, and with `--lines` each
 //! changed function's line table folded under it.
 
-use super::compare::{Change, FunctionDiff};
+use super::figures::{Change, FunctionDiff};
 use super::format::{delta, percent, side, unchanged_line};
 use super::table::line_table;
 

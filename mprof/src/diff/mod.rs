@@ -4,6 +4,7 @@
 
 mod callees;
 pub mod compare;
+pub mod figures;
 pub mod format;
 pub mod input;
 pub mod lines;
@@ -57,7 +58,7 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
         eprintln!("mprof: {} {why}", crate::printable::path(&options.base));
     }
     let diffs = compare::compare(&base, &head, options.fail_over);
-    let shown: Vec<&compare::FunctionDiff> = diffs
+    let shown: Vec<&figures::FunctionDiff> = diffs
         .iter()
         .filter(|d| options.all || d.changed())
         .collect();
@@ -98,7 +99,7 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
         let gpu = diffs.iter().any(|d| {
             d.changes
                 .iter()
-                .any(|c| c.figure == compare::Figure::GpuPeak)
+                .any(|c| c.figure == figures::Figure::GpuPeak)
         });
         let figures = match gpu {
             true => "peak, kept/call or GPU peak",

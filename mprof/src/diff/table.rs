@@ -2,7 +2,7 @@
 //! `--lines`, one of its lines; in the style of memprof's own tables
 //! (figures right-aligned, a `=` rule as wide as the header).
 
-use super::compare::FunctionDiff;
+use super::figures::FunctionDiff;
 use super::format::{bytes, delta, percent, side, signed_bytes, unchanged_line};
 use super::input::{FunctionRun, LineRun};
 use super::lines::{LinePair, match_lines};

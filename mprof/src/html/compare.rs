@@ -3,7 +3,8 @@
 //! then each one's lines matched by text; what grew is highlighted.
 
 use super::run::figure_cell;
-use crate::diff::compare::{self, FunctionDiff};
+use crate::diff::compare;
+use crate::diff::figures::FunctionDiff;
 use crate::diff::format::{bytes, delta, percent, side, signed_bytes};
 use crate::diff::input::{FunctionRun, LineRun, RunReport};
 use crate::diff::lines::match_lines;

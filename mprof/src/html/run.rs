@@ -5,7 +5,7 @@
 //! the calls, its Peak the highest of any one call; the `fn` row's are the
 //! whole call's.
 
-use crate::diff::compare::{per_call, to_i64};
+use crate::diff::figures::{per_call, to_i64};
 use crate::diff::format::bytes;
 use crate::diff::input::{FunctionRun, LineRun, RunReport};
 use maud::{Markup, html};

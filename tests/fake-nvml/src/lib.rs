@@ -38,14 +38,15 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char, c_uint, c_ulonglong, c_void};
 use std::io::Write;
 use std::mem::{offset_of, size_of};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 mod control;
+mod state;
+
+use state::{LateChildren, state};
 
 /// `nvmlReturn_t`: a C enum, passed as `unsigned int`.
 pub type NvmlReturn = c_uint;
@@ -115,164 +116,6 @@ const _: () = {
     assert!(offset_of!(ProcessInfo, gpu_instance_id) == 16);
     assert!(offset_of!(ProcessInfo, compute_instance_id) == 20);
 };
-
-struct DeviceState {
-    baseline: u64,
-    /// Bytes per pid; a pid is removed when it frees everything, so every
-    /// entry is nonzero and the map is the process list.
-    processes: BTreeMap<u32, u64>,
-}
-
-impl DeviceState {
-    const fn new() -> Self {
-        Self {
-            baseline: 0,
-            processes: BTreeMap::new(),
-        }
-    }
-
-    /// Never overflows: every change is checked against [`TOTAL_BYTES`].
-    fn used(&self) -> u64 {
-        self.baseline + self.processes.values().sum::<u64>()
-    }
-}
-
-/// `FAKE_NVML_LATE_CHILDREN`'s scenario.
-#[derive(Clone, Copy)]
-struct LateChildren {
-    other: u64,
-    bytes: u64,
-    moved: u64,
-    listed: u64,
-    /// Process-list queries so far.
-    queries: u64,
-}
-
-impl LateChildren {
-    fn parse(text: &str) -> Option<LateChildren> {
-        let mut fields = text.split(':').map(|f| f.parse::<u64>().ok());
-        let mut next = || fields.next().flatten();
-        Some(LateChildren {
-            other: next()? << 20,
-            bytes: next()? << 20,
-            moved: next()?,
-            listed: next()?,
-            queries: 0,
-        })
-    }
-
-    /// Device 0 after one more process-list query.
-    fn step(&mut self, device: &mut DeviceState) {
-        self.queries += 1;
-        if self.queries >= self.listed {
-            device.baseline = self.other;
-            for pid in children() {
-                device.processes.insert(pid, self.bytes);
-            }
-        } else if self.queries >= self.moved {
-            device.baseline = self.other + self.bytes;
-        } else {
-            device.baseline = self.other;
-        }
-    }
-}
-
-/// The processes whose parent is this one, from `/proc`.
-fn children() -> Vec<u32> {
-    let me = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| {
-                    let after = &stat[stat.rfind(')')? + 1..];
-                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
-                })
-                == Some(me)
-        })
-        .collect()
-}
-
-struct State {
-    /// `nvmlInit*` calls not yet matched by `nvmlShutdown`: NVML counts them,
-    /// and answers `NVML_ERROR_UNINITIALIZED` when none is live.
-    live_inits: u32,
-    device_count: u32,
-    devices: [DeviceState; MAX_DEVICES as usize],
-    /// Device queries still answered before the GPU is lost; negative: never lost.
-    fail_after: i64,
-    queries: u64,
-    /// `FAKE_NVML_LATE_CHILDREN`, if set.
-    late: Option<LateChildren>,
-}
-
-impl State {
-    const fn new() -> Self {
-        Self {
-            live_inits: 0,
-            device_count: 1,
-            devices: [const { DeviceState::new() }; MAX_DEVICES as usize],
-            fail_after: -1,
-            queries: 0,
-            late: None,
-        }
-    }
-
-    /// Everything a test controls goes back to the start. `live_inits` does
-    /// not: it belongs to whoever holds an `Nvml`, and a reset in the middle of
-    /// a test must not make its handle uninitialized.
-    fn reset(&mut self) {
-        *self = Self {
-            live_inits: self.live_inits,
-            ..Self::new()
-        };
-    }
-
-    /// The device behind a handle from `nvmlDeviceGetHandleByIndex_v2`, if
-    /// NVML is initialized and the device still exists.
-    fn device(&self, handle: NvmlDevice) -> Result<&DeviceState, NvmlReturn> {
-        if self.live_inits == 0 {
-            return Err(NVML_ERROR_UNINITIALIZED);
-        }
-        match handle_index(handle) {
-            Some(index) if index < self.device_count => Ok(&self.devices[index as usize]),
-            _ => Err(NVML_ERROR_INVALID_ARGUMENT),
-        }
-    }
-
-    /// Counts a memory or process query that reached a device, and decides
-    /// whether the GPU is lost. Lost queries count too, so a test can tell
-    /// that a sampler stopped asking once the GPU was gone.
-    fn device_query(&mut self) -> Result<(), NvmlReturn> {
-        self.queries += 1;
-        match self.fail_after {
-            0 => Err(NVML_ERROR_GPU_IS_LOST),
-            n if n > 0 => {
-                self.fail_after = n - 1;
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn device_mut(&mut self, index: u32) -> Result<&mut DeviceState, NvmlReturn> {
-        self.devices
-            .get_mut(index as usize)
-            .ok_or(NVML_ERROR_INVALID_ARGUMENT)
-    }
-}
-
-static STATE: Mutex<State> = Mutex::new(State::new());
-
-/// A panic elsewhere must not turn every later call into another panic.
-fn state() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Runs an export's body so that a panic becomes `fallback` instead of
 /// unwinding into C.

@@ -1,0 +1,299 @@
+//! Calls and block cursors that the kernel keeps on the thread's side
+//! stack: a synchronous call's entry and exit, and a nested block's cursor.
+
+use super::layout::{CALL_KERNEL, CallHead, Counters, CursorHead, FnHead, Globals, NO_CELL};
+use super::owned::{get, load_u64, set};
+use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
+use super::step::step;
+use core::cell::Cell;
+use core::sync::atomic::Ordering;
+
+/// The process's net heap: the overflow plus the slots claimed now, so
+/// that its cost follows the threads that hold one (a few at most), not
+/// every thread there ever was. The runtime reads it through this too
+/// (`alloc::process_net`).
+#[inline(always)]
+pub fn process_net(g: &Globals) -> i64 {
+    // SAFETY: `Globals` points at the runtime's statics.
+    let (claimed, overflow) = unsafe { (&*g.claimed, &*g.overflow) };
+    let mut claimed = claimed.load(Ordering::Relaxed);
+    let mut sum = overflow.net.load(Ordering::Relaxed);
+    while claimed != 0 {
+        let i = claimed.trailing_zeros() as usize;
+        // SAFETY: the runtime sets bits only for slots that exist.
+        sum += unsafe { &*g.slots.add(i) }.net.load(Ordering::Relaxed);
+        claimed &= claimed - 1;
+    }
+    sum
+}
+
+/// Takes `size` bytes (a multiple of 16) off the thread's side stack, or
+/// returns null when it has no room (or none yet).
+#[inline(always)]
+fn push(t: &Counters, size: usize) -> *mut u8 {
+    let top = get(&t.stack_top);
+    if (get(&t.stack_end) as usize).wrapping_sub(top as usize) < size || top.is_null() {
+        return core::ptr::null_mut();
+    }
+    set(&t.stack_top, top.wrapping_add(size));
+    top
+}
+
+/// The side stack's room for what the kernel puts there: a call's head, and
+/// a cursor's.
+pub const CALL_ROOM: usize = core::mem::size_of::<CallHead>().next_multiple_of(16);
+pub const CURSOR_ROOM: usize = core::mem::size_of::<CursorHead>().next_multiple_of(16);
+
+/// A synchronous call's entry, when the function's `fast` permit is set and
+/// this thread has its aggregate and room on its side stack: finds the
+/// thread's counters from the thread pointer, puts the call's head and its
+/// body's cursor on the side stack, takes the rows, opens the call's region
+/// and, unless `first` is `NO_CELL`, row `first`'s: the body's first
+/// statement, whose step this saves. Returns the body's cursor, whose call's
+/// `mode` is `CALL_KERNEL`, or null when the runtime's entry is to run
+/// instead (nothing was done then).
+///
+/// # Safety
+/// `meta` is a function's head and `g` the runtime's globals.
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut CursorHead {
+    // SAFETY: as the caller promises.
+    let (meta, g) = unsafe { (&*meta, &*g) };
+    let no = core::ptr::null_mut();
+    if !meta.fast.load(Ordering::Relaxed) {
+        return no;
+    }
+    // SAFETY: as the caller promises.
+    let offset = unsafe { &*g.tls_offset }.load(Ordering::Relaxed);
+    let tp = super::thread::pointer();
+    if offset == 0 || tp == 0 {
+        return no;
+    }
+    // SAFETY: a non-zero offset leads from the thread pointer to this
+    // thread's counters (see `tls`), which live as long as the thread.
+    let t = unsafe { &*(tp.wrapping_add_signed(offset) as *const Counters) };
+    let index = (meta.id.load(Ordering::Relaxed) as usize).wrapping_sub(1);
+    if index >= get(&t.fns_len) {
+        return no;
+    }
+    // SAFETY: `fns` holds `fns_len` entries (see `calls::thread`).
+    let thread_fn = unsafe { *get(&t.fns).add(index) };
+    if thread_fn.is_null() {
+        return no;
+    }
+    // SAFETY: a listed aggregate lives as long as this thread.
+    let tf = unsafe { &*thread_fn };
+    let depth = get(&tf.depth);
+    if depth == 0 && load_u64(&tf.generation) != meta.generation.load(Ordering::Relaxed) {
+        return no;
+    }
+    let record = push(t, CALL_ROOM + CURSOR_ROOM).cast::<CallHead>();
+    if record.is_null() {
+        return no;
+    }
+    let top = record
+        .cast::<u8>()
+        .wrapping_add(CALL_ROOM)
+        .cast::<CursorHead>();
+    let cells = if depth == 0 {
+        set(&tf.target, tf.cells);
+        tf.cells
+    } else {
+        get(&tf.target)
+    };
+    set(&tf.depth, depth + 1);
+    // PERF: the region first, then each head written once, whole. The first
+    // row's region, if any, opens where the call's just did: its enclosing
+    // watermark is that start, and the thread's counters are already as an
+    // open leaves them.
+    let (start, saved) = open_in(t);
+    let allocs = allocs_in(t);
+    let allocated = allocated_in(t);
+    // PERF: the rows from `cells` as it is, not through the head written
+    // below, whose store the loads would wait for.
+    // SAFETY: the function's rows, from the thread's aggregate; row 0 is
+    // the `fn` line's.
+    unsafe { row_at(cells, 0) }.opened();
+    if first != NO_CELL {
+        // SAFETY: as above; generated code passes only cells below the count.
+        unsafe { row_at(cells, first) }.opened();
+    }
+    // SAFETY: fresh room on this thread's side stack, aligned to 16.
+    unsafe {
+        top.write(CursorHead {
+            call: record,
+            cell: Cell::new(first),
+            pending: Cell::new(NO_CELL),
+            counters: Cell::new(t as *const Counters),
+            start: Cell::new(start),
+            saved: Cell::new(start),
+            start_allocs: Cell::new(allocs),
+            start_allocated: Cell::new(allocated),
+            events: Cell::new(t.events()),
+        });
+        record.write(CallHead {
+            counters: Cell::new(t as *const Counters),
+            cells: Cell::new(cells),
+            base: Cell::new(process_net(g) - start),
+            flags: Cell::new(0),
+            mode: Cell::new(CALL_KERNEL),
+            outermost: Cell::new(depth == 0),
+            thread_fn: Cell::new(thread_fn),
+            start: Cell::new(start),
+            saved: Cell::new(saved),
+            start_allocs: Cell::new(allocs),
+            start_allocated: Cell::new(allocated),
+        })
+    };
+    top
+}
+
+/// Ends a call if [`enter`] entered it (returns 0): closes its body's
+/// cursor `top`, records its `fn` row, leaves the function's aggregate and
+/// takes both off the side stack. Returns 1, having done nothing, for a call
+/// the runtime entered.
+///
+/// # Safety
+/// `top` is the body's cursor of the innermost open synchronous call of this
+/// thread.
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn exit(top: *const CursorHead) -> u32 {
+    // SAFETY: as the caller promises.
+    let call = unsafe { (*top).call };
+    // SAFETY: as the caller promises.
+    if get(&unsafe { &*call }.mode) != CALL_KERNEL {
+        return 1;
+    }
+    // SAFETY: as the caller promises; `enter` set both pointers.
+    let (cursor, call, t, tf) = unsafe {
+        let call = &*call;
+        (&*top, call, &*get(&call.counters), &*get(&call.thread_fn))
+    };
+    let start = get(&call.start);
+    if quiet_in(t, start, get(&call.start_allocs)) {
+        // PERF: nothing was allocated or freed during the call, so neither
+        // during the body's open row, which started where the call did: one
+        // test for both regions.
+        let cell = get(&cursor.cell);
+        if cell != NO_CELL {
+            call.row(cell).closed_quiet(get(&call.base) + start);
+        }
+        close_quiet_in(t, get(&call.saved));
+        call.row(0).closed_quiet(get(&call.base) + start);
+    } else {
+        exit_loud(cursor, call, t);
+    }
+    set(&tf.depth, get(&tf.depth) - 1);
+    if get(&call.outermost) {
+        tf.calls.store(load_u64(&tf.calls) + 1, Ordering::Relaxed);
+    }
+    // Everything above the frame (its blocks' cursors) is gone already.
+    set(&t.stack_top, call as *const CallHead as *mut u8);
+    0
+}
+
+/// [`exit`]'s closes for a call during which something was allocated or
+/// freed: its body's open row, if any (a step to no row), then its `fn`
+/// row. Out of line, so that [`exit`]'s quiet path saves no registers.
+#[inline(never)]
+fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
+    if get(&cursor.cell) != NO_CELL {
+        // SAFETY: the call's body cursor, live, which the kernel steps.
+        unsafe { step(cursor, NO_CELL) };
+    }
+    let stats = close_in(
+        t,
+        get(&call.start),
+        get(&call.saved),
+        get(&call.start_allocs),
+        get(&call.start_allocated),
+    );
+    call.row(0).closed(&stats, get(&call.base) + stats.end);
+}
+
+/// A cursor for a nested block of the call whose body's cursor is `top`, if
+/// the kernel steps that call's statements: a cursor head on the side
+/// stack, at row `first` (the block's first statement, whose step this
+/// saves) unless that is `NO_CELL`. Null for any other call, or none (`top`
+/// null: `MEMPROF=off`), or no room.
+///
+/// # Safety
+/// `top` is null or the body's cursor of the innermost open synchronous call
+/// of this thread.
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
+    // SAFETY: as the caller promises.
+    let Some(top) = (unsafe { top.as_ref() }) else {
+        return core::ptr::null_mut();
+    };
+    let call = top.call;
+    // PERF: any call whose statements the kernel steps (its body's cursor
+    // has the thread's counters), whoever entered it: a call the runtime
+    // entered (a thread's first calls, which print tables) may run the
+    // longest loops of the program, a test function's.
+    let counters = get(&top.counters);
+    if counters.is_null() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: a cursor's counters are its call's thread's.
+    let record = push(unsafe { &*counters }, CURSOR_ROOM).cast::<CursorHead>();
+    if !record.is_null() {
+        // SAFETY: `size` fresh bytes of this thread's side stack.
+        unsafe {
+            record.write(CursorHead {
+                call,
+                cell: Cell::new(NO_CELL),
+                pending: Cell::new(NO_CELL),
+                counters: Cell::new(counters),
+                start: Cell::new(0),
+                saved: Cell::new(0),
+                start_allocs: Cell::new(0),
+                start_allocated: Cell::new(0),
+                events: Cell::new(0),
+            })
+        };
+        if first != NO_CELL {
+            // SAFETY: just written.
+            unsafe { step(record, first) };
+        }
+    }
+    record
+}
+
+/// The end of a block whose cursor [`cursor`] made: closes its open row and
+/// takes it off the side stack (returns 0). Returns 1, having done nothing,
+/// for a cursor the runtime made.
+///
+/// # Safety
+/// `cursor` is null or the innermost cursor of this thread's open
+/// synchronous calls.
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn cursor_end(cursor: *const CursorHead) -> u32 {
+    // SAFETY: as the caller promises.
+    let Some(head) = (unsafe { cursor.as_ref() }) else {
+        return 0;
+    };
+    let counters = get(&head.counters);
+    if counters.is_null() {
+        return 1;
+    }
+    // SAFETY: a cursor's counters are its call's thread's.
+    let t = unsafe { &*counters };
+    // Everything above the innermost cursor is gone: if [`cursor`] made it,
+    // it ends at the top of the side stack. A cursor the runtime made is a
+    // larger record (see `probe`), or on the heap when the side stack is
+    // full.
+    if (cursor as usize).wrapping_add(CURSOR_ROOM) != get(&t.stack_top) as usize {
+        return 1;
+    }
+    if get(&head.cell) != NO_CELL {
+        // SAFETY: as the caller promises.
+        unsafe { step(cursor, NO_CELL) };
+    }
+    set(&t.stack_top, cursor as *mut u8);
+    0
+}
