@@ -380,7 +380,8 @@ pub(crate) fn functions_of(metas: &[&'static FnMeta]) -> Vec<(&'static FnMeta, F
         .collect()
 }
 
-/// How many whole reports this process has built (see [`BUILT`]).
+/// How many whole reports this process has built: the exit hook builds one
+/// for its tables, its summary and `MEMPROF_JSON` (for a test to count).
 pub fn reports_built() -> u64 {
     BUILT.load(Relaxed)
 }
