@@ -142,8 +142,14 @@ fn readme_quick_start_is_the_example_and_what_it_prints() {
     // The README leaves out the second table, at `...`.
     let shown = block_after(section, "`cargo run --example quickstart` begins with");
     let (head, tail) = shown.split_once("...\n\n").expect("a `...` line");
-    assert!(printed.starts_with(head), "README:\n{shown}\nprinted:\n{printed}");
-    assert!(printed.ends_with(tail), "README:\n{shown}\nprinted:\n{printed}");
+    assert!(
+        printed.starts_with(head),
+        "README:\n{shown}\nprinted:\n{printed}"
+    );
+    assert!(
+        printed.ends_with(tail),
+        "README:\n{shown}\nprinted:\n{printed}"
+    );
     assert!(printed.len() > head.len() + tail.len() + 1000, "{printed}");
 }
 
