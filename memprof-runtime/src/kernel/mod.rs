@@ -90,13 +90,14 @@ mod entry {
     //! caller, they made memchr's profiled test build (opt-level 3) take
     //! many minutes to compile, for a few nanoseconds a call.
     use super::layout::{CursorHead, FnHead, Globals};
-    use super::{call, step};
+    use super::call;
+    use super::step as statement;
 
-    /// [`step::step`].
+    /// [`statement::step`].
     #[inline(never)]
     pub(crate) unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         // SAFETY: as the caller promises.
-        unsafe { step::step(cursor, next) }
+        unsafe { statement::step(cursor, next) }
     }
 
     /// [`call::enter`].
