@@ -13,12 +13,10 @@ use std::path::PathBuf;
     bin_name = "cargo memprof",
     version,
     about = "Profile every function of a crate, its tests or its binary, without editing it",
-    long_about = "Profile every function of a crate, its tests or its binary, without editing it.\n\n\
-        Copies the workspace to target/memprof/tree with #[memprof::profile] on each function \
-        of the selected packages (all members, or cargo's -p ones), runs cargo there, and \
-        prints the summary and the tables of the functions with the highest peaks, with the \
-        files and lines of your sources. Your files are never written.",
-    after_help = "Examples:\n  cargo memprof test\n  cargo memprof test --fn 'parse' -p mycrate -- --test-threads 1\n  \
+    after_help = "Copies the workspace to target/memprof/tree with #[memprof::profile] on each \
+        function of the selected packages (all members, or cargo's -p ones), runs cargo there \
+        and prints the summary and the top tables with your files and lines. Your files are \
+        never written.\n\nExamples:\n  cargo memprof test\n  cargo memprof test --fn 'parse' -p mycrate -- --test-threads 1\n  \
         cargo memprof run --release --bin server -- --port 8080\n\n\
         memprof's flags may come before or after test/run, before `--`; MEMPROF_* settings \
         work as usual."

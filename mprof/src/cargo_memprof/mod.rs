@@ -375,6 +375,6 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
             (d.dest.display().to_string(), to)
         })
         .collect();
-    output::print(&report, options, &renames)?;
+    output::print(&report, options, &renames, outcome == 0)?;
     Ok(outcome)
 }

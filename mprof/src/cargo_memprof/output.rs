@@ -25,15 +25,20 @@ struct Document {
 /// `renames` maps the copy's file names back, (prefix, replacement): a
 /// `--dep` copy's absolute path to `<name>-<version>`, as cargo names a
 /// registry package, so its rows read `either-1.19.0/src/lib.rs`.
+/// `succeeded`: cargo's status was 0 (after a failed build, no report goes
+/// without saying).
 pub fn print(
     path: &Path,
     options: &Options,
     renames: &[(String, String)],
+    succeeded: bool,
 ) -> Result<(), CargoError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("cargo-memprof: no profiled function ran: no report");
+            if succeeded {
+                eprintln!("cargo-memprof: no profiled function ran: no report");
+            }
             return Ok(());
         }
         Err(e) => return Err(CargoError::io("read", path, e)),
