@@ -282,12 +282,14 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let root_manifest = layout.workspace.join("Cargo.toml");
     let root = root_manifest_text(&layout, &replace, &[])?;
     replace.insert(root_manifest.clone(), root);
+    let lock = layout.workspace.join("Cargo.lock");
     shadow::copy_tree(
         &layout.workspace,
         &layout.tree,
-        &[&layout.user_target],
+        &[&layout.user_target, &lock],
         &replace,
     )?;
+    shadow::copy_lock(&lock, &layout)?;
 
     // `--dep` packages, found in the copy's resolution (which may write
     // the copy's Cargo.lock, never the user's).

@@ -130,6 +130,25 @@ pub fn write_if_changed(dest: &Path, bytes: &[u8]) -> Result<(), CargoError> {
     std::fs::write(dest, bytes).map_err(|e| CargoError::io("write", dest, e))
 }
 
+/// Copies the user's Cargo.lock into the copy when it changed since the
+/// last copy: cargo adds memprof's packages to the copy's lock, which a
+/// copy of the original at every run would make it resolve again.
+pub fn copy_lock(lock: &Path, layout: &Layout) -> Result<(), CargoError> {
+    let copied = layout.root.join("Cargo.lock.copied");
+    let dest = layout.mirror(lock);
+    match std::fs::read(lock) {
+        Ok(bytes) => {
+            if std::fs::read(&copied).is_ok_and(|old| old == bytes) && dest.exists() {
+                return Ok(());
+            }
+            write_if_changed(&dest, &bytes)?;
+            write_if_changed(&copied, &bytes)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CargoError::io("read", lock, e)),
+    }
+}
+
 /// Copies the tree at `from` to `to`, each file as `replace` gives it
 /// (by the user's path) or as it is; leaves out `skip` and `.git`.
 pub fn copy_tree(
