@@ -5,6 +5,9 @@
 // NOTE: the `///` comments on the argument types are clap's --help text,
 // written for a terminal, not Markdown: `<YYYYmmddHHMMSS>` is not an HTML tag.
 #![allow(rustdoc::invalid_html_tags)]
+// NOTE: the module headers were written for the binary's documentation,
+// which shows private items, and link to the modules they describe.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod cargo_memprof;
 pub mod dat;
