@@ -169,6 +169,17 @@ fn run_on_a_workspace_prints_the_users_paths_and_lines_and_rebuilds_what_changed
     assert_eq!(compiled.len(), 2, "{}", third.stderr);
     assert!(compiled[0].contains("Compiling helper v0.3.1 "));
     assert!(compiled[1].contains("Compiling app v0.3.1 "));
+
+    // A file deleted from the tree goes from the copy too.
+    let extra = dir.join("app/tests/extra.rs");
+    std::fs::create_dir_all(extra.parent().unwrap()).unwrap();
+    std::fs::write(&extra, "#[test]\nfn extra() {}\n").unwrap();
+    let copied = dir.join("target/memprof/tree/app/tests/extra.rs");
+    assert_eq!(run(&dir, &["run", "--offline"]).code, 0);
+    assert!(copied.is_file());
+    std::fs::remove_dir_all(extra.parent().unwrap()).unwrap();
+    assert_eq!(run(&dir, &["run", "--offline"]).code, 0);
+    assert!(!copied.exists() && !copied.parent().unwrap().exists());
 }
 
 #[test]

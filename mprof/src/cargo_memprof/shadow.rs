@@ -1,5 +1,6 @@
 //! The shadow copy: the user's workspace mirrored under
-//! `<target-dir>/memprof/tree`, with the attribute on the selected
+//! `<target-dir>/memprof/tree` (`<target-dir>/memprof/<name>-<hash>/tree`
+//! for a target directory outside the workspace, which others may share), with the attribute on the selected
 //! packages' functions and memprof added to their manifests; `--dep`
 //! packages under `<target-dir>/memprof/deps/<name>-<version>`, patched in.
 //!
@@ -33,7 +34,16 @@ impl Layout {
     pub fn new(metadata: &Metadata) -> Layout {
         let workspace = metadata.workspace_root.clone().into_std_path_buf();
         let user_target = metadata.target_directory.clone().into_std_path_buf();
-        let root = user_target.join("memprof");
+        let mut root = user_target.join("memprof");
+        if !user_target.starts_with(&workspace) {
+            // NOTE: a target directory outside the workspace may be shared
+            // by several (CARGO_TARGET_DIR): each gets a copy of its own.
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            workspace.hash(&mut hasher);
+            let name = workspace.file_name().unwrap_or_default().to_string_lossy();
+            root.push(format!("{name}-{:016x}", hasher.finish()));
+        }
         Layout {
             tree: root.join("tree"),
             deps: root.join("deps"),
@@ -150,7 +160,9 @@ pub fn copy_lock(lock: &Path, layout: &Layout) -> Result<(), CargoError> {
 }
 
 /// Copies the tree at `from` to `to`, each file as `replace` gives it
-/// (by the user's path) or as it is; leaves out `skip` and `.git`.
+/// (by the user's path) or as it is; leaves out `skip` and `.git`. What
+/// `to` holds that `from` no longer does is removed (a deleted
+/// `tests/*.rs` would still be a target), except a Cargo.lock.
 pub fn copy_tree(
     from: &Path,
     to: &Path,
@@ -158,10 +170,12 @@ pub fn copy_tree(
     replace: &BTreeMap<PathBuf, Vec<u8>>,
 ) -> Result<usize, CargoError> {
     let mut copied = 0;
+    let mut names = BTreeSet::new();
     let entries = std::fs::read_dir(from).map_err(|e| CargoError::io("read", from, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| CargoError::io("read", from, e))?;
         let path = entry.path();
+        names.insert(entry.file_name());
         if skip.contains(&path.as_path()) || entry.file_name() == ".git" {
             continue;
         }
@@ -180,7 +194,31 @@ pub fn copy_tree(
             copied += 1;
         }
     }
-    Ok(copied)
+    remove_others(to, &names)
+        .map(|()| copied)
+        .map_err(|e| CargoError::io("clean", to, e))
+}
+
+/// Removes what `dir` holds besides `names` and Cargo.lock.
+fn remove_others(dir: &Path, names: &BTreeSet<std::ffi::OsString>) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        if names.contains(&name) || name == "Cargo.lock" {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 fn manifest_error(path: &Path, problem: impl std::fmt::Display) -> CargoError {
