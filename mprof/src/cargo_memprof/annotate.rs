@@ -94,7 +94,7 @@ pub fn annotate_crate(
         }
         let text =
             std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let parsed = syn::parse_file(&text).map_err(|e| {
+        let found = annotate_text(&text, &module, selection, PROFILE).map_err(|e| {
             let at = e.span().start();
             format!("{}:{}: {e}", file.display(), at.line)
         })?;
@@ -105,17 +105,7 @@ pub fn annotate_crate(
         } else {
             dir.join(file.file_stem().unwrap_or_default())
         };
-        let mut finder = Finder {
-            selection,
-            module: vec![module.clone()],
-            inline: Vec::new(),
-            self_type: Vec::new(),
-            at: Vec::new(),
-            tally: Tally::default(),
-            declared: Vec::new(),
-        };
-        finder.visit_file(&parsed);
-        for declared in finder.declared {
+        for declared in found.declared {
             let base = declared
                 .inline
                 .iter()
@@ -138,12 +128,11 @@ pub fn annotate_crate(
                 pending.push((path, declared.module, child_mod_rs));
             }
         }
-        let mut tally = finder.tally;
-        if !finder.at.is_empty() {
+        let mut tally = found.tally;
+        if let Some(annotated) = found.text {
             tally.files = 1;
-            out.files
-                .insert(file.clone(), insert(&text, &finder.at, PROFILE));
-            for (line, _, path) in finder.at {
+            out.files.insert(file.clone(), annotated);
+            for (line, path) in found.functions {
                 out.functions.push(Annotated {
                     path,
                     file: file.clone(),
@@ -154,6 +143,45 @@ pub fn annotate_crate(
         out.tally.add(&tally);
     }
     Ok(())
+}
+
+/// One file's annotation: see [`annotate_text`].
+pub struct FileAnnotation {
+    /// The text with the attributes in; `None` when no function got one.
+    pub text: Option<String>,
+    /// (line, path) of each annotated function.
+    pub functions: Vec<(usize, String)>,
+    pub tally: Tally,
+    declared: Vec<Declared>,
+}
+
+/// Puts `#[attr]` on the selected functions of one file's `text`, whose
+/// items are in `module` (a path such as `app::format`). The corpus
+/// (scripts/corpus/annotate) annotates with this too.
+pub fn annotate_text(
+    text: &str,
+    module: &str,
+    selection: &Selection,
+    attr: &str,
+) -> Result<FileAnnotation, syn::Error> {
+    let parsed = syn::parse_file(text)?;
+    let mut finder = Finder {
+        selection,
+        module: vec![module.to_string()],
+        inline: Vec::new(),
+        self_type: Vec::new(),
+        at: Vec::new(),
+        tally: Tally::default(),
+        declared: Vec::new(),
+    };
+    finder.visit_file(&parsed);
+    let annotated = (!finder.at.is_empty()).then(|| insert(text, &finder.at, attr));
+    Ok(FileAnnotation {
+        text: annotated,
+        functions: finder.at.into_iter().map(|(l, _, p)| (l, p)).collect(),
+        tally: finder.tally,
+        declared: finder.declared,
+    })
 }
 
 /// `text` with `#[attr] ` put at each (line, column, _); line 1-based,
