@@ -171,6 +171,13 @@ fn dependencies<'m>(
         .collect()
 }
 
+fn is_proc_macro(package: &Package) -> bool {
+    package
+        .targets
+        .iter()
+        .any(|t| t.kind.contains(&cargo_metadata::TargetKind::ProcMacro))
+}
+
 /// The line printed before the build.
 fn tally_line(tally: &Tally, proc_macros: usize) -> String {
     let mut left = Vec::new();
@@ -275,7 +282,8 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         .collect();
     for package in metadata.packages.iter() {
         let manifest = package.manifest_path.as_std_path();
-        let is_profiled = members.iter().any(|m| m.id == package.id);
+        // NOTE: a proc-macro package stays as written, without memprof.
+        let is_profiled = members.iter().any(|m| m.id == package.id) && !is_proc_macro(package);
         let edited = shadow::edit_manifest(manifest, &layout.workspace, is_profiled, &[])?;
         replace.insert(manifest.to_path_buf(), edited);
     }

@@ -75,11 +75,18 @@ pub fn print(
                 .find(|f| f.name == s.name && f.file == s.file)
         })
         .collect();
-    let more = summary.functions.len().saturating_sub(SUMMARY_ROWS);
+    let ran = summary.functions.len();
     summary.functions.truncate(SUMMARY_ROWS);
-    print!("{summary}");
-    if more > 0 {
-        println!("(and {more} more functions: --json or --html keep them all)");
+    let text = summary.to_string();
+    match text.split_once('\n') {
+        // The header counts the rows it holds: it is told them all.
+        Some((_, rest)) if ran > SUMMARY_ROWS => {
+            println!(
+                "Summary: {ran} functions ran, highest peak first (the first {SUMMARY_ROWS}; --json or --html keep them all)"
+            );
+            print!("{rest}");
+        }
+        _ => print!("{text}"),
     }
     for function in top {
         println!();
