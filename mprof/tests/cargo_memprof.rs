@@ -151,6 +151,7 @@ fn run_on_a_workspace_prints_the_users_paths_and_lines_and_rebuilds_what_changed
         "{out}"
     );
     assert!(!out.contains("#[::memprof::profile]"));
+    assert_rows_are_the_users_lines(out, &dir);
 
     let second = run(&dir, &["run", "--offline"]);
     assert_eq!(second.code, 0);
@@ -208,6 +209,37 @@ fn test_on_a_registry_crate_copy() {
             .contains("Filename: src/lib.rs   Function: either::")
     );
     assert_eq!(run.stdout.matches("\nFilename: ").count(), 10);
+    assert_rows_are_the_users_lines(&run.stdout, &dir);
+}
+
+/// Each row of each table shows the line of the user's file it names.
+fn assert_rows_are_the_users_lines(out: &str, dir: &Path) {
+    let mut file: Option<Vec<String>> = None;
+    let mut column = 0;
+    let mut checked = 0;
+    for row in out.lines() {
+        if let Some(rest) = row.strip_prefix("Filename: ") {
+            let name = rest.split("   ").next().unwrap();
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            file = Some(text.lines().map(str::to_owned).collect());
+            continue;
+        }
+        let Some(lines) = &file else { continue };
+        if row.starts_with(" Line #") {
+            column = row.find("Line Contents").unwrap();
+            continue;
+        }
+        let Some(number) = row.get(..7).and_then(|n| n.trim().parse::<usize>().ok()) else {
+            continue;
+        };
+        let contents = row.get(column..).unwrap_or("").trim();
+        if contents.ends_with('…') {
+            continue;
+        }
+        assert_eq!(lines[number - 1].trim(), contents, "{row}");
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} rows checked");
 }
 
 #[test]
