@@ -408,7 +408,8 @@ fn ctrl_c_during_the_build_leaves_the_tree_as_it_was() {
     // SAFETY: signals the child's own process group, made above.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
     let status = child.wait().unwrap();
-    assert!(!status.success());
+    // cargo was interrupted; cargo-memprof returns its status, 128 + SIGINT.
+    assert_eq!(status.code(), Some(130));
     assert!(before == snapshot(&dir), "the user's tree changed");
 }
 
@@ -470,4 +471,26 @@ fn help_fits_one_screen() {
         "{help}"
     );
     assert!(help.lines().count() <= 40, "{help}");
+}
+
+#[test]
+fn memprof_settings_reach_the_printed_tables() {
+    let dir = fixture("settings", 13);
+    let _turn = turn();
+    let before = snapshot(&dir);
+    let out = command(&dir, &["run", "--offline", "--top", "1"])
+        .env("MEMPROF_COLUMNS", "allocs")
+        .env("MEMPROF_UNIT", "B")
+        .output()
+        .unwrap();
+    assert!(before == snapshot(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "\n Line #   Mem usage   Increment       Peak   Occurrences   Allocs   Line Contents\n"
+        ),
+        "{stdout}"
+    );
+    // 1000 u64s, in bytes.
+    assert!(stdout.contains("8000 B"), "{stdout}");
 }
