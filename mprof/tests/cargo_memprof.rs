@@ -494,3 +494,14 @@ fn memprof_settings_reach_the_printed_tables() {
     // 1000 u64s, in bytes.
     assert!(stdout.contains("8000 B"), "{stdout}");
 }
+
+#[test]
+fn a_pattern_that_is_not_a_regex_is_one_line_and_exit_2() {
+    let dir = fixture("bad-regex", 14);
+    let run = run(&dir, &["run", "--offline", "--skip-fn", "app::(main"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "cargo-memprof: --skip-fn `app::(main` is not a regular expression: unclosed group\n"
+    );
+}

@@ -122,7 +122,8 @@ fn metadata(
 fn regex(flag: &str, pattern: &str) -> Result<Regex, CargoError> {
     Regex::new(pattern).map_err(|e| {
         let first = e.to_string();
-        let reason = first.lines().last().unwrap_or_default().trim().to_string();
+        let reason = first.lines().last().unwrap_or_default().trim();
+        let reason = reason.trim_start_matches("error: ").to_string();
         CargoError::Regex(format!(
             "{flag} `{pattern}` is not a regular expression: {reason}"
         ))
