@@ -505,3 +505,22 @@ fn a_pattern_that_is_not_a_regex_is_one_line_and_exit_2() {
         "cargo-memprof: --skip-fn `app::(main` is not a regular expression: unclosed group\n"
     );
 }
+
+#[test]
+fn run_starts_the_program_where_you_are() {
+    let dir = fixture("cwd", 15);
+    let here = dir.join("helper");
+    let _turn = turn();
+    let before = snapshot(&dir);
+    let out = command(&here, &["run", "--offline", "-p", "app"])
+        .env("FIXTURE_CWD", "1")
+        .output()
+        .unwrap();
+    assert!(before == snapshot(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let cwd = here.canonicalize().unwrap();
+    assert!(
+        stdout.contains(&format!("\ncwd {}\n", cwd.display())),
+        "{stdout}"
+    );
+}

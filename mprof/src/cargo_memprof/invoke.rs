@@ -61,6 +61,15 @@ fn cargo_args(args: &[OsString], layout: &Layout) -> Vec<OsString> {
     out
 }
 
+/// The Cargo.toml cargo would take from `dir`: the nearest above it, up to
+/// the workspace root.
+fn nearest_manifest(dir: &Path, layout: &Layout) -> Option<PathBuf> {
+    dir.ancestors()
+        .take_while(|d| d.starts_with(&layout.workspace))
+        .map(|d| d.join("Cargo.toml"))
+        .find(|m| m.is_file())
+}
+
 fn mirrored(path: &Path, layout: &Layout) -> PathBuf {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let absolute = absolute.canonicalize().unwrap_or(absolute);
@@ -76,12 +85,26 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command.arg(options.subcommand.name());
-    command.args(cargo_args(&options.cargo_args, layout));
     let here = std::env::current_dir()
         .ok()
         .and_then(|d| d.canonicalize().ok())
         .filter(|d| d.starts_with(&layout.workspace) && !d.starts_with(&layout.user_target));
-    command.current_dir(here.map_or_else(|| layout.tree.clone(), |d| layout.mirror(&d)));
+    let given = super::values(&options.cargo_args, "--manifest-path", None);
+    if options.subcommand == Subcommand::Run {
+        // NOTE: the program runs where you are, as under `cargo run` (its
+        // relative paths, the files it writes); cargo finds the copy
+        // through --manifest-path: the copy of the manifest it would have
+        // taken from here.
+        if given.is_empty()
+            && let Some(manifest) = here.as_deref().and_then(|d| nearest_manifest(d, layout))
+        {
+            command.arg("--manifest-path").arg(layout.mirror(&manifest));
+        }
+    } else {
+        // Test binaries run in their package's directory: the copy's.
+        command.current_dir(here.map_or_else(|| layout.tree.clone(), |d| layout.mirror(&d)));
+    }
+    command.args(cargo_args(&options.cargo_args, layout));
     command.env("CARGO_TARGET_DIR", target_dir(layout));
     command.env("MEMPROF_JSON", invocation.report);
     if options.subcommand == Subcommand::Run && std::env::var_os("MEMPROF_REPORT").is_none() {

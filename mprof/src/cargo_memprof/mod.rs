@@ -59,7 +59,7 @@ fn cargo_part(args: &[OsString]) -> &[OsString] {
 
 /// The values of `long`/`short` in cargo's arguments (`-p a`, `-pa`,
 /// `--package=a`).
-fn values(args: &[OsString], long: &str, short: Option<&str>) -> Vec<String> {
+pub(crate) fn values(args: &[OsString], long: &str, short: Option<&str>) -> Vec<String> {
     let args: Vec<String> = cargo_part(args)
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
