@@ -28,16 +28,41 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A directory of a test's own under the system's temporary directory,
+/// removed when the test ends.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("cargo-memprof-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh copy of `from` named after the test.
-fn copy_of(from: &Path, name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cargo-memprof-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn copy_of(from: &Path, name: &str) -> TempDir {
+    let dir = TempDir::new(name);
     copy_dir(from, &dir);
     // Registry sources are read-only.
     Command::new("chmod")
         .arg("-R")
         .arg("u+w")
-        .arg(&dir)
+        .arg(&*dir)
         .status()
         .unwrap();
     dir
@@ -111,7 +136,7 @@ fn run(dir: &Path, args: &[&str]) -> Run {
 /// (0.3.`patch`): cargo names a workspace member's build by its name and
 /// version, not its path, so copies that share a target directory and a
 /// version would take each other's builds as fresh.
-fn fixture(name: &str, patch: u32) -> PathBuf {
+fn fixture(name: &str, patch: u32) -> TempDir {
     let dir = copy_of(Path::new(FIXTURE), name);
     let manifest = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
@@ -316,8 +341,7 @@ fn top_limits_the_tables() {
 #[test]
 fn json_and_html_keep_every_function() {
     let dir = fixture("json", 6);
-    let out = std::env::temp_dir().join(format!("cargo-memprof-out-{}", std::process::id()));
-    std::fs::create_dir_all(&out).unwrap();
+    let out = TempDir::new("out");
     let (json, html) = (out.join("report.json"), out.join("report.html"));
     let run = run(
         &dir,
@@ -415,8 +439,7 @@ fn ctrl_c_during_the_build_leaves_the_tree_as_it_was() {
 
 #[test]
 fn not_in_a_package_is_one_line_and_exit_2() {
-    let dir = std::env::temp_dir().join(format!("cargo-memprof-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("empty");
     let run = run(&dir, &["test"]);
     assert_eq!(run.code, 2);
     assert_eq!(
