@@ -62,7 +62,7 @@ impl Layout {
     }
 }
 
-/// Where memprof comes from: this checkout, or crates.io's same version.
+/// Where memprof comes from: this checkout, or the registry's same version.
 pub fn memprof_dependency() -> toml_edit::InlineTable {
     let mut table = toml_edit::InlineTable::new();
     let source = std::env::var_os("CARGO_MEMPROF_SOURCE")
