@@ -466,7 +466,7 @@ fn unknown_dependency_is_one_line_and_exit_2() {
     assert_eq!(run.code, 2);
     assert_eq!(
         run.stderr,
-        "cargo-memprof: no dependency named `nosuch` from a registry: --dep takes a dependency's package name\n"
+        "cargo-memprof: no dependency named `nosuch` from the default registry: --dep takes a dependency's package name\n"
     );
 }
 

@@ -69,7 +69,7 @@ impl fmt::Display for CargoError {
             }
             CargoError::UnknownDependency(n) => write!(
                 f,
-                "no dependency named `{n}` from a registry: --dep takes a dependency's package name"
+                "no dependency named `{n}` from the default registry: --dep takes a dependency's package name"
             ),
             CargoError::NoFunction(r) => {
                 write!(f, "--fn `{r}` matches no function of the selected packages")

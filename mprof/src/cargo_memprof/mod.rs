@@ -150,7 +150,7 @@ fn selected_members<'m>(
     Ok(out)
 }
 
-/// `--dep` packages: dependencies from a registry, by name.
+/// `--dep` packages: dependencies from the default registry, by name (patched in with `[patch.crates-io]`).
 fn dependencies<'m>(
     metadata: &'m Metadata,
     names: &[String],
@@ -161,12 +161,7 @@ fn dependencies<'m>(
             metadata
                 .packages
                 .iter()
-                .find(|p| {
-                    *p.name == *name
-                        && p.source
-                            .as_ref()
-                            .is_some_and(|s| s.repr.starts_with("registry+"))
-                })
+                .find(|p| *p.name == *name && p.source.as_ref().is_some_and(|s| s.is_crates_io()))
                 .ok_or_else(|| CargoError::UnknownDependency(name.clone()))
         })
         .collect()
