@@ -6,21 +6,9 @@
 // written for a terminal, not Markdown: `<YYYYmmddHHMMSS>` is not an HTML tag.
 #![allow(rustdoc::invalid_html_tags)]
 
-mod dat;
-mod diff;
-mod error;
-mod files;
-mod gpu;
-mod html;
-mod plot;
-mod printable;
-mod procfs;
-mod run;
-mod summary;
-mod text;
-
 use clap::{Parser, Subcommand};
-use error::Error;
+use mprof::error::Error;
+use mprof::{diff, files, html, plot, run};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -263,7 +251,7 @@ fn execute(command: Command) -> Result<i32, Error> {
                 functions: !args.no_function_ts,
                 window: args.window,
             })?;
-            eprintln!("mprof: wrote {}", crate::printable::path(&output));
+            eprintln!("mprof: wrote {}", mprof::printable::path(&output));
             Ok(0)
         }
         Command::List => files::list().map(|()| 0),
@@ -283,7 +271,7 @@ fn execute(command: Command) -> Result<i32, Error> {
                 dat: args.dat,
                 output: args.output,
             })?;
-            eprintln!("mprof: wrote {}", crate::printable::path(&output));
+            eprintln!("mprof: wrote {}", mprof::printable::path(&output));
             Ok(0)
         }
         Command::Diff(args) => diff::diff(&diff::DiffOptions {

@@ -1,0 +1,434 @@
+//! Finds the functions of one crate and puts `#[::memprof::profile]` on
+//! them, as text: the attribute goes in front of each function's first
+//! token after its outer attributes, on the same line, so that every line
+//! keeps its number and the tables name the user's lines.
+//!
+//! A crate's files are those its root reaches through `mod` declarations
+//! (`#[path]` included), not every `.rs` file under its directory: a file
+//! that a test reads with `include_str!` stays as written.
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
+use regex::Regex;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use syn::visit::Visit;
+
+/// The attribute put on each function.
+pub const PROFILE: &str = "::memprof::profile";
+
+/// Which functions get the attribute.
+#[derive(Debug, Default)]
+pub struct Selection {
+    /// Only functions whose path matches (`--fn`).
+    pub only: Option<Regex>,
+    /// Not functions whose path matches (`--skip-fn`).
+    pub skip: Option<Regex>,
+}
+
+impl Selection {
+    fn wants(&self, path: &str) -> bool {
+        self.only.as_ref().is_none_or(|r| r.is_match(path))
+            && !self.skip.as_ref().is_some_and(|r| r.is_match(path))
+    }
+}
+
+/// What annotating found, summed over files.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    pub annotated: usize,
+    /// Files with at least one annotated function.
+    pub files: usize,
+    pub const_fn: usize,
+    /// `fn` tokens inside `macro_rules!` bodies: not visible as functions.
+    pub in_macros: usize,
+    pub already: usize,
+    /// rstest_reuse `#[template]`s.
+    pub templates: usize,
+    /// Left out by `--fn` or `--skip-fn`.
+    pub deselected: usize,
+}
+
+impl Tally {
+    pub fn add(&mut self, other: &Tally) {
+        self.annotated += other.annotated;
+        self.files += other.files;
+        self.const_fn += other.const_fn;
+        self.in_macros += other.in_macros;
+        self.already += other.already;
+        self.templates += other.templates;
+        self.deselected += other.deselected;
+    }
+}
+
+/// One annotated function: where it starts and its path.
+#[derive(Debug, Clone)]
+pub struct Annotated {
+    pub path: String,
+    pub file: PathBuf,
+    /// 1-based line of the function's first token after its attributes.
+    pub line: usize,
+}
+
+/// A crate's files: for each, its text with the attributes in.
+#[derive(Debug, Default)]
+pub struct CrateAnnotation {
+    pub files: BTreeMap<PathBuf, String>,
+    pub functions: Vec<Annotated>,
+    pub tally: Tally,
+}
+
+/// Annotates the crate whose root file is `root`, named `krate` in paths.
+/// Files in `seen` are not read again (a module shared by two targets).
+pub fn annotate_crate(
+    root: &Path,
+    krate: &str,
+    selection: &Selection,
+    seen: &mut std::collections::BTreeSet<PathBuf>,
+    out: &mut CrateAnnotation,
+) -> Result<(), String> {
+    let mut pending = vec![(root.to_path_buf(), krate.to_string(), true)];
+    while let Some((file, module, mod_rs)) = pending.pop() {
+        if !seen.insert(file.clone()) {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let found = annotate_text(&text, &module, selection, PROFILE).map_err(|e| {
+            let at = e.span().start();
+            format!("{}:{}: {e}", file.display(), at.line)
+        })?;
+        // The directory that `mod x;` looks in.
+        let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let children = if mod_rs {
+            dir.clone()
+        } else {
+            dir.join(file.file_stem().unwrap_or_default())
+        };
+        for declared in found.declared {
+            let base = declared
+                .inline
+                .iter()
+                .fold(children.clone(), |d, m| d.join(m));
+            let (path, child_mod_rs) = match declared.path_attr {
+                // NOTE: outside inline modules `#[path]` is relative to the
+                // file's own directory; inside them, to the inline path.
+                Some(p) if declared.inline.is_empty() => (dir.join(p), true),
+                Some(p) => (base.join(p), true),
+                None => {
+                    let flat = base.join(format!("{}.rs", declared.name));
+                    if flat.is_file() {
+                        (flat, false)
+                    } else {
+                        (base.join(&declared.name).join("mod.rs"), true)
+                    }
+                }
+            };
+            if path.is_file() {
+                pending.push((path, declared.module, child_mod_rs));
+            }
+        }
+        let mut tally = found.tally;
+        if let Some(annotated) = found.text {
+            tally.files = 1;
+            out.files.insert(file.clone(), annotated);
+            for (line, path) in found.functions {
+                out.functions.push(Annotated {
+                    path,
+                    file: file.clone(),
+                    line,
+                });
+            }
+        }
+        out.tally.add(&tally);
+    }
+    Ok(())
+}
+
+/// One file's annotation: see [`annotate_text`].
+pub struct FileAnnotation {
+    /// The text with the attributes in; `None` when no function got one.
+    pub text: Option<String>,
+    /// (line, path) of each annotated function.
+    pub functions: Vec<(usize, String)>,
+    pub tally: Tally,
+    declared: Vec<Declared>,
+}
+
+/// Puts `#[attr]` on the selected functions of one file's `text`, whose
+/// items are in `module` (a path such as `app::format`). The corpus
+/// (scripts/corpus/annotate) annotates with this too.
+pub fn annotate_text(
+    text: &str,
+    module: &str,
+    selection: &Selection,
+    attr: &str,
+) -> Result<FileAnnotation, syn::Error> {
+    let parsed = syn::parse_file(text)?;
+    let mut finder = Finder {
+        selection,
+        module: vec![module.to_string()],
+        inline: Vec::new(),
+        self_type: Vec::new(),
+        at: Vec::new(),
+        tally: Tally::default(),
+        declared: Vec::new(),
+    };
+    finder.visit_file(&parsed);
+    let annotated = (!finder.at.is_empty()).then(|| insert(text, &finder.at, attr));
+    Ok(FileAnnotation {
+        text: annotated,
+        functions: finder.at.into_iter().map(|(l, _, p)| (l, p)).collect(),
+        tally: finder.tally,
+        declared: finder.declared,
+    })
+}
+
+/// `text` with `#[attr] ` put at each (line, column, _); line 1-based,
+/// column in chars.
+fn insert(text: &str, at: &[(usize, usize, String)], attr: &str) -> String {
+    let mut at: Vec<(usize, usize)> = at.iter().map(|(l, c, _)| (*l, *c)).collect();
+    // Later positions first, so earlier insertions do not move them.
+    at.sort_unstable_by(|a, b| b.cmp(a));
+    at.dedup();
+    let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+    for (line, column) in at {
+        if let Some(row) = lines.get_mut(line - 1) {
+            let byte = row.char_indices().nth(column).map_or(row.len(), |(i, _)| i);
+            row.insert_str(byte, &format!("#[{attr}] "));
+        }
+    }
+    lines.join("\n")
+}
+
+/// A `mod name;` found in a file.
+struct Declared {
+    name: String,
+    module: String,
+    /// Inline modules around the declaration.
+    inline: Vec<String>,
+    path_attr: Option<String>,
+}
+
+struct Finder<'s> {
+    selection: &'s Selection,
+    module: Vec<String>,
+    inline: Vec<String>,
+    /// The type of each `impl` or trait around the function.
+    self_type: Vec<String>,
+    /// (line, column, path) of each function to annotate.
+    at: Vec<(usize, usize, String)>,
+    tally: Tally,
+    declared: Vec<Declared>,
+}
+
+impl Finder<'_> {
+    fn path(&self, name: &syn::Ident) -> String {
+        let mut path = self.module.join("::");
+        if let Some(ty) = self.self_type.last() {
+            path.push_str("::");
+            path.push_str(ty);
+        }
+        path.push_str("::");
+        path.push_str(&name.unraw().to_string());
+        path
+    }
+
+    fn add(&mut self, item: &impl ToTokens, attrs: &[syn::Attribute], sig: &syn::Signature) {
+        if sig.constness.is_some() {
+            self.tally.const_fn += 1;
+            return;
+        }
+        if attrs.iter().any(|a| last_segment_is(a.path(), "profile")) {
+            self.tally.already += 1;
+            return;
+        }
+        let path = self.path(&sig.ident);
+        if !self.selection.wants(&path) {
+            self.tally.deselected += 1;
+            return;
+        }
+        if let Some(span) = first_token_after_attrs(item) {
+            let start = span.start();
+            self.at.push((start.line, start.column, path));
+            self.tally.annotated += 1;
+        }
+    }
+}
+
+use syn::ext::IdentExt;
+
+fn last_segment_is(path: &syn::Path, name: &str) -> bool {
+    path.segments.last().is_some_and(|s| s.ident == name)
+}
+
+/// Where the item's first token after its outer attributes starts.
+fn first_token_after_attrs(item: &impl ToTokens) -> Option<Span> {
+    let mut tokens = item.to_token_stream().into_iter();
+    loop {
+        match tokens.next()? {
+            TokenTree::Punct(p) if p.as_char() == '#' => {
+                tokens.next();
+            }
+            t => return Some(t.span()),
+        }
+    }
+}
+
+/// The last identifier of a type's path: `Foo` for `Foo<T>` and `a::Foo`.
+fn type_name(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map_or_else(|| "_".to_string(), |s| s.ident.unraw().to_string()),
+        syn::Type::Reference(r) => type_name(&r.elem),
+        _ => "_".to_string(),
+    }
+}
+
+fn count_fn_tokens(tokens: TokenStream) -> usize {
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Ident(i) if i == "fn" => 1,
+            TokenTree::Group(g) => count_fn_tokens(g.stream()),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// rstest_reuse's `#[template]`: never compiled itself, its attributes are
+/// pasted above every function that `#[apply]`s it; annotated, those would
+/// carry the attribute twice.
+fn is_template(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| last_segment_is(a.path(), "template"))
+}
+
+fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
+    attrs.iter().find_map(|a| match &a.meta {
+        syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => Some(s.value()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+impl<'a> Visit<'a> for Finder<'_> {
+    fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
+        if is_template(&f.attrs) {
+            self.tally.templates += 1;
+        } else {
+            self.add(f, &f.attrs, &f.sig);
+        }
+        syn::visit::visit_item_fn(self, f);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
+        self.add(f, &f.attrs, &f.sig);
+        syn::visit::visit_impl_item_fn(self, f);
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'a syn::TraitItemFn) {
+        if f.default.is_some() {
+            self.add(f, &f.attrs, &f.sig);
+        }
+        syn::visit::visit_trait_item_fn(self, f);
+    }
+
+    fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
+        self.self_type.push(type_name(&i.self_ty));
+        syn::visit::visit_item_impl(self, i);
+        self.self_type.pop();
+    }
+
+    fn visit_item_trait(&mut self, t: &'a syn::ItemTrait) {
+        self.self_type.push(t.ident.unraw().to_string());
+        syn::visit::visit_item_trait(self, t);
+        self.self_type.pop();
+    }
+
+    fn visit_item_macro(&mut self, m: &'a syn::ItemMacro) {
+        if last_segment_is(&m.mac.path, "macro_rules") {
+            self.tally.in_macros += count_fn_tokens(m.mac.tokens.clone());
+        }
+        syn::visit::visit_item_macro(self, m);
+    }
+
+    fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
+        let name = m.ident.unraw().to_string();
+        let mut module = self.module.join("::");
+        module.push_str("::");
+        module.push_str(&name);
+        match &m.content {
+            None => self.declared.push(Declared {
+                name,
+                module,
+                inline: self.inline.clone(),
+                path_attr: path_attr(&m.attrs),
+            }),
+            Some(_) => {
+                self.module.push(name.clone());
+                self.inline.push(name);
+                syn::visit::visit_item_mod(self, m);
+                self.inline.pop();
+                self.module.pop();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn annotate_text(text: &str, selection: &Selection) -> (String, Vec<String>, Tally) {
+        let dir = std::env::temp_dir().join(format!("cargo-memprof-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = dir.join(format!("{}.rs", text.len()));
+        std::fs::write(&root, text).unwrap();
+        let mut out = CrateAnnotation::default();
+        let mut seen = Default::default();
+        annotate_crate(&root, "demo", selection, &mut seen, &mut out).unwrap();
+        std::fs::remove_file(&root).unwrap();
+        let annotated = out
+            .files
+            .get(&root)
+            .cloned()
+            .unwrap_or_else(|| text.to_string());
+        let paths = out.functions.iter().map(|f| f.path.clone()).collect();
+        (annotated, paths, out.tally)
+    }
+
+    #[test]
+    fn attribute_goes_after_outer_attributes_on_the_same_line() {
+        let text = "#[inline]\npub fn a() {}\nconst fn b() {}\nstruct S;\nimpl S {\n    fn c(&self) {}\n}\n";
+        let (out, paths, tally) = annotate_text(text, &Selection::default());
+        assert_eq!(
+            out,
+            "#[inline]\n#[::memprof::profile] pub fn a() {}\nconst fn b() {}\nstruct S;\nimpl S {\n    #[::memprof::profile] fn c(&self) {}\n}\n"
+        );
+        assert_eq!(paths, ["demo::a", "demo::S::c"]);
+        assert_eq!(tally.annotated, 2);
+        assert_eq!(tally.const_fn, 1);
+    }
+
+    #[test]
+    fn counts_what_it_leaves_as_written() {
+        let text = "macro_rules! m { () => { fn x() {} fn y() {} } }\n#[memprof::profile]\nfn done() {}\nmod inner { fn f() {} }\n";
+        let skip = Selection {
+            only: None,
+            skip: Some(Regex::new("inner").unwrap()),
+        };
+        let (_, paths, tally) = annotate_text(text, &skip);
+        assert!(paths.is_empty());
+        assert_eq!(tally.in_macros, 2);
+        assert_eq!(tally.already, 1);
+        assert_eq!(tally.deselected, 1);
+    }
+}

@@ -1,0 +1,211 @@
+//! Running cargo in the shadow: its arguments, its environment, and its
+//! stderr read back with the user's paths in place of the shadow's. A
+//! compiler error in the copy is held back until cargo ends, so that the
+//! line saying it is memprof's bug (with the functions and the
+//! `--skip-fn` that leaves them out) comes first.
+
+use super::annotate::Annotated;
+use super::error::CargoError;
+use super::shadow::Layout;
+use super::{Options, Subcommand, cargo_part};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub struct Invocation<'a> {
+    pub options: &'a Options,
+    pub layout: &'a Layout,
+    pub report: &'a Path,
+    /// (copy, original) of each `--dep` package's directory.
+    pub dep_dirs: Vec<(PathBuf, PathBuf)>,
+    pub functions: &'a [Annotated],
+}
+
+/// The shadow's target directory: `CARGO_MEMPROF_TARGET_DIR`, or
+/// `<target-dir>/memprof/target`.
+pub fn target_dir(layout: &Layout) -> PathBuf {
+    std::env::var_os("CARGO_MEMPROF_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| layout.root.join("target"))
+}
+
+/// The user's arguments as the copy needs them: `--manifest-path` into the
+/// shadow; `--locked` dropped and `--frozen` read as `--offline`, as the
+/// copy's Cargo.lock gains memprof and its dependencies.
+fn cargo_args(args: &[OsString], layout: &Layout) -> Vec<OsString> {
+    let split = cargo_part(args).len();
+    let mut out = Vec::new();
+    let mut iter = args[..split].iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--locked" {
+            continue;
+        } else if arg == "--frozen" {
+            out.push("--offline".into());
+        } else if arg == "--manifest-path" {
+            out.push(arg.clone());
+            if let Some(path) = iter.next() {
+                out.push(mirrored(Path::new(path), layout).into_os_string());
+            }
+        } else if let Some(path) = arg
+            .to_str()
+            .and_then(|a| a.strip_prefix("--manifest-path="))
+        {
+            out.push("--manifest-path".into());
+            out.push(mirrored(Path::new(path), layout).into_os_string());
+        } else {
+            out.push(arg.clone());
+        }
+    }
+    out.extend(args[split..].iter().cloned());
+    out
+}
+
+/// The Cargo.toml cargo would take from `dir`: the nearest above it, up to
+/// the workspace root.
+fn nearest_manifest(dir: &Path, layout: &Layout) -> Option<PathBuf> {
+    dir.ancestors()
+        .take_while(|d| d.starts_with(&layout.workspace))
+        .map(|d| d.join("Cargo.toml"))
+        .find(|m| m.is_file())
+}
+
+fn mirrored(path: &Path, layout: &Layout) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let absolute = absolute.canonicalize().unwrap_or(absolute);
+    layout.mirror(&absolute)
+}
+
+extern "C" fn ignore(_: libc::c_int) {}
+
+/// Runs cargo; returns its exit status (128 + the signal that ended it).
+pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
+    let options = invocation.options;
+    let layout = invocation.layout;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.arg(options.subcommand.name());
+    let here = std::env::current_dir()
+        .ok()
+        .and_then(|d| d.canonicalize().ok())
+        .filter(|d| d.starts_with(&layout.workspace) && !d.starts_with(&layout.user_target));
+    let given = super::values(&options.cargo_args, "--manifest-path", None);
+    if options.subcommand == Subcommand::Run {
+        // NOTE: the program runs where you are, as under `cargo run` (its
+        // relative paths, the files it writes); cargo finds the copy
+        // through --manifest-path: the copy of the manifest it would have
+        // taken from here.
+        if given.is_empty()
+            && let Some(manifest) = here.as_deref().and_then(|d| nearest_manifest(d, layout))
+        {
+            command.arg("--manifest-path").arg(layout.mirror(&manifest));
+        }
+    } else {
+        // Test binaries run in their package's directory: the copy's.
+        command.current_dir(here.map_or_else(|| layout.tree.clone(), |d| layout.mirror(&d)));
+    }
+    command.args(cargo_args(&options.cargo_args, layout));
+    command.env("CARGO_TARGET_DIR", target_dir(layout));
+    command.env("MEMPROF_JSON", invocation.report);
+    if options.subcommand == Subcommand::Run && std::env::var_os("MEMPROF_REPORT").is_none() {
+        // The program's own tables would be one per function; the merged
+        // report is printed at the end instead.
+        command.env("MEMPROF_REPORT", "off");
+    }
+    command.stderr(Stdio::piped());
+    // A Ctrl-C goes to cargo too (same process group): this process waits
+    // for it and reports its status. The handler is reset in cargo (exec),
+    // where an ignored signal would stay ignored.
+    // SAFETY: `ignore` is async-signal-safe (it does nothing).
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            ignore as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        )
+    };
+    let mut child = command.spawn().map_err(CargoError::Cargo)?;
+    let mut held: Vec<String> = Vec::new();
+    let mut stderr = std::io::stderr();
+    if let Some(pipe) = child.stderr.take() {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            let line = user_paths(&line, invocation);
+            if held.is_empty() && !line.starts_with("error") {
+                let _ = writeln!(stderr, "{line}");
+            } else {
+                held.push(line);
+            }
+        }
+    }
+    let status = child.wait().map_err(CargoError::Cargo)?;
+    let code = status.code().unwrap_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        128 + status.signal().unwrap_or(0)
+    });
+    if !status.success()
+        && held
+            .iter()
+            .any(|l| l.starts_with("error: could not compile"))
+    {
+        let _ = writeln!(stderr, "{}", bug_line(&held, invocation));
+    }
+    for line in held {
+        let _ = writeln!(stderr, "{line}");
+    }
+    Ok(code)
+}
+
+fn user_paths(line: &str, invocation: &Invocation<'_>) -> String {
+    let layout = invocation.layout;
+    let mut line = line.replace(
+        &layout.tree.display().to_string(),
+        &layout.workspace.display().to_string(),
+    );
+    for (copy, original) in &invocation.dep_dirs {
+        line = line.replace(&copy.display().to_string(), &original.display().to_string());
+    }
+    line
+}
+
+/// The line that says a compiler error is memprof's: the functions around
+/// the error's locations and the `--skip-fn` that leaves them as written.
+fn bug_line(held: &[String], invocation: &Invocation<'_>) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for line in held {
+        let Some(location) = line.trim_start().strip_prefix("--> ") else {
+            continue;
+        };
+        let mut parts = location.rsplitn(3, ':');
+        let (_, line_no, file) = (parts.next(), parts.next(), parts.next());
+        let (Some(file), Some(line_no)) = (file, line_no.and_then(|l| l.parse::<usize>().ok()))
+        else {
+            continue;
+        };
+        let file = invocation.layout.workspace.join(file);
+        let around = invocation
+            .functions
+            .iter()
+            .filter(|f| f.file == file && f.line <= line_no)
+            .max_by_key(|f| f.line);
+        if let Some(f) = around
+            && !names.contains(&f.path.as_str())
+        {
+            names.push(&f.path);
+        }
+    }
+    if names.is_empty() {
+        return "cargo-memprof: the annotated copy does not build; if the original does, \
+                this is memprof's bug (the compiler's error follows)"
+            .to_string();
+    }
+    let pattern: Vec<String> = names
+        .iter()
+        .map(|n| format!("^{}$", regex::escape(n)))
+        .collect();
+    format!(
+        "cargo-memprof: the annotated copy does not build in {}; if the original does, this is \
+         memprof's bug: leave them as written with --skip-fn '{}'",
+        names.join(", "),
+        pattern.join("|")
+    )
+}

@@ -1,0 +1,338 @@
+//! The shadow copy: the user's workspace mirrored under
+//! `<target-dir>/memprof/tree` (`<target-dir>/memprof/<name>-<hash>/tree`
+//! for a target directory outside the workspace, which others may share), with the attribute on the selected
+//! packages' functions and memprof added to their manifests; `--dep`
+//! packages under `<target-dir>/memprof/deps/<name>-<version>`, patched in.
+//!
+//! Nothing is ever written outside `<target-dir>/memprof`. A file is
+//! written only when its content differs from the shadow's copy, so its
+//! mtime stays and cargo's fingerprints hold: a second run after no change
+//! rebuilds nothing, and one changed file rebuilds what cargo would.
+
+use super::annotate::{self, CrateAnnotation, Selection};
+use super::error::CargoError;
+use cargo_metadata::{Metadata, Package, TargetKind};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Where the shadow lives, and what it maps back to.
+#[derive(Debug)]
+pub struct Layout {
+    /// The user's workspace root.
+    pub workspace: PathBuf,
+    /// `<target-dir>/memprof`.
+    pub root: PathBuf,
+    /// The mirror of `workspace`.
+    pub tree: PathBuf,
+    /// Copies of `--dep` packages.
+    pub deps: PathBuf,
+    /// The user's target directory: never copied.
+    pub user_target: PathBuf,
+}
+
+impl Layout {
+    pub fn new(metadata: &Metadata) -> Layout {
+        let workspace = metadata.workspace_root.clone().into_std_path_buf();
+        let user_target = metadata.target_directory.clone().into_std_path_buf();
+        let mut root = user_target.join("memprof");
+        if !user_target.starts_with(&workspace) {
+            // NOTE: a target directory outside the workspace may be shared
+            // by several (CARGO_TARGET_DIR): each gets a copy of its own.
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            workspace.hash(&mut hasher);
+            let name = workspace.file_name().unwrap_or_default().to_string_lossy();
+            root.push(format!("{name}-{:016x}", hasher.finish()));
+        }
+        Layout {
+            tree: root.join("tree"),
+            deps: root.join("deps"),
+            workspace,
+            root,
+            user_target,
+        }
+    }
+
+    /// The shadow's path for a path of the user's workspace.
+    pub fn mirror(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(&self.workspace) {
+            Ok(rest) => self.tree.join(rest),
+            Err(_) => path.to_path_buf(),
+        }
+    }
+}
+
+/// Where memprof comes from: this checkout, or the registry's same version.
+pub fn memprof_dependency() -> toml_edit::InlineTable {
+    let mut table = toml_edit::InlineTable::new();
+    let source = std::env::var_os("CARGO_MEMPROF_SOURCE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            let manifest = std::fs::read_to_string(checkout.join("Cargo.toml")).ok()?;
+            manifest.contains("name = \"memprof\"").then_some(checkout)
+        });
+    match source {
+        Some(path) => {
+            let path = path.canonicalize().unwrap_or(path);
+            table.insert("path", path.display().to_string().into());
+        }
+        None => {
+            table.insert("version", format!("={}", env!("CARGO_PKG_VERSION")).into());
+        }
+    }
+    table
+}
+
+/// One package to annotate: its manifest in the user's tree and where its
+/// copy goes.
+pub struct Profiled<'m> {
+    pub package: &'m Package,
+    /// The copy's directory.
+    pub dest: PathBuf,
+}
+
+/// Annotates the packages' crates (not build scripts; not proc-macro
+/// packages, which are counted) and returns the files by the user's path.
+pub fn annotate_packages(
+    packages: &[Profiled<'_>],
+    selection: &Selection,
+) -> Result<(CrateAnnotation, usize), CargoError> {
+    let mut out = CrateAnnotation::default();
+    let mut proc_macros = 0;
+    for profiled in packages {
+        let package = profiled.package;
+        if package
+            .targets
+            .iter()
+            .any(|t| t.kind.contains(&TargetKind::ProcMacro))
+        {
+            proc_macros += 1;
+            continue;
+        }
+        let mut seen = BTreeSet::new();
+        for target in &package.targets {
+            if target.kind.contains(&TargetKind::CustomBuild) {
+                continue;
+            }
+            let krate = target.name.replace('-', "_");
+            annotate::annotate_crate(
+                target.src_path.as_std_path(),
+                &krate,
+                selection,
+                &mut seen,
+                &mut out,
+            )
+            .map_err(CargoError::Parse)?;
+        }
+    }
+    Ok((out, proc_macros))
+}
+
+/// Writes `bytes` to `dest` unless it already holds them.
+pub fn write_if_changed(dest: &Path, bytes: &[u8]) -> Result<(), CargoError> {
+    if std::fs::read(dest).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    if let Some(dir) = dest.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| CargoError::io("create", dir, e))?;
+    }
+    std::fs::write(dest, bytes).map_err(|e| CargoError::io("write", dest, e))
+}
+
+/// Copies the user's Cargo.lock into the copy when it changed since the
+/// last copy: cargo adds memprof's packages to the copy's lock, which a
+/// copy of the original at every run would make it resolve again.
+pub fn copy_lock(lock: &Path, layout: &Layout) -> Result<(), CargoError> {
+    let copied = layout.root.join("Cargo.lock.copied");
+    let dest = layout.mirror(lock);
+    match std::fs::read(lock) {
+        Ok(bytes) => {
+            if std::fs::read(&copied).is_ok_and(|old| old == bytes) && dest.exists() {
+                return Ok(());
+            }
+            write_if_changed(&dest, &bytes)?;
+            write_if_changed(&copied, &bytes)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CargoError::io("read", lock, e)),
+    }
+}
+
+/// Copies the tree at `from` to `to`, each file as `replace` gives it
+/// (by the user's path) or as it is; leaves out `skip` and `.git`. What
+/// `to` holds that `from` no longer does is removed (a deleted
+/// `tests/*.rs` would still be a target), except a Cargo.lock.
+pub fn copy_tree(
+    from: &Path,
+    to: &Path,
+    skip: &[&Path],
+    replace: &BTreeMap<PathBuf, Vec<u8>>,
+) -> Result<usize, CargoError> {
+    let mut copied = 0;
+    let mut names = BTreeSet::new();
+    let entries = std::fs::read_dir(from).map_err(|e| CargoError::io("read", from, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| CargoError::io("read", from, e))?;
+        let path = entry.path();
+        names.insert(entry.file_name());
+        if skip.contains(&path.as_path()) || entry.file_name() == ".git" {
+            continue;
+        }
+        let dest = to.join(entry.file_name());
+        // NOTE: metadata() follows links, so a linked file or directory is
+        // copied as what it points to.
+        let meta = std::fs::metadata(&path).map_err(|e| CargoError::io("read", &path, e))?;
+        if meta.is_dir() {
+            copied += copy_tree(&path, &dest, skip, replace)?;
+        } else if meta.is_file() {
+            let bytes = match replace.get(&path) {
+                Some(bytes) => bytes.clone(),
+                None => std::fs::read(&path).map_err(|e| CargoError::io("read", &path, e))?,
+            };
+            write_if_changed(&dest, &bytes)?;
+            copied += 1;
+        }
+    }
+    remove_others(to, &names)
+        .map(|()| copied)
+        .map_err(|e| CargoError::io("clean", to, e))
+}
+
+/// Removes what `dir` holds besides `names` and Cargo.lock.
+fn remove_others(dir: &Path, names: &BTreeSet<std::ffi::OsString>) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        if names.contains(&name) || name == "Cargo.lock" {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+fn manifest_error(path: &Path, problem: impl std::fmt::Display) -> CargoError {
+    CargoError::Manifest {
+        path: path.to_path_buf(),
+        problem: problem.to_string(),
+    }
+}
+
+/// The dependency tables of a manifest: `[dependencies]` and its kin, at
+/// the top, under `[target.'cfg(..)']` and `[workspace]`.
+fn dependency_tables(doc: &mut toml_edit::DocumentMut) -> Vec<&mut dyn toml_edit::TableLike> {
+    const KINDS: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let mut tables: Vec<&mut dyn toml_edit::TableLike> = Vec::new();
+    for (key, item) in doc.as_table_mut().iter_mut() {
+        match key.get() {
+            k if KINDS.contains(&k) => tables.extend(item.as_table_like_mut()),
+            "target" => {
+                if let Some(targets) = item.as_table_like_mut() {
+                    for (_, target) in targets.iter_mut() {
+                        if let Some(target) = target.as_table_like_mut() {
+                            for (k, deps) in target.iter_mut() {
+                                if KINDS.contains(&k.get()) {
+                                    tables.extend(deps.as_table_like_mut());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            "workspace" => {
+                if let Some(ws) = item.as_table_like_mut()
+                    && let Some(deps) = ws.get_mut("dependencies")
+                {
+                    tables.extend(deps.as_table_like_mut());
+                }
+            }
+            _ => {}
+        }
+    }
+    tables
+}
+
+/// The manifest at `path` (the user's), as its copy must read: `path =`
+/// dependencies that leave the workspace made absolute, memprof added
+/// when `profiled`, and `patches` added under `[patch.crates-io]`.
+pub fn edit_manifest(
+    path: &Path,
+    workspace: &Path,
+    profiled: bool,
+    patches: &[(String, PathBuf)],
+) -> Result<Vec<u8>, CargoError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CargoError::io("read", path, e))?;
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| manifest_error(path, e))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for table in dependency_tables(&mut doc) {
+        for (_, dep) in table.iter_mut() {
+            let Some(dep) = dep.as_table_like_mut() else {
+                continue;
+            };
+            let Some(rel) = dep.get("path").and_then(|p| p.as_str()) else {
+                continue;
+            };
+            let target = dir.join(rel);
+            let target = target.canonicalize().unwrap_or(target);
+            if !target.starts_with(workspace) {
+                dep.insert("path", toml_edit::value(target.display().to_string()));
+            }
+        }
+    }
+    if profiled {
+        let deps = doc
+            .entry("dependencies")
+            .or_insert_with(toml_edit::table)
+            .as_table_like_mut()
+            .ok_or_else(|| manifest_error(path, "[dependencies] is not a table"))?;
+        if !deps.contains_key("memprof") {
+            deps.insert("memprof", toml_edit::value(memprof_dependency()));
+        }
+    }
+    let mut text = doc.to_string();
+    if !patches.is_empty() {
+        text = String::from_utf8_lossy(&add_patches(path, &text, patches)?).into_owned();
+    }
+    Ok(text.into_bytes())
+}
+
+/// `text` (the manifest at `path`) with `patches` under `[patch.crates-io]`.
+pub fn add_patches(
+    path: &Path,
+    text: &str,
+    patches: &[(String, PathBuf)],
+) -> Result<Vec<u8>, CargoError> {
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| manifest_error(path, e))?;
+    {
+        let patch = doc
+            .entry("patch")
+            .or_insert_with(|| {
+                let mut table = toml_edit::Table::new();
+                table.set_implicit(true);
+                toml_edit::Item::Table(table)
+            })
+            .as_table_like_mut()
+            .ok_or_else(|| manifest_error(path, "[patch] is not a table"))?;
+        let crates_io = patch
+            .entry("crates-io")
+            .or_insert_with(toml_edit::table)
+            .as_table_like_mut()
+            .ok_or_else(|| manifest_error(path, "[patch.crates-io] is not a table"))?;
+        for (name, dir) in patches {
+            let mut table = toml_edit::InlineTable::new();
+            table.insert("path", dir.display().to_string().into());
+            crates_io.insert(name, toml_edit::value(table));
+        }
+    }
+    Ok(doc.to_string().into_bytes())
+}

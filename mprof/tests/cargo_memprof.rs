@@ -1,0 +1,549 @@
+//! `cargo memprof`: on a copy of tests/fixtures/cargo-memprof (a workspace
+//! with a path dependency, inherited fields, a build script writing to
+//! OUT_DIR, include_str!, a #[path] module) and on a copy of a registry
+//! crate the workspace depends on (either). Every test checks that the copy
+//! it ran in holds, outside target/, exactly the files it held before.
+//!
+//! The builds share one target directory (CARGO_MEMPROF_TARGET_DIR), so
+//! memprof is built once for all of them; each copy builds its own crates.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cargo-memprof");
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            if entry.file_name() != "target" {
+                copy_dir(&entry.path(), &dest);
+            }
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// A directory of a test's own under the system's temporary directory,
+/// removed when the test ends.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("cargo-memprof-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh copy of `from` named after the test.
+fn copy_of(from: &Path, name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    copy_dir(from, &dir);
+    // Registry sources are read-only.
+    Command::new("chmod")
+        .arg("-R")
+        .arg("u+w")
+        .arg(&*dir)
+        .status()
+        .unwrap();
+    dir
+}
+
+/// Every file outside target/, with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if path != root.join("target") {
+                    walk(root, &path, out);
+                }
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The tests take turns: they share a target directory, where `cargo run`
+/// puts each copy's `app` at the same path.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn command(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-memprof"));
+    command
+        .arg("memprof")
+        .args(args)
+        .current_dir(dir)
+        .env(
+            "CARGO_MEMPROF_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-memprof-target"),
+        )
+        .env_remove("MEMPROF_JSON")
+        .env_remove("MEMPROF_REPORT");
+    command
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(dir: &Path, args: &[&str]) -> Run {
+    let _turn = turn();
+    let before = snapshot(dir);
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = command(dir, args).output().unwrap();
+    assert!(before == snapshot(dir), "the user's tree changed");
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// A copy of the fixture whose packages have a version of their own
+/// (0.3.`patch`): cargo names a workspace member's build by its name and
+/// version, not its path, so copies that share a target directory and a
+/// version would take each other's builds as fresh.
+fn fixture(name: &str, patch: u32) -> TempDir {
+    let dir = copy_of(Path::new(FIXTURE), name);
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let text = text.replace("version = \"0.3.0\"", &format!("version = \"0.3.{patch}\""));
+    std::fs::write(&manifest, text).unwrap();
+    dir
+}
+
+#[test]
+fn run_on_a_workspace_prints_the_users_paths_and_lines_and_rebuilds_what_changed() {
+    let dir = fixture("run", 1);
+    let first = run(&dir, &["run", "--offline"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        first
+            .stderr
+            .starts_with("annotated 5 functions in 3 files\n"),
+        "{}",
+        first.stderr
+    );
+    assert!(
+        first
+            .stdout
+            .starts_with("alpha,beta,gamma,delta 1000 4096\nSummary: 4 functions ran")
+    );
+    let out = &first.stdout;
+    assert!(
+        out.contains("Filename: app/src/main.rs   Function: app::main   Calls: 1"),
+        "{out}"
+    );
+    assert!(out.contains("Filename: helper/src/lib.rs   Function: helper::squares   Calls: 1"));
+    assert!(out.contains("Filename: app/src/report/format.rs   Function: app::format::line"));
+    // Line 16 of the user's main.rs, 1000 u64s, and the first line as written.
+    assert!(out.contains("     16      9.3 KiB       7.8 KiB      7.8 KiB             1       let table = helper::squares(generated::ROWS);"), "{out}");
+    assert!(
+        out.contains("     15      1.5 KiB           0 B     11.9 KiB             1   fn main() {"),
+        "{out}"
+    );
+    assert!(!out.contains("#[::memprof::profile]"));
+    assert_rows_are_the_users_lines(out, &dir);
+
+    let second = run(&dir, &["run", "--offline"]);
+    assert_eq!(second.code, 0);
+    assert!(!second.stderr.contains("Compiling"), "{}", second.stderr);
+
+    let lib = dir.join("helper/src/lib.rs");
+    let mut text = std::fs::read_to_string(&lib).unwrap();
+    text.push_str("// changed\n");
+    std::fs::write(&lib, text).unwrap();
+    let third = run(&dir, &["run", "--offline"]);
+    let compiled: Vec<&str> = third
+        .stderr
+        .lines()
+        .filter(|l| l.contains("Compiling"))
+        .collect();
+    assert_eq!(compiled.len(), 2, "{}", third.stderr);
+    assert!(compiled[0].contains("Compiling helper v0.3.1 "));
+    assert!(compiled[1].contains("Compiling app v0.3.1 "));
+
+    // A file deleted from the tree goes from the copy too.
+    let extra = dir.join("app/tests/extra.rs");
+    std::fs::create_dir_all(extra.parent().unwrap()).unwrap();
+    std::fs::write(&extra, "#[test]\nfn extra() {}\n").unwrap();
+    let copied = dir.join("target/memprof/tree/app/tests/extra.rs");
+    assert_eq!(run(&dir, &["run", "--offline"]).code, 0);
+    assert!(copied.is_file());
+    std::fs::remove_dir_all(extra.parent().unwrap()).unwrap();
+    assert_eq!(run(&dir, &["run", "--offline"]).code, 0);
+    assert!(!copied.exists() && !copied.parent().unwrap().exists());
+}
+
+#[test]
+fn test_on_a_registry_crate_copy() {
+    let metadata = Command::new(env!("CARGO"))
+        .args(["metadata", "--offline", "--format-version", "1"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let metadata: serde_json::Value = serde_json::from_slice(&metadata.stdout).unwrap();
+    let either = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "either")
+        .expect("the workspace depends on either (through rayon)");
+    let manifest = Path::new(either["manifest_path"].as_str().unwrap());
+    let dir = copy_of(manifest.parent().unwrap(), "either");
+    let run = run(&dir, &["test", "--offline", "--lib"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.starts_with("annotated "), "{}", run.stderr);
+    assert!(run.stdout.contains("test result: ok."));
+    assert!(run.stdout.contains("Summary: "), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("Filename: src/lib.rs   Function: either::")
+    );
+    assert_eq!(run.stdout.matches("\nFilename: ").count(), 10);
+    assert_rows_are_the_users_lines(&run.stdout, &dir);
+}
+
+/// Each row of each table shows the line of the user's file it names.
+fn assert_rows_are_the_users_lines(out: &str, dir: &Path) {
+    let mut file: Option<Vec<String>> = None;
+    let mut column = 0;
+    let mut checked = 0;
+    for row in out.lines() {
+        if let Some(rest) = row.strip_prefix("Filename: ") {
+            let name = rest.split("   ").next().unwrap();
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            file = Some(text.lines().map(str::to_owned).collect());
+            continue;
+        }
+        let Some(lines) = &file else { continue };
+        if row.starts_with(" Line #") {
+            column = row.find("Line Contents").unwrap();
+            continue;
+        }
+        let Some(number) = row.get(..7).and_then(|n| n.trim().parse::<usize>().ok()) else {
+            continue;
+        };
+        let contents = row.get(column..).unwrap_or("").trim();
+        if contents.ends_with('…') {
+            continue;
+        }
+        assert_eq!(lines[number - 1].trim(), contents, "{row}");
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} rows checked");
+}
+
+#[test]
+fn a_failing_test_shows_its_tables_and_cargos_status() {
+    let dir = fixture("failing", 2);
+    let run = {
+        let _turn = turn();
+        let before = snapshot(&dir);
+        let out = command(&dir, &["test", "--offline", "-p", "helper"])
+            .env("FIXTURE_FAIL", "1")
+            .output()
+            .unwrap();
+        assert!(before == snapshot(&dir));
+        out
+    };
+    assert_eq!(run.status.code(), Some(101));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    // libtest shows the failing test's own output: its table.
+    assert!(
+        stdout.contains("---- tests::squares_has_n stdout ----"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Function: helper::tests::squares_has_n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn fn_narrows_to_matching_functions() {
+    let dir = fixture("fn", 3);
+    let run = run(&dir, &["run", "--offline", "--fn", "squares$"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("annotated 1 function in 1 file; left as written: 4 by --fn/--skip-fn\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("Summary: 1 function ran"));
+    assert_eq!(run.stdout.matches("\nFilename: ").count(), 1);
+}
+
+#[test]
+fn skip_fn_leaves_matching_functions_as_written() {
+    let dir = fixture("skip", 4);
+    let run = run(&dir, &["run", "--offline", "--skip-fn", "^app::"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("annotated 2 functions in 1 file; left as written: 3 by --fn/--skip-fn\n")
+    );
+    assert!(run.stdout.contains("Summary: 1 function ran"));
+    assert!(!run.stdout.contains("app::"));
+}
+
+#[test]
+fn top_limits_the_tables() {
+    let dir = fixture("top", 5);
+    let run = run(&dir, &["run", "--offline", "--top", "2"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.matches("\nFilename: ").count(), 2);
+    // Highest peak first.
+    assert!(
+        run.stdout
+            .contains("\nFilename: app/src/main.rs   Function: app::main")
+    );
+    assert!(
+        run.stdout
+            .contains("\nFilename: helper/src/lib.rs   Function: helper::squares")
+    );
+}
+
+#[test]
+fn json_and_html_keep_every_function() {
+    let dir = fixture("json", 6);
+    let out = TempDir::new("out");
+    let (json, html) = (out.join("report.json"), out.join("report.html"));
+    let run = run(
+        &dir,
+        &[
+            "--json",
+            json.to_str().unwrap(),
+            "run",
+            "--offline",
+            "--html",
+            html.to_str().unwrap(),
+            "--top",
+            "1",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let functions = report["functions"].as_array().unwrap();
+    assert_eq!(functions.len(), 4);
+    let main = functions.iter().find(|f| f["name"] == "app::main").unwrap();
+    assert_eq!(main["file"], "app/src/main.rs");
+    assert_eq!(main["lines"][0]["line"], 15);
+    assert_eq!(main["lines"][0]["contents"], "fn main() {");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("app::format::line") && page.contains("helper::squares"));
+}
+
+#[test]
+fn dep_profiles_a_registry_dependency_under_its_own_name() {
+    let dir = fixture("dep", 7);
+    let run = run(&dir, &["run", "--offline", "--dep", "either"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = &run.stdout;
+    let row = out
+        .lines()
+        .find(|l| {
+            l.starts_with("Filename: either-1.")
+                && l.contains("/src/lib.rs   Function: either::Either")
+        })
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(row.contains("::either"), "{row}");
+}
+
+#[test]
+fn a_build_error_names_the_function_and_the_users_path() {
+    let dir = fixture("broken", 8);
+    let lib = dir.join("helper/src/lib.rs");
+    let mut text = std::fs::read_to_string(&lib).unwrap();
+    text.push_str("\npub fn broken() -> u32 {\n    \"not a number\"\n}\n");
+    std::fs::write(&lib, text).unwrap();
+    let run = run(&dir, &["run", "--offline"]);
+    assert_eq!(run.code, 101, "{}", run.stderr);
+    let bug = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("cargo-memprof: the annotated copy does not build"))
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(bug.ends_with("in helper::broken; if the original does, this is memprof's bug: leave them as written with --skip-fn '^helper::broken$'"), "{bug}");
+    let after = run.stderr.split(bug).nth(1).unwrap();
+    assert!(after.contains("--> helper/src/lib.rs:16:"), "{after}");
+    assert!(!run.stderr.contains("target/memprof"), "{}", run.stderr);
+}
+
+#[test]
+fn ctrl_c_during_the_build_leaves_the_tree_as_it_was() {
+    use std::os::unix::process::CommandExt;
+    let dir = fixture("sigint", 9);
+    let _turn = turn();
+    let before = snapshot(&dir);
+    let hold = dir.join("target").join("hold");
+    let mut child = command(&dir, &["run", "--offline"])
+        .env("FIXTURE_HOLD", &hold)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The build script writes the file, then waits to be interrupted.
+    let mut waited = 0;
+    while !hold.exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before its build script ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+        assert!(waited < 6000, "the build script never started");
+    }
+    // SAFETY: signals the child's own process group, made above.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let status = child.wait().unwrap();
+    // cargo was interrupted; cargo-memprof returns its status, 128 + SIGINT.
+    assert_eq!(status.code(), Some(130));
+    assert!(before == snapshot(&dir), "the user's tree changed");
+}
+
+#[test]
+fn not_in_a_package_is_one_line_and_exit_2() {
+    let dir = TempDir::new("empty");
+    let run = run(&dir, &["test"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "cargo-memprof: not in a cargo package: no Cargo.toml here or above\n"
+    );
+}
+
+#[test]
+fn unknown_package_is_one_line_and_exit_2() {
+    let dir = fixture("unknown-package", 10);
+    let run = run(&dir, &["test", "--offline", "-p", "nosuch"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "cargo-memprof: no package named `nosuch` in this workspace\n"
+    );
+}
+
+#[test]
+fn unknown_dependency_is_one_line_and_exit_2() {
+    let dir = fixture("unknown-dep", 11);
+    let run = run(&dir, &["run", "--offline", "--dep", "nosuch"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "cargo-memprof: no dependency named `nosuch` from the default registry: --dep takes a dependency's package name\n"
+    );
+}
+
+#[test]
+fn fn_matching_nothing_is_one_line_and_exit_2() {
+    let dir = fixture("no-fn", 12);
+    let run = run(&dir, &["run", "--offline", "--fn", "^nothing$"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "cargo-memprof: --fn `^nothing$` matches no function of the selected packages\n"
+    );
+}
+
+#[test]
+fn help_fits_one_screen() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-memprof"))
+        .args(["memprof", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        help.contains("Usage: cargo memprof [OPTIONS] <COMMAND>"),
+        "{help}"
+    );
+    assert!(help.lines().count() <= 40, "{help}");
+}
+
+#[test]
+fn memprof_settings_reach_the_printed_tables() {
+    let dir = fixture("settings", 13);
+    let _turn = turn();
+    let before = snapshot(&dir);
+    let out = command(&dir, &["run", "--offline", "--top", "1"])
+        .env("MEMPROF_COLUMNS", "allocs")
+        .env("MEMPROF_UNIT", "B")
+        .output()
+        .unwrap();
+    assert!(before == snapshot(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "\n Line #   Mem usage   Increment       Peak   Occurrences   Allocs   Line Contents\n"
+        ),
+        "{stdout}"
+    );
+    // 1000 u64s, in bytes.
+    assert!(stdout.contains("8000 B"), "{stdout}");
+}
+
+#[test]
+fn a_pattern_that_is_not_a_regex_is_one_line_and_exit_2() {
+    let dir = fixture("bad-regex", 14);
+    let run = run(&dir, &["run", "--offline", "--skip-fn", "app::(main"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "cargo-memprof: --skip-fn `app::(main` is not a regular expression: unclosed group\n"
+    );
+}
+
+#[test]
+fn run_starts_the_program_where_you_are() {
+    let dir = fixture("cwd", 15);
+    let here = dir.join("helper");
+    let _turn = turn();
+    let before = snapshot(&dir);
+    let out = command(&here, &["run", "--offline", "-p", "app"])
+        .env("FIXTURE_CWD", "1")
+        .output()
+        .unwrap();
+    assert!(before == snapshot(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let cwd = here.canonicalize().unwrap();
+    assert!(
+        stdout.contains(&format!("\ncwd {}\n", cwd.display())),
+        "{stdout}"
+    );
+}
