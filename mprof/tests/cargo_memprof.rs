@@ -267,6 +267,46 @@ fn assert_rows_are_the_users_lines(out: &str, dir: &Path) {
     assert!(checked >= 10, "{checked} rows checked");
 }
 
+/// `row` with its Mem usage blanked when it is a table's row: the heap a
+/// test binary holds when a test starts depends on the harness.
+fn without_mem_usage(row: &str) -> String {
+    let numbered = row
+        .get(..7)
+        .is_some_and(|n| n.trim().parse::<u32>().is_ok());
+    match row.get(7..20) {
+        Some(_) if numbered => format!("{}{:13}{}", &row[..7], "", &row[20..]),
+        _ => row.to_owned(),
+    }
+}
+
+#[test]
+fn readme_shows_what_cargo_memprof_test_prints() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = &readme[readme
+        .find("## Every function, without editing a line")
+        .unwrap()..];
+    let block = section.split("```").nth(3).unwrap();
+    let shown: Vec<&str> = block.lines().skip(1).collect();
+    let dir = fixture("readme", 16);
+    let run = run(&dir, &["test", "--offline"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(shown[0], run.stderr.lines().next().unwrap());
+    // Every other line shown is printed, in that order.
+    let printed: Vec<String> = run.stdout.lines().map(without_mem_usage).collect();
+    let mut at = 0;
+    for line in shown[1..].iter().filter(|l| **l != "...") {
+        let line = without_mem_usage(line);
+        match printed[at..].iter().position(|p| *p == line) {
+            Some(i) => at += i + 1,
+            None => panic!(
+                "the README shows a line not printed (in order):\n{line}\n\n{}",
+                run.stdout
+            ),
+        }
+    }
+}
+
 #[test]
 fn a_failing_test_shows_its_tables_and_cargos_status() {
     let dir = fixture("failing", 2);

@@ -89,8 +89,8 @@ mod entry {
     //! the library's are: inlined into every statement of an optimized
     //! caller, they made memchr's profiled test build (opt-level 3) take
     //! many minutes to compile, for a few nanoseconds a call.
-    use super::layout::{CursorHead, FnHead, Globals};
     use super::call;
+    use super::layout::{CursorHead, FnHead, Globals};
     use super::step as statement;
 
     /// [`statement::step`].
