@@ -158,6 +158,12 @@ pub(crate) struct Config {
     /// Where to load NVML from instead of `libnvidia-ml.so.1`
     /// (`MEMPROF_NVML_LIB`).
     pub(crate) nvml_lib: Option<PathBuf>,
+    /// Listen for `mprof snapshot` and `mprof top` on a socket of the
+    /// user's own (`MEMPROF_LIVE`; see `live`).
+    pub(crate) live: bool,
+    /// Write a numbered snapshot of the report this often
+    /// (`MEMPROF_SNAPSHOT_EVERY`).
+    pub(crate) snapshot_every: Option<std::time::Duration>,
     /// The program is a test binary (see [`is_test_binary`]): under `auto`,
     /// no tables at exit, where libtest cannot capture them.
     pub(crate) test_binary: bool,
@@ -239,15 +245,7 @@ impl Vars<'_> {
 }
 
 fn load(vars: &mut Vars<'_>) -> Config {
-    let enabled = vars
-        .parse("MEMPROF", "on or off", |v| {
-            match v.to_ascii_lowercase().as_str() {
-                "on" | "1" | "true" | "yes" => Some(true),
-                "off" | "0" | "false" | "no" => Some(false),
-                _ => None,
-            }
-        })
-        .unwrap_or(true);
+    let enabled = vars.parse("MEMPROF", "on or off", on_or_off).unwrap_or(true);
     let report = vars
         .parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
             match v.to_ascii_lowercase().as_str() {
@@ -346,6 +344,14 @@ fn load(vars: &mut Vars<'_>) -> Config {
     let cupti_lib = vars.parse("MEMPROF_CUPTI_LIB", "a file path", |v| {
         (!v.is_empty()).then(|| PathBuf::from(v))
     });
+    let live = vars
+        .parse("MEMPROF_LIVE", "1 or 0 (on or off)", on_or_off)
+        .unwrap_or(false);
+    let snapshot_every = vars.parse(
+        "MEMPROF_SNAPSHOT_EVERY",
+        "a whole number of seconds, minutes or hours of at least 1s, such as 30s, 10m or 1h",
+        parse_every,
+    );
     Config {
         enabled,
         report,
@@ -363,8 +369,32 @@ fn load(vars: &mut Vars<'_>) -> Config {
         gpu_sample,
         cupti_lib,
         nvml_lib,
+        live,
+        snapshot_every,
         test_binary: false,
     }
+}
+
+fn on_or_off(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "1" | "true" | "yes" => Some(true),
+        "off" | "0" | "false" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// `MEMPROF_SNAPSHOT_EVERY`: `30s`, `10m`, `1h`; a second at least.
+fn parse_every(v: &str) -> Option<std::time::Duration> {
+    let split = v.find(|c: char| !c.is_ascii_digit())?;
+    let (count, unit) = v.split_at(split);
+    let seconds: u64 = match unit.trim() {
+        "s" => 1,
+        "m" | "min" => 60,
+        "h" => 3600,
+        _ => return None,
+    };
+    let total = count.parse::<u64>().ok()?.checked_mul(seconds)?;
+    (total >= 1).then(|| std::time::Duration::from_secs(total))
 }
 
 #[cfg(test)]
@@ -550,5 +580,23 @@ mod tests {
                 "memprof: ignoring MEMPROF_PRECISION=\"9\": expected an integer from 0 to 6; using the default",
             ]
         );
+    }
+
+    #[test]
+    fn live_and_snapshot_every_are_off_unless_set_and_malformed_ones_warn() {
+        let (config, _) = from(&[]);
+        assert_eq!((config.live, config.snapshot_every), (false, None));
+        let (config, warnings) = from(&[("MEMPROF_LIVE", "1"), ("MEMPROF_SNAPSHOT_EVERY", "10m")]);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(config.live);
+        assert_eq!(config.snapshot_every, Some(std::time::Duration::from_secs(600)));
+        for bad in ["0s", "10", "1.5h", "-1m", "10 parsecs"] {
+            let (config, warnings) = from(&[("MEMPROF_SNAPSHOT_EVERY", bad)]);
+            assert_eq!(config.snapshot_every, None, "{bad}");
+            assert_eq!(warnings.len(), 1, "{bad}: {warnings:?}");
+        }
+        let (config, warnings) = from(&[("MEMPROF_LIVE", "maybe")]);
+        assert!(!config.live);
+        assert_eq!(warnings.len(), 1);
     }
 }

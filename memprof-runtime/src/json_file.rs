@@ -67,6 +67,33 @@ pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
     replace(path, dir, text.as_bytes())
 }
 
+/// Writes `text` to `path` on its own, replacing what was there (a
+/// snapshot), by the same rules: a new file renamed over it, never through
+/// a link.
+pub(crate) fn write_alone(path: &Path, text: &str) -> io::Result<()> {
+    refuse_link(path)?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    replace(path, dir, text.as_bytes())
+}
+
+/// The process's start, in clock ticks after boot, and the system's
+/// uptime in seconds: the process's own uptime is their difference.
+pub(crate) fn uptime() -> Option<f64> {
+    let start = Stat::read(std::process::id())?.start;
+    let system: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: a plain query.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| (system - start as f64 / ticks as f64).max(0.0))
+}
+
 /// Writes `bytes` to a new file in `dir` and renames it over `path`.
 fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> io::Result<()> {
     let name = path

@@ -19,7 +19,9 @@
 //! 6. rendering: `render`;
 //! 7. budgets and output: `budget`, `output` (with `json_file`, the
 //!    `MEMPROF_JSON` file it writes), `track`; `fork` (what a child of
-//!    `fork` inherits);
+//!    `fork` inherits); `live` (a running program watched from outside:
+//!    `MEMPROF_LIVE`'s socket, `MEMPROF_SNAPSHOT_EVERY`, SIGTERM and
+//!    SIGINT), with `live_rule` (its socket's place, shared with mprof);
 //! 8. what generated code calls: `probe`, and `__private` below.
 //!
 //! The hot path crosses the layers once: generated code calls `probe`, whose
@@ -45,6 +47,9 @@ mod gpu;
 pub mod gpu_rule;
 mod json_file;
 mod kernel;
+mod live;
+#[doc(hidden)]
+pub mod live_rule;
 mod measure;
 use kernel::owned;
 mod output;

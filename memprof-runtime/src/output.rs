@@ -177,6 +177,7 @@ fn register_exit_hook() {
         extern "C" fn at_exit() {
             EXITING.store(true, Relaxed);
             untracked(|| {
+                crate::live::at_exit();
                 print_exit_tables();
                 if !JSON_AFTER_EXIT_HANDLERS {
                     write_json();
@@ -189,6 +190,7 @@ fn register_exit_hook() {
             libc::atexit(at_exit);
         }
         crate::fork::register();
+        crate::live::start();
     });
 }
 
@@ -299,6 +301,11 @@ static STDOUT_BEFORE_MAIN: extern "C" fn() = stdout_before_main;
 extern "C" fn stdout_before_main() {
     // A panic must not unwind out of an `extern "C" fn`.
     let _ = std::panic::catch_unwind(std::io::stdout);
+}
+
+/// `MEMPROF_JSON` now, before a signal ends the process (see `live`).
+pub(crate) fn write_json_now() {
+    untracked(write_json);
 }
 
 /// `MEMPROF_JSON`: the aggregated report, written at exit, with those of

@@ -191,6 +191,36 @@ struct JsonDocument<'a> {
     summary: crate::summary::Summary,
 }
 
+/// What a snapshot adds to `to_json`'s document (see `live`): when it was
+/// taken and of which process.
+#[derive(Debug, Clone, Copy, miniserde::Serialize)]
+pub(crate) struct SnapshotFacts {
+    /// Seconds since the Unix epoch.
+    pub(crate) time: f64,
+    /// Seconds since the process started.
+    pub(crate) uptime: f64,
+    pub(crate) pid: u32,
+    /// The process's heap now, as `process_heap()` reads it.
+    pub(crate) heap: u64,
+    /// The highest heap memprof has seen: at a snapshot, or after a
+    /// profiled line (the rows' Mem usage). Not the true peak, which no
+    /// counter keeps between lines.
+    pub(crate) heap_high: u64,
+}
+
+/// A snapshot's document: `to_json`'s, then [`SnapshotFacts`]'s fields.
+#[derive(miniserde::Serialize)]
+struct SnapshotDocument<'a> {
+    schema: u64,
+    functions: &'a Vec<FunctionReport>,
+    summary: crate::summary::Summary,
+    time: f64,
+    uptime: f64,
+    pid: u32,
+    heap: u64,
+    heap_high: u64,
+}
+
 impl Report {
     /// The version of the JSON that `to_json` writes, its `schema` field.
     /// It grows when a field changes meaning or goes away; added fields do
@@ -233,6 +263,30 @@ impl Report {
             summary: self.summary(),
             run,
         })
+    }
+
+    /// The report as a snapshot of a running process (see `live`).
+    pub(crate) fn to_json_snapshot(&self, facts: &SnapshotFacts) -> String {
+        miniserde::json::to_string(&SnapshotDocument {
+            schema: Self::JSON_SCHEMA,
+            functions: &self.functions,
+            summary: self.summary(),
+            time: facts.time,
+            uptime: facts.uptime,
+            pid: facts.pid,
+            heap: facts.heap,
+            heap_high: facts.heap_high,
+        })
+    }
+
+    /// The highest Mem usage of any row.
+    pub(crate) fn highest_mem_usage(&self) -> i64 {
+        self.functions
+            .iter()
+            .flat_map(|f| &f.lines)
+            .filter_map(|l| l.mem_usage)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The report that `text` holds, if `to_json_of_run` wrote it for `run`.
@@ -438,6 +492,20 @@ pub fn report() -> Report {
             .into_iter()
             .map(report_of)
             .filter(|f| f.calls > 0 || f.running > 0)
+            .collect(),
+    })
+}
+
+/// [`report()`] as another thread sees it, for a snapshot: also the
+/// functions whose only calls are still running on other threads, with the
+/// rows those calls recorded into their thread's figures so far (not yet
+/// their `fn` rows, nor their calls, which count when they end).
+pub(crate) fn report_so_far() -> Report {
+    untracked(|| Report {
+        functions: registered()
+            .into_iter()
+            .map(report_of)
+            .filter(|f| f.calls > 0 || f.running > 0 || f.lines.iter().any(|l| l.occurrences > 0))
             .collect(),
     })
 }
