@@ -245,7 +245,9 @@ impl Vars<'_> {
 }
 
 fn load(vars: &mut Vars<'_>) -> Config {
-    let enabled = vars.parse("MEMPROF", "on or off", on_or_off).unwrap_or(true);
+    let enabled = vars
+        .parse("MEMPROF", "on or off", on_or_off)
+        .unwrap_or(true);
     let report = vars
         .parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
             match v.to_ascii_lowercase().as_str() {
@@ -589,7 +591,10 @@ mod tests {
         let (config, warnings) = from(&[("MEMPROF_LIVE", "1"), ("MEMPROF_SNAPSHOT_EVERY", "10m")]);
         assert!(warnings.is_empty(), "{warnings:?}");
         assert!(config.live);
-        assert_eq!(config.snapshot_every, Some(std::time::Duration::from_secs(600)));
+        assert_eq!(
+            config.snapshot_every,
+            Some(std::time::Duration::from_secs(600))
+        );
         for bad in ["0s", "10", "1.5h", "-1m", "10 parsecs"] {
             let (config, warnings) = from(&[("MEMPROF_SNAPSHOT_EVERY", bad)]);
             assert_eq!(config.snapshot_every, None, "{bad}");

@@ -6,6 +6,7 @@
 //! layers below it, and data flows upwards:
 //! 1. leaves: `kernel` (the optimized statement step and the `repr(C)` state
 //!    it shares, with `owned`), [`units`], [`config`] (configuration as a value);
+//!    `safe_file` (files written by rename, never through a link);
 //!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
 //!    `stdio` (stdout and stderr, written without panicking);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
@@ -57,6 +58,8 @@ mod probe;
 mod region;
 mod render;
 mod report;
+#[doc(hidden)]
+pub mod safe_file;
 mod settings;
 mod stdio;
 mod summary;

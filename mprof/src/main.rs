@@ -12,6 +12,7 @@ mod error;
 mod files;
 mod gpu;
 mod html;
+mod live;
 mod plot;
 mod printable;
 mod procfs;
@@ -73,6 +74,18 @@ enum Command {
     /// Write a run's MEMPROF_JSON report as one self-contained HTML page: a sortable summary,
     /// each function's lines with bars, the memory over time (--dat) and a comparison (--base)
     Html(HtmlArgs),
+    /// Write a running program's report as it stands (MEMPROF_JSON's schema, with the time
+    /// and its uptime), without stopping it; the program must run with MEMPROF_LIVE=1
+    Snapshot(SnapshotArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct SnapshotArgs {
+    /// The program's process id
+    pid: u32,
+    /// The file to write [default: stdout]
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 const DIFF_HELP: &str = "\
@@ -286,6 +299,7 @@ fn execute(command: Command) -> Result<i32, Error> {
             eprintln!("mprof: wrote {}", crate::printable::path(&output));
             Ok(0)
         }
+        Command::Snapshot(args) => live::snapshot::snapshot(args.pid, args.output.as_deref()),
         Command::Diff(args) => diff::diff(&diff::DiffOptions {
             base: args.base,
             head: args.head,

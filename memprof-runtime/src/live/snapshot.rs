@@ -74,7 +74,7 @@ impl Schedule {
         }
         let path = numbered(crate::settings::get().json.as_deref(), self.number);
         self.number += 1;
-        if let Err(err) = crate::json_file::write_alone(&path, &json()) {
+        if let Err(err) = crate::safe_file::write(&path, json().as_bytes()) {
             crate::stdio::warning!(
                 "memprof: MEMPROF_SNAPSHOT_EVERY: cannot write {}: {err}",
                 path.display()
@@ -88,7 +88,10 @@ impl Schedule {
 fn numbered(json: Option<&Path>, number: u64) -> PathBuf {
     match json {
         Some(path) => {
-            let stem = path.file_stem().unwrap_or(path.as_os_str()).to_string_lossy();
+            let stem = path
+                .file_stem()
+                .unwrap_or(path.as_os_str())
+                .to_string_lossy();
             let name = match path.extension() {
                 Some(extension) => format!("{stem}.{number}.{}", extension.to_string_lossy()),
                 None => format!("{stem}.{number}"),
@@ -109,6 +112,9 @@ mod tests {
         assert_eq!(numbered(Some(json), 3), Path::new("/srv/app/report.3.json"));
         assert_eq!(numbered(Some(Path::new("out")), 1), Path::new("out.1"));
         let pid = std::process::id();
-        assert_eq!(numbered(None, 2), PathBuf::from(format!("memprof-{pid}.2.json")));
+        assert_eq!(
+            numbered(None, 2),
+            PathBuf::from(format!("memprof-{pid}.2.json"))
+        );
     }
 }

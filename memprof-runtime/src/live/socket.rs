@@ -269,7 +269,12 @@ mod tests {
 
     #[test]
     fn garbage_gets_one_error_line() {
-        for request in [&b"\xff\xfe\x00rm -rf /"[..], b"", b"SNAPSHOT", b"snapshot please"] {
+        for request in [
+            &b"\xff\xfe\x00rm -rf /"[..],
+            b"",
+            b"SNAPSHOT",
+            b"snapshot please",
+        ] {
             let answer = answer_request(request);
             assert!(answer.starts_with("error: unknown request "), "{answer}");
             assert_eq!(answer.matches('\n').count(), 1, "{answer}");

@@ -1,0 +1,394 @@
+//! A running program watched from outside: `MEMPROF_LIVE`'s socket, `mprof
+//! snapshot`, `mprof diff` between two snapshots, `mprof top --once`, and
+//! `MEMPROF_JSON` written on SIGTERM and SIGINT.
+//!
+//! The service is this test binary itself, run again with
+//! `MPROF_TEST_SERVICE` set: `service_child` calls `remember`, which keeps
+//! more on each call than on the one before (a cache of growing entries),
+//! and `steady`, whose every call is alike, every 10 ms, until its stdin
+//! closes. A line `pause` on its stdin stops the calls, and it answers
+//! `paused`.
+//!
+//! NOTE: nothing here asserts a duration: waits are lower bounds (a second
+//! between snapshots), and the test waits for lines the child prints, not
+//! for time to pass.
+
+mod common;
+
+use common::{mprof, scratch, stderr, stdout};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Each entry `remember` keeps is this many bytes larger than the one
+/// before, up to `ENTRY_CAP` entries' worth.
+const ENTRY_STEP: usize = 64;
+const ENTRY_CAP: usize = 256;
+
+#[memprof::profile]
+fn remember(history: &mut Vec<Vec<u8>>) {
+    let entry = vec![1u8; ENTRY_STEP * (history.len() + 1).min(ENTRY_CAP)];
+    history.push(entry);
+}
+
+#[memprof::profile]
+fn steady() -> usize {
+    let scratch = vec![0u8; 4096];
+    scratch.len()
+}
+
+const RUN: u8 = 0;
+const PAUSE: u8 = 1;
+const STOP: u8 = 2;
+
+/// Set by the program's own SIGTERM handler (`MPROF_TEST_SERVICE=handler`).
+static TERMINATED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn own_handler(_: libc::c_int) {
+    TERMINATED.store(true, Relaxed);
+}
+
+/// The service that the tests below watch; does nothing in an ordinary
+/// test run.
+#[test]
+#[ignore = "a child run: the tests below start it"]
+fn service_child() {
+    let Ok(mode) = std::env::var("MPROF_TEST_SERVICE") else {
+        return;
+    };
+    if mode == "handler" {
+        // SAFETY: a handler that stores to an atomic, installed before any
+        // profiled call (so before memprof's).
+        unsafe {
+            libc::signal(
+                libc::SIGTERM,
+                own_handler as *const () as libc::sighandler_t,
+            )
+        };
+    }
+    static STATE: AtomicU8 = AtomicU8::new(RUN);
+    std::thread::spawn(|| {
+        let mut line = String::new();
+        let mut stdin = std::io::stdin().lock();
+        loop {
+            line.clear();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) if line.trim() == "pause" => STATE.store(PAUSE, Relaxed),
+                Ok(_) => {}
+            }
+        }
+        STATE.store(STOP, Relaxed);
+    });
+    let mut history = Vec::new();
+    remember(&mut history);
+    steady();
+    if mode == "fork" {
+        fork_a_child();
+    }
+    println!("ready");
+    let mut paused = false;
+    loop {
+        match STATE.load(Relaxed) {
+            STOP => break,
+            PAUSE if !paused => {
+                paused = true;
+                println!("paused");
+            }
+            PAUSE => {}
+            _ => {
+                remember(&mut history);
+                steady();
+            }
+        }
+        if TERMINATED.load(Relaxed) {
+            println!("handled SIGTERM");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Forks a child that makes a profiled call and exits through `exit`, so
+/// that its exit handlers run; waits for it.
+fn fork_a_child() {
+    // SAFETY: the child calls only a profiled function and `exit`; the
+    // parent waits for it.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            steady();
+            libc::exit(0);
+        }
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
+}
+
+/// The running service and its stdout.
+struct Service {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl Service {
+    fn start(mode: &str, dir: &Path, env: &[(&str, &str)]) -> Service {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["service_child", "--ignored", "--exact", "--nocapture"])
+            .args(["--test-threads=1"])
+            .env("MPROF_TEST_SERVICE", mode)
+            .env("MEMPROF_REPORT", "exit")
+            .env("XDG_RUNTIME_DIR", dir)
+            .env_remove("MEMPROF_LIVE")
+            .env_remove("MEMPROF_JSON")
+            .envs(env.iter().copied())
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let mut service = Service { child, out };
+        service.wait_for("ready");
+        service
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Reads the service's stdout up to a line `line`.
+    fn wait_for(&mut self, line: &str) {
+        let mut read = String::new();
+        loop {
+            let mut next = String::new();
+            let n = self.out.read_line(&mut next).unwrap();
+            assert!(n > 0, "the service ended before {line:?}: {read}");
+            // libtest writes "test service_child ... " before the first line.
+            if next.trim_end().ends_with(line) {
+                return;
+            }
+            read.push_str(&next);
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+    }
+
+    /// Waits for the service to end by itself (a signal), stdin open.
+    fn wait(mut self) -> std::process::ExitStatus {
+        let status = self.child.wait().unwrap();
+        drop(self.child.stdin.take());
+        status
+    }
+
+    /// Closes stdin, and returns the rest of stdout and the exit status.
+    fn finish(mut self) -> (String, std::process::ExitStatus) {
+        drop(self.child.stdin.take());
+        let mut rest = String::new();
+        self.out.read_to_string(&mut rest).unwrap();
+        (rest, self.child.wait().unwrap())
+    }
+}
+
+/// The socket of process `pid` started with `XDG_RUNTIME_DIR=dir`.
+fn socket(dir: &Path, pid: u32) -> PathBuf {
+    dir.join("memprof").join(format!("{pid}.sock"))
+}
+
+fn snapshot(dir: &Path, pid: u32, name: &str) -> serde_json::Value {
+    let out = mprof(dir, &["snapshot", &pid.to_string(), "-o", name]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(dir.join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn calls(report: &serde_json::Value, function: &str) -> u64 {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"].as_str().unwrap().ends_with(function))
+        .map_or(0, |f| f["calls"].as_u64().unwrap())
+}
+
+/// A request on the socket, and the whole answer.
+fn ask(path: &Path, request: &[u8]) -> String {
+    let mut stream = UnixStream::connect(path).unwrap();
+    stream.write_all(request).unwrap();
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn two_snapshots_name_what_grew_and_the_service_exits_as_usual() {
+    let dir = scratch("live-grow");
+    let service = Service::start("grow", &dir, &[("MEMPROF_LIVE", "1")]);
+    let pid = service.pid();
+    let first = snapshot(&dir, pid, "a.json");
+    assert_eq!(first["schema"], 1);
+    assert_eq!(first["pid"], pid);
+    // In clock ticks (10 ms): 0 in the first tick.
+    assert!(first["uptime"].as_f64().unwrap() >= 0.0);
+    assert!(first["time"].as_f64().unwrap() > 1.7e9);
+    // A second apart, and until the service made another call.
+    let mut second;
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        second = snapshot(&dir, pid, "b.json");
+        if calls(&second, "remember") > calls(&first, "remember") {
+            break;
+        }
+    }
+    // A sleep never ends early; the uptime counts in ticks of 10 ms.
+    let uptime = |report: &serde_json::Value| report["uptime"].as_f64().unwrap();
+    assert!(uptime(&second) >= uptime(&first) + 0.98, "{first} {second}");
+    let out = mprof(&dir, &["diff", "a.json", "b.json", "--fail-over", "1%"]);
+    let (text, why) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}{why}");
+    assert!(why.contains("live::remember: kept/call grew from"), "{why}");
+    assert!(!why.contains("steady"), "{why}");
+
+    // The socket is the user's alone.
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let path = socket(&dir, pid);
+    let meta = std::fs::symlink_metadata(&path).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()));
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    // SAFETY: a plain query.
+    assert_eq!(meta.uid(), unsafe { libc::geteuid() });
+    let folder = std::fs::metadata(dir.join("memprof")).unwrap();
+    assert_eq!(folder.permissions().mode() & 0o777, 0o700);
+
+    let (rest, status) = service.finish();
+    assert!(status.success(), "{status:?}");
+    // The exit tables, as without MEMPROF_LIVE.
+    assert!(rest.contains("live::remember"), "{rest}");
+    assert!(rest.contains("live::steady"), "{rest}");
+    assert!(!path.exists(), "the socket outlived the service");
+}
+
+#[test]
+fn garbage_is_refused_and_changes_no_figure() {
+    let dir = scratch("live-garbage");
+    let mut service = Service::start("grow", &dir, &[("MEMPROF_LIVE", "1")]);
+    let pid = service.pid();
+    service.send("pause");
+    service.wait_for("paused");
+    let path = socket(&dir, pid);
+    let before = ask(&path, b"snapshot\n");
+    assert!(before.starts_with("ok\n{"), "{before}");
+    for garbage in [
+        &b"\xff\xfe\x00\x1b[2J\n"[..],
+        b"SNAPSHOT\n",
+        b"snapshot now\n",
+        b"",
+    ] {
+        let answer = ask(&path, garbage);
+        assert!(answer.starts_with("error: unknown request "), "{answer}");
+        assert_eq!(answer.lines().count(), 1, "{answer}");
+    }
+    let long = vec![b'x'; 10_000];
+    let mut stream = UnixStream::connect(&path).unwrap();
+    // The program stops reading at its limit; the rest may not be sent.
+    let _ = stream.write_all(&long);
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert_eq!(answer, "error: request too long\n");
+    // A client that goes away without reading its answer.
+    for _ in 0..20 {
+        let mut stream = UnixStream::connect(&path).unwrap();
+        stream.write_all(b"snapshot\n").unwrap();
+        drop(stream);
+    }
+    let after = ask(&path, b"snapshot\n");
+    let figures = |answer: &str| {
+        let report: serde_json::Value = serde_json::from_str(&answer[3..]).unwrap();
+        (report["functions"].clone(), report["heap"].clone())
+    };
+    // Every row and the heap itself: the snapshots' own work and memory
+    // show nowhere.
+    assert_eq!(figures(&before), figures(&after));
+    let (_, status) = service.finish();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn snapshot_of_a_process_that_does_not_listen_is_one_line_of_error() {
+    let dir = scratch("live-not-listening");
+    let service = Service::start("grow", &dir, &[]);
+    let out = mprof(&dir, &["snapshot", &service.pid().to_string()]);
+    common::assert_one_line_error(&out, "does not listen: start it with MEMPROF_LIVE=1");
+    assert!(!dir.join("memprof").exists(), "something listened");
+    let (_, status) = service.finish();
+    assert!(status.success());
+}
+
+#[test]
+fn a_forked_child_leaves_the_parents_socket_alone() {
+    let dir = scratch("live-fork");
+    let service = Service::start("fork", &dir, &[("MEMPROF_LIVE", "1")]);
+    let pid = service.pid();
+    // The child made a profiled call and exited through its exit handlers.
+    let report = snapshot(&dir, pid, "after-fork.json");
+    assert!(calls(&report, "steady") >= 1);
+    let (_, status) = service.finish();
+    assert!(status.success());
+    assert!(!socket(&dir, pid).exists());
+}
+
+#[test]
+fn sigterm_and_sigint_write_memprof_json_and_end_the_program_by_the_signal() {
+    let dir = scratch("live-signals");
+    for (signal, live) in [(libc::SIGTERM, "1"), (libc::SIGINT, "0")] {
+        let json = dir.join(format!("signal-{signal}.json"));
+        let json_var = json.to_str().unwrap();
+        let service = Service::start(
+            "grow",
+            &dir,
+            &[("MEMPROF_JSON", json_var), ("MEMPROF_LIVE", live)],
+        );
+        let pid = service.pid();
+        // SAFETY: a signal to our own child, still running (not waited for).
+        assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0);
+        // Not `finish`: at the end of its stdin the service would exit by
+        // itself, maybe before the signal ends it.
+        let status = service.wait();
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(report["schema"], 1);
+        assert!(calls(&report, "remember") >= 1, "{report}");
+        assert!(
+            !socket(&dir, pid).exists(),
+            "the socket outlived the signal"
+        );
+    }
+}
+
+#[test]
+fn the_programs_own_sigterm_handler_still_runs_after_the_report() {
+    let dir = scratch("live-handler");
+    let json = dir.join("handled.json");
+    let mut service = Service::start("handler", &dir, &[("MEMPROF_JSON", json.to_str().unwrap())]);
+    // SAFETY: a signal to our own child, still running.
+    assert_eq!(
+        unsafe { libc::kill(service.pid() as i32, libc::SIGTERM) },
+        0
+    );
+    service.wait_for("handled SIGTERM");
+    let (_, status) = service.finish();
+    assert!(status.success(), "{status:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(calls(&report, "remember") >= 1);
+}
