@@ -258,6 +258,26 @@ fn two_snapshots_name_what_grew_and_the_service_exits_as_usual() {
     assert!(why.contains("live::remember: kept/call grew from"), "{why}");
     assert!(!why.contains("steady"), "{why}");
 
+    // One frame of `mprof top`, as text: the function that grows, with
+    // its rates.
+    let out = mprof(
+        &dir,
+        &["top", "--once", "--interval", "0.5", &pid.to_string()],
+    );
+    let frame = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(frame.starts_with(&format!("pid {pid}  up ")), "{frame}");
+    let row = frame
+        .lines()
+        .find(|l| l.starts_with("live::remember "))
+        .unwrap();
+    // Calls, peak, kept, kept/min and allocs/s: kept grows.
+    assert!(
+        row.split_whitespace().nth(6).unwrap().starts_with('+'),
+        "{row}"
+    );
+    assert!(frame.contains("\nlive::steady "), "{frame}");
+
     // The socket is the user's alone.
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let path = socket(&dir, pid);
@@ -331,6 +351,16 @@ fn snapshot_of_a_process_that_does_not_listen_is_one_line_of_error() {
     assert!(!dir.join("memprof").exists(), "something listened");
     let (_, status) = service.finish();
     assert!(status.success());
+}
+
+#[test]
+fn top_misuse_is_one_line_of_error() {
+    let dir = scratch("live-top-misuse");
+    let out = mprof(&dir, &["top", "--once", "1", "--", "true"]);
+    common::assert_one_line_error(&out, "give a process id or a command after --, not both");
+    let out = mprof(&dir, &["top", "--once", "--", "true"]);
+    common::assert_one_line_error(&out, "process");
+    assert!(stderr(&out).contains("ended (exit status 0) before it listened"));
 }
 
 #[test]
