@@ -354,6 +354,42 @@ fn snapshot_of_a_process_that_does_not_listen_is_one_line_of_error() {
 }
 
 #[test]
+fn snapshot_every_writes_numbered_snapshots_beside_memprof_json() {
+    let dir = scratch("live-every");
+    let json = dir.join("every.json");
+    let service = Service::start(
+        "grow",
+        &dir,
+        &[
+            ("MEMPROF_SNAPSHOT_EVERY", "1s"),
+            ("MEMPROF_JSON", json.to_str().unwrap()),
+        ],
+    );
+    let second = dir.join("every.2.json");
+    // NOTE: a bound for a broken build to fail rather than hang, not a
+    // measure: the snapshots come a second apart.
+    for _ in 0..600 {
+        if second.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let read = |path: PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let (one, two) = (read(dir.join("every.1.json")), read(second));
+    assert!(
+        calls(&two, "remember") > calls(&one, "remember"),
+        "{one} {two}"
+    );
+    assert!(two["uptime"].as_f64().unwrap() >= one["uptime"].as_f64().unwrap() + 0.98);
+    let (_, status) = service.finish();
+    assert!(status.success());
+    // At exit, MEMPROF_JSON itself, as without snapshots.
+    assert!(calls(&read(json), "remember") >= calls(&two, "remember"));
+}
+
+#[test]
 fn top_misuse_is_one_line_of_error() {
     let dir = scratch("live-top-misuse");
     let out = mprof(&dir, &["top", "--once", "1", "--", "true"]);
