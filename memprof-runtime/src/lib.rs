@@ -7,6 +7,7 @@
 //! 1. leaves: `kernel` (the optimized statement step and the `repr(C)` state
 //!    it shares, with `owned`), [`units`], [`config`] (configuration as a value);
 //!    `safe_file` (files written by rename, never through a link);
+//!    `live_rule` (where `MEMPROF_LIVE`'s socket is, shared with mprof);
 //!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
 //!    `stdio` (stdout and stderr, written without panicking);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
@@ -22,7 +23,7 @@
 //!    `MEMPROF_JSON` file it writes), `track`; `fork` (what a child of
 //!    `fork` inherits); `live` (a running program watched from outside:
 //!    `MEMPROF_LIVE`'s socket, `MEMPROF_SNAPSHOT_EVERY`, SIGTERM and
-//!    SIGINT), with `live_rule` (its socket's place, shared with mprof);
+//!    SIGINT);
 //! 8. what generated code calls: `probe`, and `__private` below.
 //!
 //! The hot path crosses the layers once: generated code calls `probe`, whose

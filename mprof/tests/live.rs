@@ -60,6 +60,20 @@ fn service_child() {
     let Ok(mode) = std::env::var("MPROF_TEST_SERVICE") else {
         return;
     };
+    if mode == "connect" {
+        // Run as another user: tries the socket named by MPROF_TEST_SOCKET.
+        let path = std::env::var_os("MPROF_TEST_SOCKET").unwrap();
+        match UnixStream::connect(path) {
+            Ok(mut stream) => {
+                let _ = stream.write_all(b"snapshot\n");
+                let mut answer = String::new();
+                let _ = stream.read_to_string(&mut answer);
+                println!("connected: {answer}");
+            }
+            Err(err) => println!("refused: {:?}", err.kind()),
+        }
+        return;
+    }
     if mode == "handler" {
         // SAFETY: a handler that stores to an atomic, installed before any
         // profiled call (so before memprof's).
@@ -288,6 +302,21 @@ fn two_snapshots_name_what_grew_and_the_service_exits_as_usual() {
     assert_eq!(meta.uid(), unsafe { libc::geteuid() });
     let folder = std::fs::metadata(dir.join("memprof")).unwrap();
     assert_eq!(folder.permissions().mode() & 0o777, 0o700);
+    // SAFETY: a plain query.
+    if unsafe { libc::geteuid() } == 0 {
+        // Root can be another user: nobody's connection is refused.
+        use std::os::unix::process::CommandExt;
+        let other = Command::new(std::env::current_exe().unwrap())
+            .args(["service_child", "--ignored", "--exact", "--nocapture"])
+            .env("MPROF_TEST_SERVICE", "connect")
+            .env("MPROF_TEST_SOCKET", &path)
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&other.stdout);
+        assert!(said.contains("refused: PermissionDenied"), "{said}");
+    }
 
     let (rest, status) = service.finish();
     assert!(status.success(), "{status:?}");
