@@ -99,6 +99,18 @@ fn service_child() {
         STATE.store(STOP, Relaxed);
     });
     let mut history = Vec::new();
+    if mode == "until-file" {
+        // Started by `mprof top`, which holds its stdin: runs until the
+        // file MPROF_TEST_STOP names exists.
+        let stop = PathBuf::from(std::env::var_os("MPROF_TEST_STOP").unwrap());
+        while !stop.exists() {
+            remember(&mut history);
+            steady();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        println!("stopped");
+        return;
+    }
     remember(&mut history);
     steady();
     if mode == "fork" {
@@ -416,6 +428,39 @@ fn snapshot_every_writes_numbered_snapshots_beside_memprof_json() {
     assert!(status.success());
     // At exit, MEMPROF_JSON itself, as without snapshots.
     assert!(calls(&read(json), "remember") >= calls(&two, "remember"));
+}
+
+#[test]
+fn top_once_starts_a_command_and_passes_its_output_and_status_on() {
+    let dir = scratch("live-top-command");
+    let exe = std::env::current_exe().unwrap();
+    let stop = dir.join("stop");
+    let mut top = Command::new(env!("CARGO_BIN_EXE_mprof"))
+        .args(["top", "--once", "--interval", "0.2", "--"])
+        .arg(exe)
+        .args(["service_child", "--ignored", "--exact", "--nocapture"])
+        .env("MPROF_TEST_SERVICE", "until-file")
+        .env("MPROF_TEST_STOP", &stop)
+        .env("XDG_RUNTIME_DIR", &dir)
+        .env("MEMPROF_REPORT", "off")
+        .env_remove("MEMPROF_LIVE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(top.stdout.take().unwrap());
+    let mut text = String::new();
+    // The frame first; the program's output is held back until it is out.
+    while !text.contains("\nlive::steady ") {
+        assert!(out.read_line(&mut text).unwrap() > 0, "{text}");
+    }
+    assert!(text.starts_with("pid "), "{text}");
+    assert!(text.contains("\nlive::remember "), "{text}");
+    assert!(!text.contains("running 1 test"), "{text}");
+    std::fs::write(&stop, "").unwrap();
+    out.read_to_string(&mut text).unwrap();
+    assert!(text.contains("running 1 test"), "{text}");
+    assert!(text.contains("stopped"), "{text}");
+    assert_eq!(top.wait().unwrap().code(), Some(0));
 }
 
 #[test]
