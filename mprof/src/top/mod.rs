@@ -138,4 +138,6 @@ fn watch(
     result
 }
 #[cfg(test)]
+mod screenshot;
+#[cfg(test)]
 mod tests;
