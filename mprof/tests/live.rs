@@ -41,6 +41,17 @@ fn steady() -> usize {
     scratch.len()
 }
 
+/// A call that runs until stdin closes, holding 4 KiB.
+#[memprof::profile]
+fn long_call(state: &AtomicU8) -> usize {
+    let held = vec![7u8; 4096];
+    println!("ready");
+    while state.load(Relaxed) != STOP {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    held.len()
+}
+
 const RUN: u8 = 0;
 const PAUSE: u8 = 1;
 const STOP: u8 = 2;
@@ -99,6 +110,10 @@ fn service_child() {
         STATE.store(STOP, Relaxed);
     });
     let mut history = Vec::new();
+    if mode == "long" {
+        long_call(&STATE);
+        return;
+    }
     if mode == "until-file" {
         // Started by `mprof top`, which holds its stdin: runs until the
         // file MPROF_TEST_STOP names exists.
@@ -513,6 +528,39 @@ fn sigterm_and_sigint_write_memprof_json_and_end_the_program_by_the_signal() {
             "the socket outlived the signal"
         );
     }
+}
+
+#[test]
+fn sigterm_during_a_call_reports_its_rows_so_far() {
+    let dir = scratch("live-long-call");
+    let json = dir.join("long.json");
+    let service = Service::start("long", &dir, &[("MEMPROF_JSON", json.to_str().unwrap())]);
+    // SAFETY: a signal to our own child, still running.
+    assert_eq!(
+        unsafe { libc::kill(service.pid() as i32, libc::SIGTERM) },
+        0
+    );
+    assert_eq!(service.wait().signal(), Some(libc::SIGTERM));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let function = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "live::long_call")
+        .unwrap_or_else(|| panic!("{report}"));
+    // Not ended: no call counted, but the line that ran, exactly.
+    assert_eq!(function["calls"], 0);
+    let line = function["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["contents"].as_str().unwrap().contains("let held"))
+        .unwrap();
+    assert_eq!(
+        (&line["increment"], &line["occurrences"]),
+        (&4096.into(), &1.into())
+    );
 }
 
 #[test]
