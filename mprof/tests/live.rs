@@ -407,6 +407,43 @@ fn snapshot_of_a_process_that_does_not_listen_is_one_line_of_error() {
     assert!(!dir.join("memprof").exists(), "something listened");
     let (_, status) = service.finish();
     assert!(status.success());
+    // A process that is gone.
+    let out = mprof(&dir, &["snapshot", &service_pid_gone().to_string()]);
+    common::assert_one_line_error(&out, "no process ");
+}
+
+/// The pid of a process that has ended and been waited for.
+fn service_pid_gone() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    child.wait().unwrap();
+    child.id()
+}
+
+#[test]
+fn a_socket_directory_open_to_others_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("live-open-dir");
+    let shared = dir.join("memprof");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // Its stdin closed, the service makes its first calls and ends.
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["service_child", "--ignored", "--exact", "--nocapture"])
+        .env("MPROF_TEST_SERVICE", "grow")
+        .env("MEMPROF_LIVE", "1")
+        .env("MEMPROF_REPORT", "off")
+        .env("XDG_RUNTIME_DIR", &dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("memprof: MEMPROF_LIVE: not listening: ")
+            && said.contains("is not a directory of this user's alone"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0);
 }
 
 #[test]

@@ -151,7 +151,7 @@ pub(super) fn serve_one() {
 /// The answer to the request on `fd`.
 fn answer(fd: i32) -> String {
     set_timeouts(fd);
-    if peer_uid(fd) != Some(uid()) {
+    if !admits(peer_uid(fd), uid()) {
         return format!("{ERROR}refused: this program answers its own user only\n");
     }
     let request = match read_request(fd) {
@@ -159,6 +159,12 @@ fn answer(fd: i32) -> String {
         Err(problem) => return format!("{ERROR}{problem}\n"),
     };
     answer_request(&request)
+}
+
+/// Whether a client whose user is `peer` (`None`: unknown) may ask: only
+/// the program's own user.
+fn admits(peer: Option<u32>, own: u32) -> bool {
+    peer == Some(own)
 }
 
 /// The answer to `request`, as its client reads it.
@@ -266,6 +272,15 @@ fn send_all(fd: i32, mut bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_programs_own_user_is_answered() {
+        assert!(admits(Some(1000), 1000));
+        assert!(!admits(Some(1001), 1000));
+        // Root is another user too: it can read the process by other means.
+        assert!(!admits(Some(0), 1000));
+        assert!(!admits(None, 1000));
+    }
 
     #[test]
     fn garbage_gets_one_error_line() {
