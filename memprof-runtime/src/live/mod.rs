@@ -28,7 +28,7 @@ mod socket;
 
 use crate::alloc::untracked;
 use std::sync::Once;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// The process that started the thread; a child of `fork` is another.
 static OWNER: AtomicU32 = AtomicU32::new(0);
@@ -148,8 +148,7 @@ pub(crate) fn forked_child() {
     if OWNER.load(Relaxed) == 0 {
         return;
     }
-    let fd: &AtomicI32 = &socket::LISTENING;
-    let listening = fd.swap(-1, Relaxed);
+    let listening = socket::LISTENING.swap(-1, Relaxed);
     if listening >= 0 {
         // SAFETY: the child's copy of the listening socket, used by no one.
         unsafe { libc::close(listening) };

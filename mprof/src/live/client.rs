@@ -45,9 +45,14 @@ fn candidates(pid: u32) -> Vec<PathBuf> {
     places
 }
 
+/// Whether process `pid` exists.
+pub fn is_running(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// Connects to process `pid`'s channel.
 fn connect(pid: u32) -> Result<UnixStream, Error> {
-    if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+    if !is_running(pid) {
         return Err(Error::Live(format!("no process {pid}")));
     }
     let places = candidates(pid);

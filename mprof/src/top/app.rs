@@ -38,8 +38,8 @@ pub struct App {
     pub rows: Vec<FunctionRow>,
     /// What the header says before the first snapshot.
     pub status: String,
-    /// Said in the header once snapshots stop: the program ended.
-    pub ended: Option<String>,
+    /// Said in the header: the program ended, or a snapshot failed.
+    pub notice: Option<String>,
     /// One frame for a script (`--once`): no line of keys.
     pub once: bool,
     /// Every function's rows, before sorting and filtering.
@@ -58,7 +58,7 @@ impl Default for App {
             now: None,
             rows: Vec::new(),
             status: "waiting for the first snapshot".to_owned(),
-            ended: None,
+            notice: None,
             once: false,
             all: Vec::new(),
         }

@@ -105,13 +105,24 @@ fn watch(
     let mut terminal = ratatui::try_init().map_err(screen_failed)?;
     let mut app = App::default();
     let mut next = Instant::now();
+    let mut gone = false;
     let result = loop {
-        if app.ended.is_none() && Instant::now() >= next {
+        if !gone && Instant::now() >= next {
             match snapshot(pid) {
-                Ok(snapshot) => app.update(snapshot),
+                Ok(snapshot) => {
+                    app.notice = None;
+                    app.update(snapshot);
+                }
                 Err(err) => {
+                    // The last figures stay; refreshing stops once the
+                    // process is gone, and is tried again while it runs.
                     let ended = program.as_mut().and_then(|p| p.ended());
-                    app.ended = Some(ended.unwrap_or_else(|| err.to_string()));
+                    gone = ended.is_some() || !crate::live::client::is_running(pid);
+                    app.notice = Some(match (ended, gone) {
+                        (Some(ended), _) => ended,
+                        (None, true) => format!("process {pid} ended"),
+                        (None, false) => format!("{err}; trying again"),
+                    });
                 }
             }
             next = Instant::now() + interval;

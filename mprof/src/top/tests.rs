@@ -165,3 +165,25 @@ fn ctrl_c_quits_even_while_typing_a_filter() {
     let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
     assert_eq!(app.on_key(ctrl_c), Action::Quit);
 }
+
+#[test]
+fn a_program_that_ended_is_said_in_the_header_over_its_last_figures() {
+    let mut app = watching();
+    app.notice = Some("process 42 ended (exit status 0)".to_owned());
+    let wide = frame_text(&app, 120, 9);
+    assert_eq!(
+        wide.lines().next().unwrap(),
+        "pid 42  up 2.0s  heap 3.0 MiB now, 5.0 MiB highest seen  [process 42 ended (exit status 0)]"
+    );
+    assert!(frame(&app)[3].starts_with("> app::cache::grow "));
+    let mut waiting = App::default();
+    assert_eq!(
+        frame(&waiting)[0],
+        "mprof top: waiting for the first snapshot"
+    );
+    waiting.notice = Some("process 42 refused: x; trying again".to_owned());
+    assert_eq!(
+        frame(&waiting)[0],
+        "mprof top: process 42 refused: x; trying again"
+    );
+}

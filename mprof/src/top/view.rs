@@ -31,10 +31,11 @@ pub fn draw(frame: &mut Frame, app: &App) {
 
 fn header_lines(app: &App) -> Vec<Line<'static>> {
     let Some(now) = &app.now else {
-        return vec![Line::from(format!("mprof top: {}", app.status))];
+        let status = app.notice.as_deref().unwrap_or(&app.status);
+        return vec![Line::from(format!("mprof top: {status}"))];
     };
-    let paused = match (&app.ended, app.paused) {
-        (Some(ended), _) => format!("  [{ended}]"),
+    let paused = match (&app.notice, app.paused) {
+        (Some(notice), _) => format!("  [{notice}]"),
         (None, true) => "  [paused]".to_owned(),
         (None, false) => String::new(),
     };
