@@ -352,7 +352,7 @@ fn load(vars: &mut Vars<'_>) -> Config {
     let snapshot_every = vars.parse(
         "MEMPROF_SNAPSHOT_EVERY",
         "a whole number of seconds, minutes or hours of at least 1s, such as 30s, 10m or 1h",
-        parse_every,
+        crate::units::parse_every,
     );
     Config {
         enabled,
@@ -383,20 +383,6 @@ fn on_or_off(v: &str) -> Option<bool> {
         "off" | "0" | "false" | "no" => Some(false),
         _ => None,
     }
-}
-
-/// `MEMPROF_SNAPSHOT_EVERY`: `30s`, `10m`, `1h`; a second at least.
-fn parse_every(v: &str) -> Option<std::time::Duration> {
-    let split = v.find(|c: char| !c.is_ascii_digit())?;
-    let (count, unit) = v.split_at(split);
-    let seconds: u64 = match unit.trim() {
-        "s" => 1,
-        "m" | "min" => 60,
-        "h" => 3600,
-        _ => return None,
-    };
-    let total = count.parse::<u64>().ok()?.checked_mul(seconds)?;
-    (total >= 1).then(|| std::time::Duration::from_secs(total))
 }
 
 #[cfg(test)]

@@ -15,12 +15,13 @@
 
 mod common;
 
+use common::live::{Service, ask, calls, snapshot, socket};
 use common::{mprof, scratch, stderr, stdout};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -169,105 +170,6 @@ fn fork_a_child() {
         libc::waitpid(pid, &mut status, 0);
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
     }
-}
-
-/// The running service and its stdout.
-struct Service {
-    child: Child,
-    out: BufReader<ChildStdout>,
-}
-
-impl Service {
-    fn start(mode: &str, dir: &Path, env: &[(&str, &str)]) -> Service {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["service_child", "--ignored", "--exact", "--nocapture"])
-            .args(["--test-threads=1"])
-            .env("MPROF_TEST_SERVICE", mode)
-            .env("MEMPROF_REPORT", "exit")
-            .env("XDG_RUNTIME_DIR", dir)
-            .env_remove("MEMPROF_LIVE")
-            .env_remove("MEMPROF_JSON")
-            .envs(env.iter().copied())
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let mut service = Service { child, out };
-        service.wait_for("ready");
-        service
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Reads the service's stdout up to a line `line`.
-    fn wait_for(&mut self, line: &str) {
-        let mut read = String::new();
-        loop {
-            let mut next = String::new();
-            let n = self.out.read_line(&mut next).unwrap();
-            assert!(n > 0, "the service ended before {line:?}: {read}");
-            // libtest writes "test service_child ... " before the first line.
-            if next.trim_end().ends_with(line) {
-                return;
-            }
-            read.push_str(&next);
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{line}").unwrap();
-    }
-
-    /// Waits for the service to end by itself (a signal), stdin open.
-    fn wait(mut self) -> std::process::ExitStatus {
-        let status = self.child.wait().unwrap();
-        drop(self.child.stdin.take());
-        status
-    }
-
-    /// Closes stdin, and returns the rest of stdout and the exit status.
-    fn finish(mut self) -> (String, std::process::ExitStatus) {
-        drop(self.child.stdin.take());
-        let mut rest = String::new();
-        self.out.read_to_string(&mut rest).unwrap();
-        (rest, self.child.wait().unwrap())
-    }
-}
-
-/// The socket of process `pid` started with `XDG_RUNTIME_DIR=dir`.
-fn socket(dir: &Path, pid: u32) -> PathBuf {
-    dir.join("memprof").join(format!("{pid}.sock"))
-}
-
-fn snapshot(dir: &Path, pid: u32, name: &str) -> serde_json::Value {
-    let out = mprof(dir, &["snapshot", &pid.to_string(), "-o", name]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = std::fs::read_to_string(dir.join(name)).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn calls(report: &serde_json::Value, function: &str) -> u64 {
-    report["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"].as_str().unwrap().ends_with(function))
-        .map_or(0, |f| f["calls"].as_u64().unwrap())
-}
-
-/// A request on the socket, and the whole answer.
-fn ask(path: &Path, request: &[u8]) -> String {
-    let mut stream = UnixStream::connect(path).unwrap();
-    stream.write_all(request).unwrap();
-    stream.shutdown(std::net::Shutdown::Write).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
 }
 
 #[test]
