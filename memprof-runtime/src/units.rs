@@ -6,6 +6,9 @@
 //! number is bytes. Fractions of a byte are dropped. `MEMPROF_UNIT` takes
 //! the same unit names ([`unit_bytes`]).
 //!
+//! Also intervals (`MEMPROF_SNAPSHOT_EVERY`): a whole number of `s`, `m`
+//! or `h`.
+//!
 //! Sizes written in macro input are parsed by the macros while expanding,
 //! with the same grammar (memprof-macros/src/size.rs; a proc-macro crate
 //! cannot share code with the runtime); this parser reads the `MEMPROF_*`
