@@ -16,7 +16,9 @@
 //!   fewer cores than runnable threads the gaps are the scheduler's (a time
 //!   slice is milliseconds): the snapshots hold the loop up only if their
 //!   gaps exceed those of the work beside it. Also how many gaps exceed
-//!   100 us in each.
+//!   100 us in each, and the loop's thread's context switches: voluntary
+//!   ones (it waited for something: a lock, I/O) would be memprof holding
+//!   it up; involuntary ones are the scheduler's.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -154,16 +156,33 @@ struct Gaps {
     longest: Duration,
     over_100us: u64,
     calls: u64,
+    /// The loop's thread's context switches: voluntary (it waited: a lock,
+    /// a page fault's I/O) and involuntary (the scheduler preempted it).
+    waited: i64,
+    preempted: i64,
+}
+
+/// The calling thread's (voluntary, involuntary) context switches so far.
+fn context_switches() -> (i64, i64) {
+    // SAFETY: `getrusage` fills a zeroed `rusage`.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
+        (usage.ru_nvcsw, usage.ru_nivcsw)
+    }
 }
 
 impl std::fmt::Display for Gaps {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         write!(
             f,
-            "longest {:.1} us, {} gaps over 100 us in {} calls",
+            "longest {:.1} us, {} gaps over 100 us in {} calls; the thread waited {} times, \
+             was preempted {} times",
             self.longest.as_secs_f64() * 1e6,
             self.over_100us,
-            self.calls
+            self.calls,
+            self.waited,
+            self.preempted,
         )
     }
 }
@@ -174,7 +193,10 @@ fn profiled_loop(done: &AtomicBool, calls: Option<u64>) -> Gaps {
         longest: Duration::ZERO,
         over_100us: 0,
         calls: 0,
+        waited: 0,
+        preempted: 0,
     };
+    let (waited, preempted) = context_switches();
     let mut last = Instant::now();
     while !done.load(Relaxed) && calls.is_none_or(|c| gaps.calls < c) {
         std::hint::black_box(tick(gaps.calls as usize));
@@ -185,6 +207,9 @@ fn profiled_loop(done: &AtomicBool, calls: Option<u64>) -> Gaps {
         last = now;
         gaps.calls += 1;
     }
+    let (waited_after, preempted_after) = context_switches();
+    gaps.waited = waited_after - waited;
+    gaps.preempted = preempted_after - preempted;
     gaps
 }
 
