@@ -303,25 +303,13 @@ extern "C" fn stdout_before_main() {
     let _ = std::panic::catch_unwind(std::io::stdout);
 }
 
-/// `MEMPROF_JSON` now, before a signal ends the process (see `live`).
-/// Written from the `memprof-live` thread, which has no call of its own:
-/// the functions whose only calls are still running on other threads are
-/// in it too, with their rows so far, as in a snapshot.
-pub(crate) fn write_json_now() {
-    untracked(|| write_json_of(crate::report::report_so_far()));
-}
-
 /// `MEMPROF_JSON`: the aggregated report, written at exit, with those of
 /// the run's earlier processes (see `json_file`).
 fn write_json() {
-    write_json_of(report());
-}
-
-fn write_json_of(report: crate::report::Report) {
     let Some(path) = &crate::settings::get().json else {
         return;
     };
-    if let Err(err) = crate::json_file::write(path, &report) {
+    if let Err(err) = crate::json_file::write(path, &report()) {
         crate::stdio::warning!(
             "memprof: cannot write MEMPROF_JSON={}: {err}",
             path.display()

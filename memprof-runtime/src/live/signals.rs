@@ -134,6 +134,22 @@ pub(super) fn deliver_pending() {
     }
 }
 
+/// `MEMPROF_JSON` now, as at exit (with the run's earlier processes), but
+/// as a snapshot sees the calls: this thread has none of its own, and the
+/// functions whose only calls are still running on other threads are in
+/// it with their rows so far.
+fn write_json() {
+    let Some(path) = &crate::settings::get().json else {
+        return;
+    };
+    if let Err(err) = crate::json_file::write(path, &crate::report::report_so_far()) {
+        crate::stdio::warning!(
+            "memprof: cannot write MEMPROF_JSON={}: {err}",
+            path.display()
+        );
+    }
+}
+
 /// Writes the report, then passes `signal` on to the disposition memprof
 /// found.
 fn deliver(signal: libc::c_int) {
@@ -141,7 +157,7 @@ fn deliver(signal: libc::c_int) {
     let Some(&(_, old)) = previous.iter().find(|(s, _)| *s == signal) else {
         return;
     };
-    crate::output::write_json_now();
+    write_json();
     if !is_ours(signal) {
         // The program's handler came after ours and called it: the program
         // decides what the signal does.
