@@ -158,6 +158,12 @@ pub(crate) struct Config {
     /// Where to load NVML from instead of `libnvidia-ml.so.1`
     /// (`MEMPROF_NVML_LIB`).
     pub(crate) nvml_lib: Option<PathBuf>,
+    /// Listen for `mprof snapshot` and `mprof top` on a socket of the
+    /// user's own (`MEMPROF_LIVE`; see `live`).
+    pub(crate) live: bool,
+    /// Write a numbered snapshot of the report this often
+    /// (`MEMPROF_SNAPSHOT_EVERY`).
+    pub(crate) snapshot_every: Option<std::time::Duration>,
     /// The program is a test binary (see [`is_test_binary`]): under `auto`,
     /// no tables at exit, where libtest cannot capture them.
     pub(crate) test_binary: bool,
@@ -240,13 +246,7 @@ impl Vars<'_> {
 
 fn load(vars: &mut Vars<'_>) -> Config {
     let enabled = vars
-        .parse("MEMPROF", "on or off", |v| {
-            match v.to_ascii_lowercase().as_str() {
-                "on" | "1" | "true" | "yes" => Some(true),
-                "off" | "0" | "false" | "no" => Some(false),
-                _ => None,
-            }
-        })
+        .parse("MEMPROF", "on or off", on_or_off)
         .unwrap_or(true);
     let report = vars
         .parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
@@ -346,6 +346,14 @@ fn load(vars: &mut Vars<'_>) -> Config {
     let cupti_lib = vars.parse("MEMPROF_CUPTI_LIB", "a file path", |v| {
         (!v.is_empty()).then(|| PathBuf::from(v))
     });
+    let live = vars
+        .parse("MEMPROF_LIVE", "1 or 0 (on or off)", on_or_off)
+        .unwrap_or(false);
+    let snapshot_every = vars.parse(
+        "MEMPROF_SNAPSHOT_EVERY",
+        "a whole number of seconds, minutes or hours of at least 1s, such as 30s, 10m or 1h",
+        crate::units::parse_every,
+    );
     Config {
         enabled,
         report,
@@ -363,7 +371,17 @@ fn load(vars: &mut Vars<'_>) -> Config {
         gpu_sample,
         cupti_lib,
         nvml_lib,
+        live,
+        snapshot_every,
         test_binary: false,
+    }
+}
+
+fn on_or_off(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "1" | "true" | "yes" => Some(true),
+        "off" | "0" | "false" | "no" => Some(false),
+        _ => None,
     }
 }
 
@@ -550,5 +568,26 @@ mod tests {
                 "memprof: ignoring MEMPROF_PRECISION=\"9\": expected an integer from 0 to 6; using the default",
             ]
         );
+    }
+
+    #[test]
+    fn live_and_snapshot_every_are_off_unless_set_and_malformed_ones_warn() {
+        let (config, _) = from(&[]);
+        assert_eq!((config.live, config.snapshot_every), (false, None));
+        let (config, warnings) = from(&[("MEMPROF_LIVE", "1"), ("MEMPROF_SNAPSHOT_EVERY", "10m")]);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(config.live);
+        assert_eq!(
+            config.snapshot_every,
+            Some(std::time::Duration::from_secs(600))
+        );
+        for bad in ["0s", "10", "1.5h", "-1m", "10 parsecs"] {
+            let (config, warnings) = from(&[("MEMPROF_SNAPSHOT_EVERY", bad)]);
+            assert_eq!(config.snapshot_every, None, "{bad}");
+            assert_eq!(warnings.len(), 1, "{bad}: {warnings:?}");
+        }
+        let (config, warnings) = from(&[("MEMPROF_LIVE", "maybe")]);
+        assert!(!config.live);
+        assert_eq!(warnings.len(), 1);
     }
 }

@@ -31,7 +31,51 @@ struct JsonDocument<'a> {
     summary: crate::summary::Summary,
 }
 
+/// What a snapshot adds to `to_json`'s document (see `live`): when it was
+/// taken and of which process.
+#[derive(Debug, Clone, Copy, miniserde::Serialize)]
+pub(crate) struct SnapshotFacts {
+    /// Seconds since the Unix epoch.
+    pub(crate) time: f64,
+    /// Seconds since the process started.
+    pub(crate) uptime: f64,
+    pub(crate) pid: u32,
+    /// The process's heap now, as `process_heap()` reads it.
+    pub(crate) heap: u64,
+    /// The highest heap memprof has seen: at a snapshot, or after a
+    /// profiled line (the rows' Mem usage). Not the true peak, which no
+    /// counter keeps between lines.
+    pub(crate) heap_high: u64,
+}
+
+/// A snapshot's document: `to_json`'s, then [`SnapshotFacts`]'s fields.
+#[derive(miniserde::Serialize)]
+struct SnapshotDocument<'a> {
+    schema: u64,
+    functions: &'a Vec<FunctionReport>,
+    summary: crate::summary::Summary,
+    time: f64,
+    uptime: f64,
+    pid: u32,
+    heap: u64,
+    heap_high: u64,
+}
+
 impl Report {
+    /// The report as a snapshot of a running process (see `live`).
+    pub(crate) fn to_json_snapshot(&self, facts: &SnapshotFacts) -> String {
+        miniserde::json::to_string(&SnapshotDocument {
+            schema: Self::JSON_SCHEMA,
+            functions: &self.functions,
+            summary: self.summary(),
+            time: facts.time,
+            uptime: facts.uptime,
+            pid: facts.pid,
+            heap: facts.heap,
+            heap_high: facts.heap_high,
+        })
+    }
+
     /// The version of the JSON that `to_json` writes, its `schema` field.
     /// It grows when a field changes meaning or goes away; added fields do
     /// not change it.

@@ -11,6 +11,9 @@
 //! release their copy, and the child first ends the row writes its lost
 //! threads left open.
 //!
+//! The child has no `memprof-live` thread: it stops listening on its copy
+//! of the parent's socket and puts its signals back (`live::forked_child`).
+//!
 //! NOTE: not covered, as in any Rust program: the standard library's own
 //! locks (a thread inside `println!` as another forks leaves stdout locked
 //! in the child; one starting or ending a thread leaves the lock that
@@ -74,6 +77,7 @@ extern "C" fn parent() {
 
 extern "C" fn child() {
     guarded(|| {
+        crate::live::forked_child();
         let _ = HELD.try_with(|held| {
             if let Some(held) = held.borrow_mut().take() {
                 held.lists.end_lost_writes();

@@ -21,8 +21,9 @@
 //! the file, as before.
 
 use crate::report::Report;
+use crate::safe_file::{refuse_link, refused_if_link, replace};
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -67,48 +68,19 @@ pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
     replace(path, dir, text.as_bytes())
 }
 
-/// Writes `bytes` to a new file in `dir` and renames it over `path`.
-fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> io::Result<()> {
-    let name = path
-        .file_name()
-        .unwrap_or(path.as_os_str())
-        .to_string_lossy();
-    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        // `create_new`: never through a link planted at the temporary name.
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)?;
-        file.write_all(bytes)?;
-        file.flush()?;
-        // A rename replaces a link planted meanwhile, not its target.
-        std::fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
-}
-
-/// An error if `path` is a symbolic link.
-fn refuse_link(path: &Path) -> io::Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => Err(link_refused()),
-        _ => Ok(()),
-    }
-}
-
-fn link_refused() -> io::Error {
-    io::Error::other("it is a symbolic link, which memprof does not write through")
-}
-
-/// `O_NOFOLLOW`'s error for a link, said plainly.
-pub(crate) fn refused_if_link(err: io::Error) -> io::Error {
-    match err.raw_os_error() {
-        Some(libc::ELOOP) => link_refused(),
-        _ => err,
-    }
+/// The process's start, in clock ticks after boot, and the system's
+/// uptime in seconds: the process's own uptime is their difference.
+pub(crate) fn uptime() -> Option<f64> {
+    let start = Stat::read(std::process::id())?.start;
+    let system: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: a plain query.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| (system - start as f64 / ticks as f64).max(0.0))
 }
 
 /// What the file held when this process first wrote it.

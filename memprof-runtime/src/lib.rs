@@ -6,6 +6,8 @@
 //! layers below it, and data flows upwards:
 //! 1. leaves: `kernel` (the optimized statement step and the `repr(C)` state
 //!    it shares, with `owned`), [`units`], [`config`] (configuration as a value);
+//!    `safe_file` (files written by rename, never through a link);
+//!    `live_rule` (where `MEMPROF_LIVE`'s socket is, shared with mprof);
 //!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
 //!    `stdio` (stdout and stderr, written without panicking);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
@@ -19,7 +21,9 @@
 //! 6. rendering: `render`;
 //! 7. budgets and output: `budget`, `output` (with `json_file`, the
 //!    `MEMPROF_JSON` file it writes), `track`; `fork` (what a child of
-//!    `fork` inherits);
+//!    `fork` inherits); `live` (a running program watched from outside:
+//!    `MEMPROF_LIVE`'s socket, `MEMPROF_SNAPSHOT_EVERY`, SIGTERM and
+//!    SIGINT);
 //! 8. what generated code calls: `probe`, and `__private` below.
 //!
 //! The hot path crosses the layers once: generated code calls `probe`, whose
@@ -46,6 +50,9 @@ mod gpu;
 pub mod gpu_rule;
 mod json_file;
 mod kernel;
+mod live;
+#[doc(hidden)]
+pub mod live_rule;
 mod measure;
 use kernel::owned;
 mod output;
@@ -53,6 +60,8 @@ mod probe;
 mod region;
 mod render;
 mod report;
+#[doc(hidden)]
+pub mod safe_file;
 mod settings;
 mod sink;
 mod stdio;

@@ -176,7 +176,10 @@ fn register_exit_hook() {
     HOOK.call_once(|| {
         extern "C" fn at_exit() {
             crate::sink::exiting();
-            untracked(report_at_exit);
+            untracked(|| {
+                crate::live::at_exit();
+                report_at_exit();
+            });
         }
         // SAFETY: `at_exit` is a plain `extern "C" fn` that never unwinds
         // (everything it calls catches panics), as `atexit` requires.
@@ -184,6 +187,7 @@ fn register_exit_hook() {
             libc::atexit(at_exit);
         }
         crate::fork::register();
+        crate::live::start();
     });
 }
 

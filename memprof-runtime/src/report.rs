@@ -206,6 +206,16 @@ impl Report {
         }
     }
 
+    /// The highest Mem usage of any row.
+    pub(crate) fn highest_mem_usage(&self) -> i64 {
+        self.functions
+            .iter()
+            .flat_map(|f| &f.lines)
+            .filter_map(|l| l.mem_usage)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The function whose path is `name`, or ends with `::name`.
     pub fn function(&self, name: &str) -> Option<&FunctionReport> {
         self.functions
@@ -361,6 +371,20 @@ pub fn report() -> Report {
         functions: functions_of(&registered())
             .into_iter()
             .map(|(_, f)| f)
+            .collect(),
+    })
+}
+
+/// [`report()`] as another thread sees it, for a snapshot: also the
+/// functions whose only calls are still running on other threads, with the
+/// rows those calls recorded into their thread's figures so far (not yet
+/// their `fn` rows, nor their calls, which count when they end).
+pub(crate) fn report_so_far() -> Report {
+    untracked(|| Report {
+        functions: registered()
+            .into_iter()
+            .map(report_of)
+            .filter(|f| f.calls > 0 || f.running > 0 || f.lines.iter().any(|l| l.occurrences > 0))
             .collect(),
     })
 }

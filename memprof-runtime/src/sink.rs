@@ -82,7 +82,7 @@ fn create_output(path: &std::path::Path) -> std::io::Result<std::fs::File> {
         .truncate(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
-        .map_err(crate::json_file::refused_if_link)
+        .map_err(crate::safe_file::refused_if_link)
 }
 
 /// The `MEMPROF_OUTPUT` file, created at the first write; `None`, after one

@@ -6,6 +6,9 @@
 //! number is bytes. Fractions of a byte are dropped. `MEMPROF_UNIT` takes
 //! the same unit names ([`unit_bytes`]).
 //!
+//! Also intervals (`MEMPROF_SNAPSHOT_EVERY`): a whole number of `s`, `m`
+//! or `h`.
+//!
 //! Sizes written in macro input are parsed by the macros while expanding,
 //! with the same grammar (memprof-macros/src/size.rs; a proc-macro crate
 //! cannot share code with the runtime); this parser reads the `MEMPROF_*`
@@ -139,6 +142,20 @@ pub const fn parse_size(text: &str) -> Result<u64, SizeError> {
         return Err(SizeError::TooLarge);
     }
     Ok(bytes as u64)
+}
+
+/// `MEMPROF_SNAPSHOT_EVERY`: `30s`, `10m`, `1h`; a second at least.
+pub(crate) fn parse_every(v: &str) -> Option<std::time::Duration> {
+    let split = v.find(|c: char| !c.is_ascii_digit())?;
+    let (count, unit) = v.split_at(split);
+    let seconds: u64 = match unit.trim() {
+        "s" => 1,
+        "m" | "min" => 60,
+        "h" => 3600,
+        _ => return None,
+    };
+    let total = count.parse::<u64>().ok()?.checked_mul(seconds)?;
+    (total >= 1).then(|| std::time::Duration::from_secs(total))
 }
 
 #[cfg(test)]

@@ -28,6 +28,9 @@ pub enum Error {
     /// A report given to `mprof diff` or `mprof html` that it cannot read:
     /// missing, not JSON, not memprof's, or of another schema version.
     Report { path: PathBuf, problem: String },
+    /// A running program's channel (`mprof snapshot`, `mprof top`) could not
+    /// be reached, or refused the request; the whole sentence.
+    Live(String),
 }
 
 impl Error {
@@ -89,6 +92,7 @@ impl fmt::Display for Error {
             Error::Report { path, problem } => {
                 write!(f, "cannot read {}: {problem}", crate::printable::path(path))
             }
+            Error::Live(message) => f.write_str(message),
         }
     }
 }

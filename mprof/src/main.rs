@@ -8,7 +8,7 @@
 
 use clap::{Parser, Subcommand};
 use mprof::error::Error;
-use mprof::{diff, files, html, plot, run};
+use mprof::{diff, files, html, live, plot, run, top};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -61,6 +61,45 @@ enum Command {
     /// Write a run's MEMPROF_JSON report as one self-contained HTML page: a sortable summary,
     /// each function's lines with bars, the memory over time (--dat) and a comparison (--base)
     Html(HtmlArgs),
+    /// Write a running program's report as it stands (MEMPROF_JSON's schema, with the time
+    /// and its uptime), without stopping it; the program must run with MEMPROF_LIVE=1
+    Snapshot(SnapshotArgs),
+    /// Watch a running program's functions live (it must run with MEMPROF_LIVE=1), or start
+    /// one after -- with it: heap, and per function calls, peak, kept, kept/min, allocs/s
+    Top(TopArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct TopArgs {
+    /// The program's process id
+    #[arg(required_unless_present = "program")]
+    pid: Option<u32>,
+    /// Print one frame as text and exit (its rates from two snapshots an interval apart)
+    #[arg(long)]
+    once: bool,
+    /// Seconds between refreshes
+    #[arg(short = 'T', long, default_value = "1", value_parser = parse_refresh)]
+    interval: f64,
+    /// A program to start with MEMPROF_LIVE=1 and watch; its output follows when the
+    /// screen closes
+    #[arg(last = true, value_name = "CMD")]
+    program: Vec<OsString>,
+}
+
+fn parse_refresh(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && (0.1..=1.0).contains(&secs) => Ok(secs),
+        _ => Err("expected a number of seconds from 0.1 to 1".to_string()),
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct SnapshotArgs {
+    /// The program's process id
+    pid: u32,
+    /// The file to write [default: stdout]
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 const DIFF_HELP: &str = "\
@@ -274,6 +313,13 @@ fn execute(command: Command) -> Result<i32, Error> {
             eprintln!("mprof: wrote {}", mprof::printable::path(&output));
             Ok(0)
         }
+        Command::Top(args) => top::top(&top::TopOptions {
+            pid: args.pid,
+            program: args.program,
+            once: args.once,
+            interval: std::time::Duration::from_secs_f64(args.interval),
+        }),
+        Command::Snapshot(args) => live::snapshot::snapshot(args.pid, args.output.as_deref()),
         Command::Diff(args) => diff::diff(&diff::DiffOptions {
             base: args.base,
             head: args.head,

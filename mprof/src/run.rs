@@ -238,7 +238,7 @@ fn unix_now() -> f64 {
 
 /// The program's exit code, or 128 + the signal that ended it, as shells
 /// report it.
-fn exit_code(status: ExitStatus) -> i32 {
+pub fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => code,

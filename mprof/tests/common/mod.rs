@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod dat;
+pub mod live;
 pub mod report;
 
 use std::path::{Path, PathBuf};

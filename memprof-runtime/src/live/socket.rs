@@ -1,0 +1,298 @@
+//! `MEMPROF_LIVE`'s Unix socket: made in a directory of the user's own
+//! (see `live_rule`), mode 0600, and answering only its own user. One
+//! connection at a time: a request line read with a timeout, one answer,
+//! then closed. A malformed or hostile request gets one `error:` line and
+//! changes nothing; a client that goes away mid-answer costs a failed
+//! `send` (never SIGPIPE: `MSG_NOSIGNAL`).
+
+use crate::live_rule::{ERROR, MAX_REQUEST, OK, SNAPSHOT};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
+
+/// The listening socket; -1 when not listening.
+pub(super) static LISTENING: AtomicI32 = AtomicI32::new(-1);
+
+/// Its path, to remove at exit.
+static PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// How long a client may take to send its request, or to read the answer
+/// before the program gives up on it.
+const CLIENT_TIMEOUT_SECS: i64 = 2;
+
+/// Makes the socket; `false`, after one warning, if it cannot be.
+pub(super) fn listen() -> bool {
+    match bind() {
+        Ok((fd, path)) => {
+            LISTENING.store(fd, Relaxed);
+            *PATH.lock().unwrap_or_else(|e| e.into_inner()) = Some(path);
+            true
+        }
+        Err(err) => {
+            crate::stdio::warning!("memprof: MEMPROF_LIVE: not listening: {err}");
+            false
+        }
+    }
+}
+
+fn uid() -> u32 {
+    // SAFETY: a plain query.
+    unsafe { libc::geteuid() }
+}
+
+fn bind() -> std::io::Result<(i32, PathBuf)> {
+    use std::io::{Error, ErrorKind};
+    let dir = crate::live_rule::socket_dir(|name| std::env::var_os(name), uid());
+    private_dir(&dir)?;
+    let path = crate::live_rule::socket_path(&dir, std::process::id());
+    // A socket left by an earlier process of this pid (killed with
+    // SIGKILL): in a directory only this user can write, it is ours.
+    let _ = std::fs::remove_file(&path);
+    let name = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::new(ErrorKind::InvalidInput, "the socket's path holds a NUL"))?;
+    // SAFETY: a zeroed `sockaddr_un` is valid; the path is copied into it
+    // only if it fits with its NUL.
+    let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = name.as_bytes_with_nul();
+    if bytes.len() > address.sun_path.len() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{} is too long for a socket's path", path.display()),
+        ));
+    }
+    for (to, &from) in address.sun_path.iter_mut().zip(bytes) {
+        *to = from as libc::c_char;
+    }
+    // SAFETY: plain socket calls on a fresh descriptor and a filled address.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(Error::last_os_error());
+        }
+        let size = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        let bound = libc::bind(fd, (&raw const address).cast(), size) == 0
+            && libc::chmod(name.as_ptr(), 0o600) == 0
+            && libc::listen(fd, 16) == 0;
+        if !bound {
+            let err = Error::last_os_error();
+            libc::close(fd);
+            let _ = std::fs::remove_file(&path);
+            return Err(err);
+        }
+        Ok((fd, path))
+    }
+}
+
+/// Makes `dir` (mode 0700) or checks that it is the user's own and
+/// private: in a shared temporary directory, another user could have made
+/// it first.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(err),
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if crate::live_rule::is_private_dir(&meta, uid()) {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "{} is not a directory of this user's alone (it must be owned by uid {} with \
+             mode 0700)",
+            dir.display(),
+            uid()
+        )))
+    }
+}
+
+/// Stops listening and removes the socket.
+pub(super) fn close_and_remove() {
+    let fd = LISTENING.swap(-1, Relaxed);
+    if fd >= 0 {
+        // SAFETY: our listening socket, which nothing uses after the swap
+        // (the thread's next `poll` skips -1).
+        unsafe { libc::close(fd) };
+    }
+    let path = PATH.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(path) = path {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Accepts one connection and answers it.
+pub(super) fn serve_one() {
+    let listening = LISTENING.load(Relaxed);
+    if listening < 0 {
+        return;
+    }
+    // SAFETY: accepting on our listening socket; the new descriptor is
+    // closed below.
+    let fd = unsafe {
+        libc::accept4(
+            listening,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    let answer = answer(fd);
+    send_all(fd, answer.as_bytes());
+    // SAFETY: the connection accepted above.
+    unsafe { libc::close(fd) };
+}
+
+/// The answer to the request on `fd`.
+fn answer(fd: i32) -> String {
+    set_timeouts(fd);
+    if !admits(peer_uid(fd), uid()) {
+        return format!("{ERROR}refused: this program answers its own user only\n");
+    }
+    let request = match read_request(fd) {
+        Ok(request) => request,
+        Err(problem) => return format!("{ERROR}{problem}\n"),
+    };
+    answer_request(&request)
+}
+
+/// Whether a client whose user is `peer` (`None`: unknown) may ask: only
+/// the program's own user.
+fn admits(peer: Option<u32>, own: u32) -> bool {
+    peer == Some(own)
+}
+
+/// The answer to `request`, as its client reads it.
+pub(super) fn answer_request(request: &[u8]) -> String {
+    let text = String::from_utf8_lossy(request);
+    match text.trim() {
+        SNAPSHOT => {
+            let mut answer = format!("{OK}\n");
+            answer.push_str(&super::snapshot::json());
+            answer
+        }
+        other => {
+            let shown: String = other.chars().take(40).collect();
+            format!("{ERROR}unknown request {shown:?}; expected {SNAPSHOT:?}\n")
+        }
+    }
+}
+
+/// Reads one line, at most `MAX_REQUEST` bytes, within the timeout.
+fn read_request(fd: i32) -> Result<Vec<u8>, &'static str> {
+    let mut request = Vec::with_capacity(MAX_REQUEST);
+    let mut buffer = [0u8; MAX_REQUEST];
+    loop {
+        let room = MAX_REQUEST - request.len();
+        // SAFETY: reading into a local buffer of at least `room` bytes.
+        let n = unsafe { libc::recv(fd, buffer.as_mut_ptr().cast(), room, 0) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err("no request came in time");
+        }
+        let n = n as usize;
+        request.extend_from_slice(&buffer[..n]);
+        if let Some(end) = request.iter().position(|&b| b == b'\n') {
+            request.truncate(end);
+            return Ok(request);
+        }
+        if n == 0 {
+            // The client closed its side: a request without its newline.
+            return Ok(request);
+        }
+        if request.len() >= MAX_REQUEST {
+            return Err("request too long");
+        }
+    }
+}
+
+fn set_timeouts(fd: i32) {
+    let timeout = libc::timeval {
+        tv_sec: CLIENT_TIMEOUT_SECS,
+        tv_usec: 0,
+    };
+    for option in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
+        // SAFETY: a valid socket and a `timeval` of the size given.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                option,
+                (&raw const timeout).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+/// The user id of the process at the other end.
+fn peer_uid(fd: i32) -> Option<u32> {
+    let mut credentials = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut size = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a valid socket and a `ucred` of the size given.
+    let got = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut credentials).cast(),
+            &mut size,
+        )
+    };
+    (got == 0).then_some(credentials.uid)
+}
+
+/// Sends `bytes`, until done, the client gone or the timeout passed.
+fn send_all(fd: i32, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: sending from a live slice; MSG_NOSIGNAL: a closed peer is
+        // an error, not SIGPIPE.
+        let n = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+        if n <= 0 {
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        bytes = &bytes[n as usize..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_programs_own_user_is_answered() {
+        assert!(admits(Some(1000), 1000));
+        assert!(!admits(Some(1001), 1000));
+        // Root is another user too: it can read the process by other means.
+        assert!(!admits(Some(0), 1000));
+        assert!(!admits(None, 1000));
+    }
+
+    #[test]
+    fn garbage_gets_one_error_line() {
+        for request in [
+            &b"\xff\xfe\x00rm -rf /"[..],
+            b"",
+            b"SNAPSHOT",
+            b"snapshot please",
+        ] {
+            let answer = answer_request(request);
+            assert!(answer.starts_with("error: unknown request "), "{answer}");
+            assert_eq!(answer.matches('\n').count(), 1, "{answer}");
+        }
+    }
+}

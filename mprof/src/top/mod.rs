@@ -1,0 +1,154 @@
+//! `mprof top PID` and `mprof top -- CMD ARGS`: a running program's
+//! functions, refreshed from its snapshots (`MEMPROF_LIVE`'s channel): heap
+//! now and the highest seen; per function its calls, peak, kept bytes,
+//! kept's growth per minute and allocations per second; sort, filter and
+//! pause keys; Enter opens a function's line table. `--once` prints one
+//! frame as text, from two snapshots an interval apart.
+//!
+//! `model` makes the rows from snapshots, `app` holds the state and the
+//! keys, `view` draws (ratatui), `program` starts a command with
+//! `MEMPROF_LIVE=1` and holds its output back while the screen is shown.
+
+pub mod app;
+pub mod model;
+mod program;
+pub mod view;
+
+use crate::error::Error;
+use app::{Action, App};
+use model::Snapshot;
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
+use std::ffi::OsString;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub struct TopOptions {
+    pub pid: Option<u32>,
+    pub program: Vec<OsString>,
+    pub once: bool,
+    pub interval: Duration,
+}
+
+/// Columns of `--once`'s text when stdout is not a terminal.
+const ONCE_WIDTH: u16 = 100;
+
+pub fn top(options: &TopOptions) -> Result<i32, Error> {
+    let (pid, mut started) = match (options.pid, options.program.is_empty()) {
+        (Some(_), false) => {
+            return Err(Error::Live(
+                "give a process id or a command after --, not both".to_owned(),
+            ));
+        }
+        (None, true) => {
+            return Err(Error::Live(
+                "give a process id, or a command after -- to start".to_owned(),
+            ));
+        }
+        (Some(pid), true) => (pid, None),
+        (None, false) => {
+            let mut program = program::Program::start(&options.program)?;
+            (program.wait_until_listening()?, Some(program))
+        }
+    };
+    let watched = if options.once {
+        once(pid, options.interval)
+    } else {
+        watch(pid, options.interval, started.as_mut())
+    };
+    match started {
+        // The program's own output, held back while the screen was shown,
+        // then its end: mprof exits as it did.
+        Some(program) => {
+            watched?;
+            program.finish()
+        }
+        None => watched.map(|()| 0),
+    }
+}
+
+fn snapshot(pid: u32) -> Result<Snapshot, Error> {
+    Snapshot::parse(&crate::live::client::snapshot(pid)?)
+}
+
+/// `--once`: one frame, from two snapshots `interval` apart, as text.
+fn once(pid: u32, interval: Duration) -> Result<(), Error> {
+    let mut app = App::for_once();
+    app.update(snapshot(pid)?);
+    std::thread::sleep(interval);
+    app.update(snapshot(pid)?);
+    let width = match ratatui::crossterm::terminal::size() {
+        Ok((columns, _)) if columns >= 40 => columns,
+        _ => ONCE_WIDTH,
+    };
+    // The header, the table's header and its rows.
+    let height = (app.rows.len() + 3).min(u16::MAX as usize) as u16;
+    let text = view::frame_text(&app, width, height);
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io("write", std::path::Path::new("stdout"), e))
+}
+
+/// The terminal screen, refreshed every `interval` until `q`.
+fn watch(
+    pid: u32,
+    interval: Duration,
+    mut program: Option<&mut program::Program>,
+) -> Result<(), Error> {
+    let screen_failed = |e: std::io::Error| {
+        Error::Live(format!(
+            "cannot draw on the terminal: {}",
+            crate::error::describe(&e)
+        ))
+    };
+    let mut terminal = ratatui::try_init().map_err(screen_failed)?;
+    let mut app = App::default();
+    let mut next = Instant::now();
+    let mut gone = false;
+    let result = loop {
+        if !gone && Instant::now() >= next {
+            match snapshot(pid) {
+                Ok(snapshot) => {
+                    app.notice = None;
+                    app.update(snapshot);
+                }
+                Err(err) => {
+                    // The last figures stay; refreshing stops once the
+                    // process is gone, and is tried again while it runs.
+                    let ended = program.as_mut().and_then(|p| p.ended());
+                    gone = ended.is_some() || !crate::live::client::is_running(pid);
+                    app.notice = Some(match (ended, gone) {
+                        (Some(ended), _) => ended,
+                        (None, true) => format!("process {pid} ended"),
+                        (None, false) => format!("{err}; trying again"),
+                    });
+                }
+            }
+            next = Instant::now() + interval;
+        }
+        if let Err(err) = terminal.draw(|frame| view::draw(frame, &app)) {
+            break Err(screen_failed(err));
+        }
+        let wait = next.saturating_duration_since(Instant::now());
+        match event::poll(wait) {
+            Ok(true) => match event::read() {
+                Ok(Event::Key(key)) if key.kind == KeyEventKind::Press => {
+                    if app.on_key(key) == Action::Quit {
+                        break Ok(());
+                    }
+                }
+                Ok(_) => {}
+                Err(err) => break Err(screen_failed(err)),
+            },
+            Ok(false) => {}
+            Err(err) => break Err(screen_failed(err)),
+        }
+    };
+    ratatui::restore();
+    result
+}
+#[cfg(test)]
+mod screenshot;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,244 @@
+//! What `mprof top` shows, as data: a snapshot read from the program
+//! (`Snapshot`), and each function's row (`FunctionRow`), whose rates come
+//! from the snapshot before it. Sorting and filtering are here too; drawing
+//! is `view`'s.
+
+use crate::diff::input::{FunctionRun, LineRun};
+use crate::error::Error;
+use serde::Deserialize;
+
+/// One snapshot of the program, as `mprof snapshot` writes it.
+#[derive(Debug, Deserialize)]
+pub struct Snapshot {
+    pub schema: u64,
+    pub functions: Vec<FunctionRun>,
+    /// Seconds since the Unix epoch.
+    pub time: f64,
+    /// Seconds since the process started.
+    pub uptime: f64,
+    pub pid: u32,
+    /// The heap now.
+    pub heap: u64,
+    /// The highest heap memprof has seen (see the runtime's `SnapshotFacts`).
+    pub heap_high: u64,
+}
+
+impl Snapshot {
+    /// Reads a snapshot document.
+    pub fn parse(text: &str) -> Result<Snapshot, Error> {
+        let snapshot: Snapshot = serde_json::from_str(text)
+            .map_err(|e| Error::Live(format!("cannot read the program's snapshot: {e}")))?;
+        if snapshot.schema != memprof_runtime::Report::JSON_SCHEMA {
+            return Err(Error::Live(format!(
+                "the program writes reports of schema {}, this mprof reads {}: use the mprof \
+                 of the program's memprof",
+                snapshot.schema,
+                memprof_runtime::Report::JSON_SCHEMA
+            )));
+        }
+        Ok(snapshot)
+    }
+}
+
+/// One function's row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionRow {
+    pub name: String,
+    pub file: String,
+    pub calls: u64,
+    /// The highest peak of one call.
+    pub peak: u64,
+    /// Bytes its calls kept, over all of them: the `fn` row's increment.
+    pub kept: i64,
+    /// Growth of `kept` per minute since the previous snapshot.
+    pub kept_per_minute: Option<f64>,
+    /// Allocations per second since the previous snapshot.
+    pub allocs_per_second: Option<f64>,
+    /// The function's rows, for its line table.
+    pub lines: Vec<LineFigures>,
+}
+
+/// One line of a function's table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineFigures {
+    pub line: u32,
+    pub increment: Option<i64>,
+    pub peak: Option<u64>,
+    pub occurrences: u64,
+    pub contents: String,
+}
+
+impl From<&LineRun> for LineFigures {
+    fn from(line: &LineRun) -> Self {
+        LineFigures {
+            line: line.line,
+            increment: line.increment,
+            peak: line.peak,
+            occurrences: line.occurrences,
+            contents: line.contents.clone(),
+        }
+    }
+}
+
+/// The rows of `now`, with rates against `before` (the previous snapshot,
+/// if any).
+pub fn rows(now: &Snapshot, before: Option<&Snapshot>) -> Vec<FunctionRow> {
+    let seconds = before
+        .map(|b| now.time - b.time)
+        .filter(|s| *s > 0.0 && s.is_finite());
+    now.functions
+        .iter()
+        .map(|function| {
+            let (kept, peak, allocs) = fn_figures(function);
+            let earlier = before.and_then(|b| {
+                b.functions
+                    .iter()
+                    .find(|f| f.name == function.name && f.file == function.file)
+            });
+            let (kept_before, _, allocs_before) = earlier.map(fn_figures).unwrap_or_default();
+            FunctionRow {
+                name: function.name.clone(),
+                file: function.file.clone(),
+                calls: function.calls,
+                peak,
+                kept,
+                kept_per_minute: seconds.map(|s| (kept - kept_before) as f64 / s * 60.0),
+                allocs_per_second: seconds.map(|s| allocs.saturating_sub(allocs_before) as f64 / s),
+                lines: function.lines.iter().map(LineFigures::from).collect(),
+            }
+        })
+        .collect()
+}
+
+/// A function's kept bytes, highest call peak and allocations: its `fn`
+/// row's.
+fn fn_figures(function: &FunctionRun) -> (i64, u64, u64) {
+    match function.fn_row() {
+        Some(row) => (
+            row.increment.unwrap_or(0),
+            row.peak.unwrap_or(0),
+            row.allocations.unwrap_or(0),
+        ),
+        None => (0, 0, 0),
+    }
+}
+
+/// What the rows are sorted by, largest first (names in order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Kept,
+    Growth,
+    Peak,
+    Calls,
+    Allocs,
+    Name,
+}
+
+impl SortKey {
+    pub const ALL: [SortKey; 6] = [
+        SortKey::Kept,
+        SortKey::Growth,
+        SortKey::Peak,
+        SortKey::Calls,
+        SortKey::Allocs,
+        SortKey::Name,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Kept => "kept",
+            SortKey::Growth => "kept/min",
+            SortKey::Peak => "peak",
+            SortKey::Calls => "calls",
+            SortKey::Allocs => "allocs/s",
+            SortKey::Name => "name",
+        }
+    }
+
+    /// The key after this one, for the sort key.
+    pub fn next(self) -> SortKey {
+        let at = Self::ALL.iter().position(|k| *k == self).unwrap_or(0);
+        Self::ALL[(at + 1) % Self::ALL.len()]
+    }
+}
+
+/// `rows` whose name contains `filter`, sorted by `key`.
+pub fn arrange(mut rows: Vec<FunctionRow>, key: SortKey, filter: &str) -> Vec<FunctionRow> {
+    rows.retain(|r| r.name.contains(filter));
+    let rate = |r: Option<f64>| r.unwrap_or(f64::NEG_INFINITY);
+    rows.sort_by(|a, b| {
+        let order = match key {
+            SortKey::Kept => b.kept.cmp(&a.kept),
+            SortKey::Growth => rate(b.kept_per_minute).total_cmp(&rate(a.kept_per_minute)),
+            SortKey::Peak => b.peak.cmp(&a.peak),
+            SortKey::Calls => b.calls.cmp(&a.calls),
+            SortKey::Allocs => rate(b.allocs_per_second).total_cmp(&rate(a.allocs_per_second)),
+            SortKey::Name => std::cmp::Ordering::Equal,
+        };
+        order.then_with(|| a.name.cmp(&b.name))
+    });
+    rows
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// A snapshot at `time` of functions (name, calls, kept, peak, allocs).
+    pub fn snapshot(time: f64, functions: &[(&str, u64, i64, u64, u64)]) -> Snapshot {
+        let functions: Vec<serde_json::Value> = functions
+            .iter()
+            .map(|&(name, calls, kept, peak, allocs)| {
+                serde_json::json!({"name": name, "file": "src/app.rs", "calls": calls,
+                "lines": [
+                    {"line": 1, "increment": null, "peak": null, "contents": "#[profile]"},
+                    {"line": 2, "increment": kept, "peak": peak, "allocations": allocs,
+                     "occurrences": calls, "contents": "fn f() {"},
+                    {"line": 3, "increment": kept, "peak": peak, "allocations": allocs,
+                     "occurrences": calls, "contents": "    cache.push(entry);"},
+                ]})
+            })
+            .collect();
+        let document = serde_json::json!({"schema": 1, "functions": functions, "time": time,
+            "uptime": time - 1000.0, "pid": 42, "heap": 3 << 20, "heap_high": 5 << 20});
+        Snapshot::parse(&document.to_string()).unwrap()
+    }
+
+    #[test]
+    fn rates_come_from_the_previous_snapshot() {
+        let before = snapshot(1000.0, &[("app::grow", 10, 1000, 100, 10)]);
+        let now = snapshot(
+            1002.0,
+            &[("app::grow", 20, 5000, 400, 30), ("app::new", 1, 8, 8, 1)],
+        );
+        let rows = rows(&now, Some(&before));
+        assert_eq!(rows[0].kept_per_minute, Some(4000.0 / 2.0 * 60.0));
+        assert_eq!(rows[0].allocs_per_second, Some(10.0));
+        // New since: everything it has is growth.
+        assert_eq!(rows[1].kept_per_minute, Some(8.0 / 2.0 * 60.0));
+        assert_eq!(super::rows(&now, None)[0].kept_per_minute, None);
+    }
+
+    #[test]
+    fn rows_are_filtered_and_sorted_largest_first() {
+        let now = snapshot(
+            1.0,
+            &[
+                ("app::a", 5, 10, 900, 1),
+                ("app::b", 50, 300, 20, 2),
+                ("lib::c", 1, 200, 1, 3),
+            ],
+        );
+        let names = |key, filter| -> Vec<String> {
+            arrange(rows(&now, None), key, filter)
+                .into_iter()
+                .map(|r| r.name)
+                .collect()
+        };
+        assert_eq!(names(SortKey::Kept, ""), ["app::b", "lib::c", "app::a"]);
+        assert_eq!(names(SortKey::Peak, "app"), ["app::a", "app::b"]);
+        assert_eq!(names(SortKey::Calls, ""), ["app::b", "app::a", "lib::c"]);
+        assert_eq!(names(SortKey::Name, ""), ["app::a", "app::b", "lib::c"]);
+        assert_eq!(SortKey::Name.next(), SortKey::Kept);
+    }
+}

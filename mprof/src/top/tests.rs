@@ -1,0 +1,189 @@
+//! `mprof top`'s screen and keys, drawn on ratatui's test backend.
+
+use super::app::{Action, App, Screen};
+use super::model::tests::snapshot;
+use super::view::frame_text;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn key(app: &mut App, code: KeyCode) -> Action {
+    app.on_key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn typed(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+/// An app that has seen two snapshots two seconds apart.
+fn watching() -> App {
+    let mut app = App::default();
+    app.update(snapshot(
+        1000.0,
+        &[
+            ("app::cache::grow", 10, 1000, 100, 10),
+            ("app::parse", 4, 0, 64, 8),
+        ],
+    ));
+    app.update(snapshot(
+        1002.0,
+        &[
+            ("app::cache::grow", 20, 5000, 400, 30),
+            ("app::parse", 8, 0, 64, 16),
+            ("app::render", 1, 2048, 4096, 3),
+        ],
+    ));
+    app
+}
+
+/// The frame's lines, trailing blanks trimmed.
+fn frame(app: &App) -> Vec<String> {
+    frame_text(app, 80, 9).lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn the_functions_screen_shows_heap_rates_and_keys() {
+    let app = watching();
+    assert_eq!(
+        frame(&app),
+        [
+            "pid 42  up 2.0s  heap 3.0 MiB now, 5.0 MiB highest seen",
+            "3 functions, sorted by kept",
+            "  Function                  Calls        Peak        Kept     Kept/min  Allocs/s",
+            // 4,000 B more in 2 s: 120,000 B a minute; 20 allocations.
+            "> app::cache::grow             20       400 B     4.9 KiB   +117.2 KiB      10.0",
+            // New since the first snapshot: all it keeps is growth.
+            "  app::render                   1     4.0 KiB     2.0 KiB    +60.0 KiB       1.5",
+            "  app::parse                    8        64 B         0 B          0 B       4.0",
+            "",
+            "",
+            "q: quit  s: sort  /: filter  p: pause  Up/Down: select  Enter: lines",
+        ]
+    );
+}
+
+#[test]
+fn once_has_no_selection_and_no_keys() {
+    let mut app = App::for_once();
+    app.update(snapshot(1005.0, &[("app::cache::grow", 1, 8, 8, 1)]));
+    assert_eq!(
+        frame_text(&app, 80, 4),
+        "pid 42  up 5.0s  heap 3.0 MiB now, 5.0 MiB highest seen\n\
+         1 functions, sorted by kept\n\
+         Function                    Calls        Peak        Kept     Kept/min  Allocs/s\n\
+         app::cache::grow                1         8 B         8 B            -         -\n"
+    );
+}
+
+#[test]
+fn s_cycles_the_sort_key() {
+    let mut app = watching();
+    key(&mut app, KeyCode::Char('s'));
+    assert_eq!(frame(&app)[1], "3 functions, sorted by kept/min");
+    key(&mut app, KeyCode::Char('s'));
+    assert_eq!(frame(&app)[1], "3 functions, sorted by peak");
+    assert!(
+        frame(&app)[3].starts_with("  app::render "),
+        "{:?}",
+        frame(&app)
+    );
+    // The selection stays with its function as the rows move.
+    assert!(frame(&app)[4].starts_with("> app::cache::grow "));
+}
+
+#[test]
+fn slash_filters_by_name_and_esc_clears_it() {
+    let mut app = watching();
+    key(&mut app, KeyCode::Char('/'));
+    typed(&mut app, "cache");
+    assert_eq!(
+        frame(&app)[1],
+        "1 functions, sorted by kept, filter: cache_"
+    );
+    assert_eq!(
+        frame(&app)[8],
+        "type a name's part, Enter: keep, Esc: clear"
+    );
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(frame(&app)[1], "1 functions, sorted by kept, filter: cache");
+    // Keys are keys again: `q` quits rather than filtering.
+    assert_eq!(key(&mut app, KeyCode::Char('q')), Action::Quit);
+    key(&mut app, KeyCode::Char('/'));
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(frame(&app)[1], "3 functions, sorted by kept");
+}
+
+#[test]
+fn p_pauses_and_new_snapshots_wait() {
+    let mut app = watching();
+    key(&mut app, KeyCode::Char('p'));
+    app.update(snapshot(1003.0, &[("app::cache::grow", 99, 1, 1, 1)]));
+    assert!(frame(&app)[0].ends_with("highest seen  [paused]"));
+    assert!(frame(&app)[3].contains(" 20 "), "{:?}", frame(&app));
+    key(&mut app, KeyCode::Char('p'));
+    app.update(snapshot(1004.0, &[("app::cache::grow", 99, 1, 1, 1)]));
+    assert!(frame(&app)[3].contains(" 99 "), "{:?}", frame(&app));
+}
+
+#[test]
+fn enter_opens_the_selected_functions_lines_and_esc_goes_back() {
+    let mut app = watching();
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.selected.as_deref(), Some("app::parse"));
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen, Screen::Lines("app::cache::grow".to_owned()));
+    assert_eq!(
+        &frame(&app)[2..],
+        [
+            "app::cache::grow (src/app.rs), 20 calls",
+            " Line #   Increment        Peak  Occurrences Line Contents",
+            "      1                                      #[profile]",
+            "      2     4.9 KiB       400 B           20 fn f() {",
+            "      3     4.9 KiB       400 B           20     cache.push(entry);",
+            "",
+            "q: quit  Esc: back  p: pause",
+        ]
+    );
+    // Refreshed live: the next snapshot's figures.
+    app.update(snapshot(1003.0, &[("app::cache::grow", 21, 6000, 400, 31)]));
+    assert_eq!(
+        frame(&app)[5],
+        "      2     5.9 KiB       400 B           21 fn f() {"
+    );
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.screen, Screen::Functions);
+}
+
+#[test]
+fn ctrl_c_quits_even_while_typing_a_filter() {
+    let mut app = watching();
+    key(&mut app, KeyCode::Char('/'));
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(app.on_key(ctrl_c), Action::Quit);
+}
+
+#[test]
+fn a_program_that_ended_is_said_in_the_header_over_its_last_figures() {
+    let mut app = watching();
+    app.notice = Some("process 42 ended (exit status 0)".to_owned());
+    let wide = frame_text(&app, 120, 9);
+    assert_eq!(
+        wide.lines().next().unwrap(),
+        "pid 42  up 2.0s  heap 3.0 MiB now, 5.0 MiB highest seen  [process 42 ended (exit status 0)]"
+    );
+    assert!(frame(&app)[3].starts_with("> app::cache::grow "));
+    let mut waiting = App::default();
+    assert_eq!(
+        frame(&waiting)[0],
+        "mprof top: waiting for the first snapshot"
+    );
+    waiting.notice = Some("process 42 refused: x; trying again".to_owned());
+    assert_eq!(
+        frame(&waiting)[0],
+        "mprof top: process 42 refused: x; trying again"
+    );
+}

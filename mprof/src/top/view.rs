@@ -1,0 +1,215 @@
+//! `mprof top`'s screen, drawn with ratatui: a header (the process, its
+//! uptime, the heap now and the highest seen), the functions' table and a
+//! line of keys; or, after Enter, one function's line table. The same
+//! drawing makes `--once`'s text (`frame_text`, through ratatui's test
+//! backend) and the terminal's frames.
+
+use super::app::{App, Screen};
+use super::model::FunctionRow;
+use crate::diff::format::{bytes, signed_bytes};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, HighlightSpacing, Paragraph, Row, Table, TableState};
+
+/// Draws `app` on `frame`.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let [header, body, keys] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Min(1),
+        Constraint::Length(u16::from(!app.once)),
+    ])
+    .areas(frame.area());
+    frame.render_widget(Paragraph::new(header_lines(app)), header);
+    match &app.screen {
+        Screen::Functions => draw_functions(frame, app, body),
+        Screen::Lines(name) => draw_lines(frame, app, name, body),
+    }
+    frame.render_widget(Paragraph::new(keys_line(app)), keys);
+}
+
+fn header_lines(app: &App) -> Vec<Line<'static>> {
+    let Some(now) = &app.now else {
+        let status = app.notice.as_deref().unwrap_or(&app.status);
+        return vec![Line::from(format!("mprof top: {status}"))];
+    };
+    let paused = match (&app.notice, app.paused) {
+        (Some(notice), _) => format!("  [{notice}]"),
+        (None, true) => "  [paused]".to_owned(),
+        (None, false) => String::new(),
+    };
+    vec![
+        Line::from(format!(
+            "pid {}  up {}  heap {} now, {} highest seen{paused}",
+            now.pid,
+            duration(now.uptime),
+            bytes(now.heap as i64),
+            bytes(now.heap_high as i64),
+        )),
+        Line::from(format!(
+            "{} functions, sorted by {}{}",
+            app.rows.len(),
+            app.sort.name(),
+            match app.filter.is_empty() && !app.editing_filter {
+                true => String::new(),
+                false => format!(", filter: {}{}", app.filter, cursor(app)),
+            }
+        )),
+    ]
+}
+
+fn cursor(app: &App) -> &'static str {
+    if app.editing_filter { "_" } else { "" }
+}
+
+/// Seconds as `3h 02m`, `4m 05s` or `12.3s`.
+fn duration(seconds: f64) -> String {
+    let whole = seconds.max(0.0) as u64;
+    match whole {
+        0..60 => format!("{seconds:.1}s"),
+        60..3600 => format!("{}m {:02}s", whole / 60, whole % 60),
+        _ => format!("{}h {:02}m", whole / 3600, whole % 3600 / 60),
+    }
+}
+
+fn rate(value: Option<f64>, text: impl Fn(f64) -> String) -> String {
+    value.map_or_else(|| "-".to_owned(), text)
+}
+
+/// One function's cells, as the table and `--once` show them.
+pub fn function_cells(row: &FunctionRow) -> [String; 6] {
+    [
+        row.name.clone(),
+        row.calls.to_string(),
+        bytes(row.peak as i64),
+        bytes(row.kept),
+        rate(row.kept_per_minute, |v| signed_bytes(v.round() as i64)),
+        rate(row.allocs_per_second, |v| format!("{v:.1}")),
+    ]
+}
+
+fn draw_functions(frame: &mut Frame, app: &App, area: Rect) {
+    let header = header_row(
+        &["Function", "Calls", "Peak", "Kept", "Kept/min", "Allocs/s"],
+        0,
+    );
+    let rows = app.rows.iter().map(|row| {
+        let cells = function_cells(row);
+        Row::new(cells.into_iter().enumerate().map(|(i, text)| match i {
+            0 => Cell::from(text),
+            _ => Cell::from(Line::from(text).right_aligned()),
+        }))
+    });
+    let widths = [
+        Constraint::Min(20),
+        Constraint::Length(9),
+        Constraint::Length(11),
+        Constraint::Length(11),
+        Constraint::Length(12),
+        Constraint::Length(9),
+    ];
+    let mut table = Table::new(rows, widths).header(header);
+    if !app.once {
+        table = table
+            .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+            .highlight_symbol("> ")
+            .highlight_spacing(HighlightSpacing::Always);
+    }
+    let mut state = TableState::default().with_selected(app.selected_index());
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+fn draw_lines(frame: &mut Frame, app: &App, name: &str, area: Rect) {
+    let Some(function) = app.rows.iter().find(|r| r.name == name) else {
+        let gone = format!("{name}: not in the latest snapshot (filtered out, or reset)");
+        frame.render_widget(Paragraph::new(gone), area);
+        return;
+    };
+    let [title, table_area] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    let title_text = format!(
+        "{} ({}), {} calls",
+        function.name, function.file, function.calls
+    );
+    frame.render_widget(Paragraph::new(title_text), title);
+    let header = header_row(
+        &[
+            "Line #",
+            "Increment",
+            "Peak",
+            "Occurrences",
+            "Line Contents",
+        ],
+        4,
+    );
+    let rows = function.lines.iter().map(|line| {
+        let figure = |value: Option<String>| Line::from(value.unwrap_or_default()).right_aligned();
+        Row::new([
+            Cell::from(Line::from(line.line.to_string()).right_aligned()),
+            Cell::from(figure(line.increment.map(bytes))),
+            Cell::from(figure(line.peak.map(|p| bytes(p as i64)))),
+            Cell::from(figure(
+                (line.occurrences > 0).then(|| line.occurrences.to_string()),
+            )),
+            Cell::from(line.contents.clone()),
+        ])
+    });
+    let widths = [
+        Constraint::Length(7),
+        Constraint::Length(11),
+        Constraint::Length(11),
+        Constraint::Length(12),
+        Constraint::Min(20),
+    ];
+    frame.render_widget(Table::new(rows, widths).header(header), table_area);
+}
+
+/// A table's header in bold, its figures' titles right-aligned as the
+/// figures are; `text` is the one left-aligned column.
+fn header_row(titles: &[&'static str], text: usize) -> Row<'static> {
+    Row::new(
+        titles
+            .iter()
+            .enumerate()
+            .map(|(i, &title)| match i == text {
+                true => Cell::from(title),
+                false => Cell::from(Line::from(title).right_aligned()),
+            }),
+    )
+    .style(Style::new().add_modifier(Modifier::BOLD))
+}
+
+fn keys_line(app: &App) -> Line<'static> {
+    let text = match (&app.screen, app.editing_filter) {
+        (_, true) => "type a name's part, Enter: keep, Esc: clear",
+        (Screen::Functions, false) => {
+            "q: quit  s: sort  /: filter  p: pause  Up/Down: select  Enter: lines"
+        }
+        (Screen::Lines(_), false) => "q: quit  Esc: back  p: pause",
+    };
+    Line::from(text).style(Style::new().add_modifier(Modifier::DIM))
+}
+
+/// `app` drawn on a `width` × `height` screen, as text: one line per row,
+/// trailing blanks trimmed (`--once`, and the tests).
+pub fn frame_text(app: &App, width: u16, height: u16) -> String {
+    let backend = ratatui::backend::TestBackend::new(width, height);
+    let Ok(mut terminal) = ratatui::Terminal::new(backend) else {
+        return String::new();
+    };
+    if terminal.draw(|frame| draw(frame, app)).is_err() {
+        return String::new();
+    }
+    let buffer = terminal.backend().buffer();
+    let mut text = String::new();
+    for y in 0..buffer.area.height {
+        let mut line = String::new();
+        for x in 0..buffer.area.width {
+            line.push_str(buffer[(x, y)].symbol());
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}
