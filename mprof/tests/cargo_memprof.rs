@@ -211,7 +211,7 @@ fn run_on_a_workspace_prints_the_users_paths_and_lines_and_rebuilds_what_changed
 #[test]
 fn test_on_a_registry_crate_copy() {
     let metadata = Command::new(env!("CARGO"))
-        .args(["metadata", "--offline", "--format-version", "1"])
+        .args(["metadata", "--format-version", "1"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
