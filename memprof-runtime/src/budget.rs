@@ -33,7 +33,7 @@ impl Budget {
         untracked(|| {
             let settings = crate::settings::get().render;
             let b = |n: u64| crate::render::bytes(n as i64, &settings);
-            let mut report = call_report(meta, cells);
+            let mut report = call_report(meta, cells, facts.sites_serial);
             let mut what = Vec::new();
             if let Some((peak, limit)) = self.peak {
                 what.push(format!("peak {} > limit {}", b(peak), b(limit)));

@@ -64,6 +64,7 @@ mod report;
 pub mod safe_file;
 mod settings;
 mod sink;
+mod sites;
 mod stdio;
 mod summary;
 mod timeline;
@@ -76,6 +77,7 @@ pub use calls::AUTO_CALL_TABLES;
 pub use measure::Measurement;
 pub use region::Scope;
 pub use report::{FunctionReport, LineReport, Report, report, reset};
+pub use sites::{Site, SiteFrame};
 pub use summary::{FunctionSummary, Summary, TopLine, line_calls};
 
 /// Runs `f` and measures the heap it used on the calling thread (or async

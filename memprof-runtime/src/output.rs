@@ -47,7 +47,7 @@ fn print_call(meta: &'static FnMeta, cells: &[LineCell], nth: u64, facts: &CallF
             warn_not_installed();
             return;
         }
-        let report = call_report(meta, cells);
+        let report = call_report(meta, cells, facts.sites_serial);
         let mut text = crate::render::table(&report, false, &config.render);
         if facts.panicked {
             crate::render::mark_panicked(&mut text);

@@ -4,6 +4,7 @@
 use crate::alloc::untracked;
 use crate::calls::{FnMeta, Registration};
 use crate::cells::{LineCell, RowFigures};
+use crate::sites::Site;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Every profiled function, aggregated over all its calls so far.
@@ -133,9 +134,33 @@ pub struct LineReport {
     pub gpu_driver_increment: Option<i64>,
     /// The source text of the line.
     pub contents: String,
+    /// Where the line's allocations came from, most bytes allocated first
+    /// (`MEMPROF_SITES`); `None` when sites are not recorded or the line
+    /// never ran.
+    pub sites: Option<Vec<Site>>,
 }
 
 impl LineReport {
+    /// Line `line`, holding `contents`, before any execution.
+    pub(crate) fn empty(line: u32, contents: String) -> LineReport {
+        LineReport {
+            line,
+            mem_usage: None,
+            increment: None,
+            peak: None,
+            occurrences: 0,
+            allocations: None,
+            allocated_bytes: None,
+            gpu_usage: None,
+            gpu_increment: None,
+            gpu_peak: None,
+            gpu_driver_usage: None,
+            gpu_driver_increment: None,
+            contents,
+            sites: None,
+        }
+    }
+
     /// Another process's executions of this line, merged under the one rule
     /// that merges a row's executions, [`RowFigures::add`].
     fn add(&mut self, other: &LineReport) {
@@ -143,6 +168,10 @@ impl LineReport {
         sum.add(&other.figures());
         let counted = self.gpu_peak.is_some() || other.gpu_peak.is_some();
         self.set_figures(&sum, counted);
+        if let Some(theirs) = &other.sites {
+            let ours = self.sites.get_or_insert_with(Vec::new);
+            crate::sites::merge(ours, theirs);
+        }
     }
 
     /// The row's figures as the runtime keeps them.
@@ -249,9 +278,10 @@ impl FunctionReport {
 }
 
 /// One call's table, from the rows it recorded.
-pub(crate) fn call_report(meta: &FnMeta, cells: &[LineCell]) -> FunctionReport {
+/// `sites_serial`: the table's, for its sites (see `CallFacts`).
+pub(crate) fn call_report(meta: &FnMeta, cells: &[LineCell], sites_serial: u64) -> FunctionReport {
     let rows: Vec<RowFigures> = cells.iter().map(LineCell::read).collect();
-    function_report(meta, &rows, 1)
+    function_report(meta, &rows, 1, Some(sites_serial))
 }
 
 /// `meta`'s rows and calls as `report()` shows them: every thread's, and
@@ -269,31 +299,24 @@ fn report_of(meta: &'static FnMeta) -> FunctionReport {
                 1
             }
         };
-    let mut function = function_report(meta, &rows, calls);
+    let mut function = function_report(meta, &rows, calls, None);
     function.running = running;
     function
 }
 
-pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -> FunctionReport {
+/// `meta`'s table from its rows' figures, and its sites: those of one
+/// per-call table (`sites_serial`) or of every call (`None`).
+pub(crate) fn function_report(
+    meta: &FnMeta,
+    cells: &[RowFigures],
+    calls: u64,
+    sites_serial: Option<u64>,
+) -> FunctionReport {
     let mut lines: Vec<LineReport> = meta
         .rows
         .iter()
         .enumerate()
-        .map(|(i, text)| LineReport {
-            line: meta.first_line + i as u32,
-            mem_usage: None,
-            increment: None,
-            peak: None,
-            occurrences: 0,
-            allocations: None,
-            allocated_bytes: None,
-            gpu_usage: None,
-            gpu_increment: None,
-            gpu_peak: None,
-            gpu_driver_usage: None,
-            gpu_driver_increment: None,
-            contents: (*text).to_owned(),
-        })
+        .map(|(i, text)| LineReport::empty(meta.first_line + i as u32, (*text).to_owned()))
         .collect();
     // Columns go with sampling: a device lost mid-run drops them.
     let gpu = crate::gpu::description();
@@ -315,6 +338,23 @@ pub(crate) fn function_report(meta: &FnMeta, cells: &[RowFigures], calls: u64) -
             sum.driver = None;
         }
         line.set_figures(&sum, counted);
+    }
+    let span = crate::sites::Span {
+        name: meta.name(),
+        file: meta.file,
+        first_line: meta.first_line,
+        last_line: meta.first_line + meta.rows.len().saturating_sub(1) as u32,
+    };
+    let sites = crate::sites::for_rows(
+        std::ptr::from_ref(meta) as usize,
+        meta.head.generation.load(Relaxed),
+        sites_serial,
+        meta.cell_rows,
+        lines.len(),
+        &span,
+    );
+    for (line, sites) in lines.iter_mut().zip(sites.into_iter().flatten()) {
+        line.sites = (line.occurrences > 0).then_some(sites);
     }
     let sampled = lines.iter().any(|l| l.gpu_usage.is_some());
     let driven = lines.iter().any(|l| l.gpu_driver_usage.is_some());
@@ -448,21 +488,7 @@ mod tests {
 
     /// A line as a report shows `f`.
     fn shown(f: &RowFigures, counted: bool) -> LineReport {
-        let mut line = LineReport {
-            line: 7,
-            mem_usage: None,
-            increment: None,
-            peak: None,
-            occurrences: 0,
-            allocations: None,
-            allocated_bytes: None,
-            gpu_usage: None,
-            gpu_increment: None,
-            gpu_peak: None,
-            gpu_driver_usage: None,
-            gpu_driver_increment: None,
-            contents: "let v = f();".to_owned(),
-        };
+        let mut line = LineReport::empty(7, "let v = f();".to_owned());
         line.set_figures(f, counted);
         line
     }

@@ -17,6 +17,7 @@ pub(crate) fn get() -> &'static Config {
             for warning in warnings {
                 crate::stdio::warning!("{warning}");
             }
+            crate::sites::configure(config.sites, config.sites_seed);
             config
         })
     })

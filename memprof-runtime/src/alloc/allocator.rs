@@ -2,7 +2,7 @@
 //! `record` (the fast path) or the slow paths here, and call the inner
 //! allocator.
 
-use super::{THREAD, record, record_slow};
+use super::{THREAD, record, record_slow, routed_to_sites};
 use std::alloc::{GlobalAlloc, Layout, System};
 
 /// A global allocator that counts every byte it hands out, wrapping `A`.
@@ -149,7 +149,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
         // NOTE: a realloc counts as one allocation and one deallocation,
         // and moves the byte count by the size difference only.
         if !new.is_null() && !record::<1, 1>(new_size, layout.size()) {
-            return counted_slowly(new, new_size, layout.size(), 1, 1);
+            return counted_slowly((new, new_size, 1), (ptr, layout.size(), 1));
         }
         new
     }
@@ -180,7 +180,7 @@ unsafe fn alloc_then_count<A: GlobalAlloc>(inner: &A, layout: Layout, zeroed: bo
         }
     };
     if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
-        return counted_slowly(ptr, layout.size(), 0, 1, 0);
+        return counted_slowly((ptr, layout.size(), 1), NOTHING_FREED);
     }
     ptr
 }
@@ -192,29 +192,36 @@ unsafe fn alloc_then_count<A: GlobalAlloc>(inner: &A, layout: Layout, zeroed: bo
 /// As [`GlobalAlloc::alloc`].
 #[inline(never)]
 unsafe fn alloc_slowly<A: GlobalAlloc>(inner: &A, layout: Layout, zeroed: bool) -> *mut u8 {
-    counted_slowly(std::ptr::null_mut(), layout.size(), 0, 1, 0);
-    // SAFETY: forwarded with the caller's guarantees.
-    unsafe {
-        if zeroed {
-            inner.alloc_zeroed(layout)
-        } else {
-            inner.alloc(layout)
+    let allocate = || {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe {
+            if zeroed {
+                inner.alloc_zeroed(layout)
+            } else {
+                inner.alloc(layout)
+            }
         }
+    };
+    if routed_to_sites() {
+        // `sites` needs the address, to follow the block to its free; the
+        // figures count it whether or not it is null, as below.
+        let ptr = allocate();
+        return counted_slowly((ptr, layout.size(), 1), NOTHING_FREED);
     }
+    counted_slowly((std::ptr::null_mut(), layout.size(), 1), NOTHING_FREED);
+    allocate()
 }
 
-/// Counts what [`record`] left to the slow path; returns `ptr` so that the
+/// `counted_slowly`'s second argument for an allocation.
+const NOTHING_FREED: (*mut u8, usize, u64) = (std::ptr::null_mut(), 0, 0);
+
+/// Counts what [`record`] left to the slow path: `(address, bytes,
+/// count)` allocated and freed; returns the allocated address so that the
 /// allocator can leave through this call.
 #[inline(never)]
-fn counted_slowly(
-    ptr: *mut u8,
-    allocated: usize,
-    freed: usize,
-    allocs: u64,
-    deallocs: u64,
-) -> *mut u8 {
-    let _ = THREAD.try_with(|t| record_slow(t, allocated, freed, allocs, deallocs));
-    ptr
+fn counted_slowly(allocated: (*mut u8, usize, u64), freed: (*mut u8, usize, u64)) -> *mut u8 {
+    let _ = THREAD.try_with(|t| record_slow(t, allocated, freed));
+    allocated.0
 }
 
 /// `dealloc` when [`record`] left the counting to the slow path. The
@@ -224,7 +231,7 @@ fn counted_slowly(
 /// As [`GlobalAlloc::dealloc`].
 #[inline(never)]
 unsafe fn dealloc_slowly<A: GlobalAlloc>(ptr: *mut u8, layout: Layout, inner: &A) {
-    counted_slowly(ptr, 0, layout.size(), 0, 1);
+    counted_slowly(NOTHING_FREED, (ptr, layout.size(), 1));
     // SAFETY: forwarded with the caller's guarantees.
     unsafe { inner.dealloc(ptr, layout) };
 }

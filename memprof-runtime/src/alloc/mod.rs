@@ -78,6 +78,9 @@ pub(crate) struct ThreadCounters {
     mode: Cell<u8>,
     /// Set by the thread's first `track!`: count by size class from now on.
     wants_tracking: Cell<bool>,
+    /// Rows are open while `MEMPROF_SITES` records: every allocation and
+    /// free takes the slow path, which reports it to `sites`.
+    sites: Cell<bool>,
     /// This thread's net count when it has no slot of its own: summed into
     /// the process total through `OVERFLOW` instead.
     private: Slot,
@@ -120,6 +123,7 @@ thread_local! {
             },
             mode: Cell::new(UNCLAIMED),
             wants_tracking: Cell::new(false),
+            sites: Cell::new(false),
             private: Slot::new(),
             classes: [const { Cell::new(ClassTally::ZERO) }; SIZE_CLASSES],
         }
@@ -147,7 +151,7 @@ pub(crate) fn thread_counters() -> *const ThreadCounters {
 /// Switches the thread to `mode`, and its allocator hook with it.
 fn set_mode(t: &ThreadCounters, mode: u8) {
     t.mode.set(mode);
-    t.hook.set(if mode == COUNTING {
+    t.hook.set(if mode == COUNTING && !t.sites.get() {
         t.slot.get()
     } else {
         std::ptr::null()
@@ -226,8 +230,15 @@ fn count(
     }
 }
 
+/// Counts what [`record`] left to the slow path: `allocs` allocations of
+/// `allocated` bytes in all (at `new`, null if not known yet) and
+/// `deallocs` frees of `freed` bytes (of the block at `old`).
 #[inline(always)]
-fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, deallocs: u64) {
+fn record_slow(
+    t: &ThreadCounters,
+    (new, allocated, allocs): (*mut u8, usize, u64),
+    (old, freed, deallocs): (*mut u8, usize, u64),
+) {
     let delta = allocated as i64 - freed as i64;
     match t.mode.get() {
         PAUSED => return,
@@ -297,6 +308,42 @@ fn record_slow(t: &ThreadCounters, allocated: usize, freed: usize, allocs: u64, 
     if WATCH_MASK.load(Relaxed) != 0 {
         watch_record(delta, allocated, allocs, deallocs);
     }
+    if t.sites.get() {
+        report_to_sites(t, (new, allocated, allocs), (old, deallocs));
+    }
+}
+
+/// Hands an allocation or free made while rows are open to `sites`, with
+/// counting paused: what the unwinder may allocate shows nowhere.
+#[inline(never)]
+fn report_to_sites(
+    t: &ThreadCounters,
+    (new, allocated, allocs): (*mut u8, usize, u64),
+    (old, deallocs): (*mut u8, u64),
+) {
+    let mode = t.mode.get();
+    t.mode.set(PAUSED);
+    if deallocs != 0 {
+        crate::sites::free(old);
+    }
+    if allocs != 0 {
+        crate::sites::allocation(new, allocated);
+    }
+    t.mode.set(mode);
+}
+
+/// Sends this thread's allocations through the slow path, which reports
+/// them to `sites`, while `on` (rows are open and sites are recorded).
+pub(crate) fn route_to_sites(on: bool) {
+    let _ = THREAD.try_with(|t| {
+        t.sites.set(on);
+        set_mode(t, t.mode.get());
+    });
+}
+
+/// Whether this thread's allocations go to `sites` now.
+fn routed_to_sites() -> bool {
+    THREAD.try_with(|t| t.sites.get()).unwrap_or(false)
 }
 
 /// Whether a memprof [`Allocator`] has counted anything in this process.

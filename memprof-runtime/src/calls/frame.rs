@@ -61,6 +61,14 @@ pub(crate) struct FrameState {
     nested_count: Cell<bool>,
     /// The call's own region, from entry to exit.
     entry: Cell<Option<Entry>>,
+    /// Its rows are open in `sites` while they run (`MEMPROF_SITES`, a
+    /// synchronous call).
+    pub(crate) sites: Cell<bool>,
+    /// Which table its sites are charged to: 0 for the thread's aggregate,
+    /// a number of its own for each per-call table; and the function's
+    /// reset generation at entry.
+    sites_serial: Cell<u64>,
+    sites_generation: Cell<u64>,
 }
 
 impl FrameState {
@@ -79,6 +87,9 @@ impl FrameState {
         outermost: Cell::new(false),
         nested_count: Cell::new(false),
         entry: Cell::new(None),
+        sites: Cell::new(false),
+        sites_serial: Cell::new(0),
+        sites_generation: Cell::new(0),
     };
 }
 
@@ -155,6 +166,8 @@ pub(crate) struct CallFacts {
     /// threads or tasks left allocated during the call, which its figures
     /// do not count; 0 otherwise.
     pub(crate) others_kept: i64,
+    /// The sites serial of the call's own table (see `Frame::site_key`).
+    pub(crate) sites_serial: u64,
 }
 
 /// A finished call's own rows. Dropping it folds them into the aggregate of
@@ -252,6 +265,7 @@ impl Frame {
                         nth => self.own_table(nth),
                     }
                     t.target.set(get(&self.head.cells));
+                    t.target_serial.set(get(&self.state().sites_serial));
                     if t.tables.get() >= AUTO_CALL_TABLES && tables_per_thread() {
                         // This thread's tables are handed out: the kernel
                         // may enter its calls.
@@ -259,6 +273,7 @@ impl Frame {
                     }
                 } else {
                     set(&self.head.cells, t.target.get());
+                    set(&self.state().sites_serial, t.target_serial.get());
                 }
             }
             None => {
@@ -293,6 +308,7 @@ impl Frame {
             && !watches_gpu
             && !get(&self.state().slow)
             && !crate::timeline::recording()
+            && !crate::sites::enabled()
             && !super::exit_report_taken_already();
         if alike {
             meta.head.fast.store(true, Relaxed);
@@ -378,6 +394,8 @@ impl Frame {
         set(&self.head.cells, cells.as_ptr());
         self.state().own.set(Some(cells));
         set(&self.state().nth, nth);
+        static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        set(&self.state().sites_serial, SERIALS.fetch_add(1, Relaxed));
     }
 
     fn open(&self) {
@@ -393,9 +411,13 @@ impl Frame {
         let sampled = statements_gpu && !crate::gpu::counted();
         let slow = sampled || meta.scope == Scope::Process;
         set(&self.state().slow, slow);
+        // Sites follow a synchronous call's rows through the runtime's step.
+        let sites = crate::settings::get().sites != crate::sites::Mode::Off
+            && !get(&self.head.counters).is_null();
+        set(&self.state().sites, sites);
         // The kernel's step takes the thread-scope calls of a known thread
         // whose statements count no device memory; the runtime's, the rest.
-        let fast = !slow && !statements_gpu && !get(&self.head.counters).is_null();
+        let fast = !slow && !statements_gpu && !sites && !get(&self.head.counters).is_null();
         set(&self.head.flags, if fast { 0 } else { CALL_SLOW });
         let gpu_start = if gpu {
             crate::gpu::begin(meta.scope == Scope::Process)
@@ -429,6 +451,37 @@ impl Frame {
             driver_start,
             unwinding_at_entry,
         }));
+        if sites {
+            set(
+                &self.state().sites_generation,
+                meta.head.generation.load(Relaxed),
+            );
+            self.site_row_opened(0);
+        }
+    }
+
+    /// What `sites` charges the allocations of row `cell` to.
+    fn site_key(&self, cell: u32) -> crate::sites::Key {
+        crate::sites::Key {
+            meta: std::ptr::from_ref(self.meta) as usize,
+            cell,
+            serial: get(&self.state().sites_serial),
+            generation: get(&self.state().sites_generation),
+        }
+    }
+
+    /// Row `cell` starts running: `sites` charges it from now on.
+    pub(crate) fn site_row_opened(&self, cell: u32) {
+        if crate::sites::opened(self.site_key(cell)) {
+            alloc::route_to_sites(true);
+        }
+    }
+
+    /// The row that started last stops running.
+    pub(crate) fn site_row_closed(&self) {
+        if crate::sites::closed() {
+            alloc::route_to_sites(false);
+        }
     }
 
     /// Ends the call: records its `fn` row, and hands back its own table if
@@ -442,6 +495,9 @@ impl Frame {
                 facts: CallFacts::default(),
             };
         };
+        if get(&self.state().sites) {
+            self.site_row_closed();
+        }
         let process_at_entry = get(&self.head.base) + entry.region.start;
         let thread_scope = entry.region.watch.is_none();
         let stats = match (&entry.region.watch, self.counters()) {
@@ -463,6 +519,7 @@ impl Frame {
         let facts = CallFacts {
             panicked: std::thread::panicking() && !entry.unwinding_at_entry,
             others_kept,
+            sites_serial: get(&self.state().sites_serial),
         };
         if others_kept.unsigned_abs() >= crate::render::OTHERS_NOTED {
             self.meta.saw_others_move();

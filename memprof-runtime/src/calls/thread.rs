@@ -30,6 +30,9 @@ pub(crate) struct ThreadFn {
     /// Per-call tables this thread has handed out, where they are counted
     /// per thread (see `meta::tables_per_thread`). Owner only.
     pub(crate) tables: Cell<u64>,
+    /// The sites serial of the table `target` points at (see
+    /// `Frame::site_key`). Owner only.
+    pub(crate) target_serial: Cell<u64>,
 }
 
 impl std::ops::Deref for ThreadFn {
@@ -220,6 +223,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
             meta,
             padded,
             tables: Cell::new(0),
+            target_serial: Cell::new(0),
         }));
         meta.threads
             .lock()

@@ -1,5 +1,7 @@
 //! Text rendering: byte figures and line tables.
 
+mod sites;
+
 use crate::alloc::untracked;
 use crate::calls::CallFacts;
 use crate::config::{RenderSettings, Unit};
@@ -197,6 +199,7 @@ pub(crate) fn table(
     }
     out.push('\n');
     out.push_str(&table);
+    out.push_str(&sites::under_table(function, settings));
     out
 }
 

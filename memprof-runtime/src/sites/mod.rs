@@ -1,0 +1,124 @@
+//! Allocation sites (`MEMPROF_SITES`): the call stacks of the allocations
+//! made while each profiled line runs, inside code nobody annotated.
+//!
+//! The data flows one way:
+//! - `recorder`: the thread's open rows, pushed and popped by the runtime's
+//!   statement step, and what the allocator's slow path reports while any is
+//!   open (a stack per allocation, taken without allocating or locking);
+//! - `tables`: where that goes, per thread, in fixed-capacity tables;
+//! - `resolve`: at report time, the figures of one function's rows,
+//!   symbolized, trimmed to the frames below the line, and merged.
+//!
+//! Off (the default), none of it runs: the allocator's fast path and the
+//! kernel's statement step are those of a build without sites.
+
+mod recorder;
+mod resolve;
+mod tables;
+
+pub(crate) use recorder::{allocation, closed, free, opened};
+pub(crate) use resolve::{Span, for_rows, merge};
+pub(crate) use tables::Key;
+
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+
+/// How sites are recorded (`MEMPROF_SITES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Off,
+    /// Every allocation's stack.
+    All,
+    /// A sample, one per this many bytes allocated on average.
+    Sample(u64),
+}
+
+/// What `MEMPROF_SITES_TOP` defaults to: sites shown per line.
+pub(crate) const DEFAULT_TOP: usize = 3;
+/// What `MEMPROF_SITES=sample` samples: one per 512 KiB on average.
+pub(crate) const DEFAULT_SAMPLE_MEAN: u64 = 512 << 10;
+/// The seed of sampling unless `MEMPROF_SITES_SEED` sets one.
+pub(crate) const DEFAULT_SEED: u64 = 0x6d65_6d70_726f_6621;
+
+const OFF: u8 = 0;
+const ALL: u8 = 1;
+const SAMPLE: u8 = 2;
+static MODE: AtomicU8 = AtomicU8::new(OFF);
+static MEAN: AtomicU64 = AtomicU64::new(DEFAULT_SAMPLE_MEAN);
+static SEED: AtomicU64 = AtomicU64::new(DEFAULT_SEED);
+
+/// Puts the configuration in force, once, before the first profiled call.
+pub(crate) fn configure(mode: Mode, seed: u64) {
+    SEED.store(seed, Relaxed);
+    match mode {
+        Mode::Off => MODE.store(OFF, Relaxed),
+        Mode::All => MODE.store(ALL, Relaxed),
+        Mode::Sample(mean) => {
+            MEAN.store(mean.max(1), Relaxed);
+            MODE.store(SAMPLE, Relaxed);
+        }
+    }
+}
+
+/// Whether sites are recorded.
+#[inline]
+pub(crate) fn enabled() -> bool {
+    MODE.load(Relaxed) != OFF
+}
+
+/// The sampling mean, or `None` when every allocation is recorded.
+fn sample_mean() -> Option<u64> {
+    (MODE.load(Relaxed) == SAMPLE).then(|| MEAN.load(Relaxed))
+}
+
+fn sample_seed() -> u64 {
+    SEED.load(Relaxed)
+}
+
+/// Where the allocations of a line came from: one call stack below the
+/// line, and what was allocated through it.
+///
+/// With `MEMPROF_SITES=1` the figures are exact and a line's sites add up
+/// to its `allocations` and `allocated_bytes`; with `MEMPROF_SITES=sample`
+/// they are estimates from a sample (`estimated`).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize, miniserde::Deserialize,
+)]
+pub struct Site {
+    /// Allocations made through this stack while the line ran (a
+    /// `realloc` counts as one), summed over its executions.
+    pub allocations: u64,
+    /// Bytes they asked for (a `realloc`'s new size), freed or not.
+    pub allocated_bytes: u64,
+    /// Of those, bytes not yet freed by the line's thread when the line
+    /// ended, summed over its executions.
+    pub live_bytes: i64,
+    /// The figures are scaled from a sample.
+    pub estimated: bool,
+    /// The frames between the allocation and the line, innermost first:
+    /// memprof's, the allocator's and `alloc`'s own left out. Empty when
+    /// the line allocated itself.
+    pub frames: Vec<SiteFrame>,
+}
+
+/// One frame of a [`Site`]'s stack.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    miniserde::Serialize,
+    miniserde::Deserialize,
+)]
+pub struct SiteFrame {
+    /// The function, without its symbol hash; an address where the binary
+    /// has no symbol for it.
+    pub function: String,
+    /// Its source file, where debug information gives it: relative to the
+    /// working directory, or from the package folder for a dependency
+    /// (`serde_json-1.0.145/src/de.rs`).
+    pub file: Option<String>,
+    /// The line in it.
+    pub line: Option<u32>,
+}

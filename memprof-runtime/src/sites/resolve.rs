@@ -1,0 +1,344 @@
+//! Sites as a report shows them: the raw stacks of one function's rows,
+//! symbolized (once per address, through the `backtrace` crate's DWARF
+//! reader), trimmed to the frames between the allocation and the profiled
+//! line, and merged where they read the same.
+
+use super::tables::{Charged, read};
+use super::{Site, SiteFrame, sample_mean};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Sites kept per line in a report; the rest are summed into one site
+/// without frames, `(other sites)`, so that a line's sites still add up.
+pub(crate) const KEPT_PER_LINE: usize = 50;
+
+/// Where a profiled function is, to know its frame in a stack.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span<'a> {
+    /// Its path, as `FnMeta::name` gives it.
+    pub(crate) name: &'a str,
+    /// `file!()` of its source.
+    pub(crate) file: &'a str,
+    pub(crate) first_line: u32,
+    pub(crate) last_line: u32,
+}
+
+/// The sites of each row of the function whose `FnMeta` is at `meta`, in
+/// reset generation `generation`: those of one call's own table (`serial`)
+/// or of every call (`None`). Cells merge into their rows (`cell_rows`) as
+/// their figures do. `None` when sites are off.
+pub(crate) fn for_rows(
+    meta: usize,
+    generation: u64,
+    serial: Option<u64>,
+    cell_rows: &[u32],
+    rows: usize,
+    span: &Span<'_>,
+) -> Option<Vec<Vec<Site>>> {
+    if !super::enabled() {
+        return None;
+    }
+    let (charged, _, _) = read(|key| {
+        key.meta == meta && serial.map_or(key.generation == generation, |s| s == key.serial)
+    });
+    let estimated = sample_mean().is_some();
+    let mut per_row: Vec<HashMap<Vec<SiteFrame>, Site>> = vec![HashMap::new(); rows];
+    for c in charged {
+        let Some(&row) = cell_rows.get(c.key.cell as usize) else {
+            continue;
+        };
+        let Some(merged) = per_row.get_mut(row as usize) else {
+            continue;
+        };
+        let frames = trimmed(&c, span);
+        let site = merged.entry(frames.clone()).or_insert(Site {
+            allocations: 0,
+            allocated_bytes: 0,
+            live_bytes: 0,
+            estimated,
+            frames,
+        });
+        site.allocations += c.allocations;
+        site.allocated_bytes += c.bytes;
+        site.live_bytes += c.live;
+    }
+    Some(per_row.into_iter().map(ranked).collect())
+}
+
+/// Adds `theirs` (another process's sites of the same line) to `ours`.
+pub(crate) fn merge(ours: &mut Vec<Site>, theirs: &[Site]) {
+    let mut merged: HashMap<Vec<SiteFrame>, Site> = HashMap::new();
+    for site in ours.drain(..).chain(theirs.iter().cloned()) {
+        match merged.get_mut(&site.frames) {
+            Some(sum) => {
+                sum.allocations += site.allocations;
+                sum.allocated_bytes += site.allocated_bytes;
+                sum.live_bytes += site.live_bytes;
+                sum.estimated |= site.estimated;
+            }
+            None => {
+                merged.insert(site.frames.clone(), site);
+            }
+        }
+    }
+    *ours = ranked(merged);
+}
+
+/// A line's sites, most bytes allocated first, the tail summed.
+fn ranked(merged: HashMap<Vec<SiteFrame>, Site>) -> Vec<Site> {
+    let mut sites: Vec<Site> = merged
+        .into_values()
+        .filter(|s| s.allocations != 0 || s.live_bytes != 0)
+        .collect();
+    sites.sort_by(|a, b| {
+        b.allocated_bytes
+            .cmp(&a.allocated_bytes)
+            .then(b.allocations.cmp(&a.allocations))
+            .then_with(|| a.frames.len().cmp(&b.frames.len()))
+            .then_with(|| format!("{:?}", a.frames).cmp(&format!("{:?}", b.frames)))
+    });
+    if sites.len() > KEPT_PER_LINE {
+        let rest = sites.split_off(KEPT_PER_LINE - 1);
+        let mut other = Site {
+            allocations: 0,
+            allocated_bytes: 0,
+            live_bytes: 0,
+            estimated: rest[0].estimated,
+            frames: vec![SiteFrame {
+                function: format!("(other sites: {})", rest.len()),
+                file: None,
+                line: None,
+            }],
+        };
+        for s in rest {
+            other.allocations += s.allocations;
+            other.allocated_bytes += s.allocated_bytes;
+            other.live_bytes += s.live_bytes;
+        }
+        sites.push(other);
+    }
+    sites
+}
+
+/// The frames of `c`'s stack between its allocation and `span`'s function.
+fn trimmed(c: &Charged, span: &Span<'_>) -> Vec<SiteFrame> {
+    let symbols: Vec<SiteFrame> = c.frames.iter().flat_map(|&ip| symbols(ip)).collect();
+    // The stack starts in memprof's recorder, called from the allocator:
+    // everything up to the allocator's entry is left out, then `alloc`'s
+    // frames that called it.
+    let entry = symbols
+        .iter()
+        .position(|f| is_allocator_entry(&f.function))
+        .map_or(0, |i| i + 1);
+    let mut frames = Vec::new();
+    let mut below = true;
+    for frame in symbols.into_iter().skip(entry) {
+        {
+            if below && is_machinery(&frame.function) {
+                continue;
+            }
+            below = false;
+            if is_profiled(&frame, span) {
+                return frames;
+            }
+            frames.push(frame);
+        }
+    }
+    // The function's frame was not found (a stack deeper than the frames
+    // kept, or no symbols): what was seen, marked.
+    frames.push(SiteFrame {
+        function: "(stack cut: the profiled function's frame was not found)".to_owned(),
+        file: None,
+        line: None,
+    });
+    frames
+}
+
+/// The global allocator's entry: the shim `__rust_alloc` (and its kin),
+/// or memprof's `GlobalAlloc` methods where debug information shows them.
+fn is_allocator_entry(function: &str) -> bool {
+    ["__rust_alloc", "__rust_realloc", "__rg_", "__rdl_"]
+        .iter()
+        .any(|p| function.starts_with(p) || function.starts_with(&format!("__rustc::{p}")))
+        || (function.starts_with("<memprof_runtime::")
+            && function.contains(" as core::alloc::global::GlobalAlloc>::"))
+}
+
+/// memprof's own frames, the unwinder's, the allocator's and `alloc`'s:
+/// the machinery between a line's code and the allocation.
+fn is_machinery(function: &str) -> bool {
+    const PREFIXES: [&str; 15] = [
+        "backtrace::",
+        "memprof_runtime::",
+        "<memprof_runtime::",
+        "alloc::",
+        "<alloc::",
+        "core::alloc::",
+        "<core::alloc::",
+        "std::alloc::",
+        "<std::alloc::",
+        "__rust",
+        "__rdl_",
+        "__rg_",
+        "_Unwind",
+        "__rustc::",
+        "std::sys::alloc",
+    ];
+    PREFIXES.iter().any(|p| function.starts_with(p))
+        || (function.starts_with('<') && function.contains(" as alloc::"))
+}
+
+/// Whether `frame` is the profiled function itself (or a closure in it).
+fn is_profiled(frame: &SiteFrame, span: &Span<'_>) -> bool {
+    let in_file = frame
+        .file
+        .as_deref()
+        .is_some_and(|f| same_file(f, span.file))
+        && frame
+            .line
+            .is_some_and(|l| (span.first_line..=span.last_line).contains(&l));
+    let name = without_generics(&frame.function);
+    in_file
+        || name == span.name
+        || name
+            .strip_prefix(span.name)
+            .is_some_and(|rest| rest.starts_with("::{{closure}}"))
+}
+
+/// Whether the debug-info path `found` is the `file!()` path `wanted`
+/// (relative to the workspace, or absolute).
+fn same_file(found: &str, wanted: &str) -> bool {
+    let wanted = wanted.trim_start_matches("./");
+    found == wanted
+        || found
+            .strip_suffix(wanted)
+            .is_some_and(|head| head.ends_with('/') || head.ends_with('\\'))
+}
+
+/// `a::b::<T>::c::<U>` as `a::b::c`.
+fn without_generics(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut depth = 0usize;
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if depth == 0 && name[i..].starts_with("::<") {
+            depth = 1;
+            i += 3;
+            continue;
+        }
+        match bytes[i] {
+            b'<' if depth > 0 => depth += 1,
+            b'>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(bytes[i] as char),
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The frames at return address `ip`, innermost (inlined) first; cached,
+/// as symbolizing reads the binary's debug information.
+fn symbols(ip: usize) -> Vec<SiteFrame> {
+    static CACHE: Mutex<Option<HashMap<usize, Vec<SiteFrame>>>> = Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some(frames) = cache.get(&ip) {
+        return frames.clone();
+    }
+    let mut frames = Vec::new();
+    // NOTE: `resolve` looks up the instruction before a return address.
+    backtrace::resolve(ip as *mut std::ffi::c_void, |symbol| {
+        let function = symbol
+            .name()
+            .map(|n| format!("{n:#}"))
+            .unwrap_or_else(|| format!("{ip:#x}"));
+        frames.push(SiteFrame {
+            function,
+            file: symbol.filename().map(|p| shown_path(&p.to_string_lossy())),
+            line: symbol.lineno(),
+        });
+    });
+    if frames.is_empty() {
+        frames.push(SiteFrame {
+            function: format!("{ip:#x}"),
+            file: None,
+            line: None,
+        });
+    }
+    cache.insert(ip, frames.clone());
+    frames
+}
+
+/// A source path as a table shows it: relative to the working directory
+/// where it is under it, from the package folder for a registry
+/// dependency, from `library/` for the standard library's.
+fn shown_path(path: &str) -> String {
+    if let Some((_, rest)) = path.split_once("/registry/src/")
+        && let Some((_, package)) = rest.split_once('/')
+    {
+        return package.to_owned();
+    }
+    if let Some(rest) = path.strip_prefix("/rustc/")
+        && let Some((_, library)) = rest.split_once('/')
+    {
+        return library.to_owned();
+    }
+    if let Ok(dir) = std::env::current_dir()
+        && let Some(rest) = path.strip_prefix(&*dir.to_string_lossy())
+        && let Some(rest) = rest.strip_prefix('/')
+    {
+        return rest.to_owned();
+    }
+    path.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generics_are_left_out_of_names() {
+        assert_eq!(without_generics("a::b::<T>::c::<Vec<u8>>"), "a::b::c");
+        assert_eq!(without_generics("<a::B as c::D>::e"), "<a::B as c::D>::e");
+    }
+
+    #[test]
+    fn machinery_is_memprofs_the_allocators_and_allocs() {
+        for name in [
+            "alloc::raw_vec::finish_grow",
+            "<alloc::vec::Vec<T> as core::clone::Clone>::clone",
+            "<str as alloc::string::ToString>::to_string",
+            "__rustc::__rust_alloc",
+            "memprof_runtime::sites::recorder::allocation",
+        ] {
+            assert!(is_machinery(name), "{name}");
+        }
+        for name in [
+            "core::iter::traits::iterator::Iterator::collect",
+            "app::parse",
+            "std::io::read_to_string",
+        ] {
+            assert!(!is_machinery(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn paths_are_shown_from_the_package_or_the_library() {
+        assert_eq!(
+            shown_path(
+                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/serde_json-1.0.145/src/de.rs"
+            ),
+            "serde_json-1.0.145/src/de.rs"
+        );
+        assert_eq!(
+            shown_path(
+                "/rustc/17067e9ac6d7e98f18d4f3ff5e8b7a1b6a1a9b0c/library/alloc/src/vec/mod.rs"
+            ),
+            "library/alloc/src/vec/mod.rs"
+        );
+        assert!(same_file("/w/app/src/main.rs", "src/main.rs"));
+        assert!(!same_file("/w/app/xsrc/main.rs", "src/main.rs"));
+    }
+}

@@ -1,0 +1,388 @@
+//! One thread's site tables: fixed-capacity, in memory mapped for them
+//! outside the global allocator, written by their thread alone and read by
+//! any thread that takes a report.
+//!
+//! Three tables, each open-addressed:
+//! - `stacks`: each distinct call stack once (raw return addresses);
+//! - `entries`: figures per (row, stack), rows named by [`Key`];
+//! - `live`: the thread's blocks allocated while rows were open and not yet
+//!   freed, so that a free can take its bytes off the rows still open that
+//!   saw it allocated. Only the owner reads it.
+//!
+//! Every thread's tables stay for the process's life, listed in one
+//! lock-free list, so that a report sees the rows of ended threads too.
+
+use std::cell::Cell;
+use std::sync::atomic::{
+    AtomicPtr, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
+
+/// Frames kept per stack, innermost first.
+pub(crate) const MAX_FRAMES: usize = 48;
+/// Rows open at once on a thread whose allocations are attributed.
+pub(crate) const MAX_OPEN: usize = 256;
+const STACKS: usize = 1 << 13;
+const ENTRIES: usize = 1 << 16;
+const LIVE: usize = 1 << 18;
+/// No stack: the stack table was full.
+pub(crate) const NO_STACK: u32 = u32::MAX;
+
+/// Which rows an allocation is charged to: one cell of one function, in the
+/// table it records into (`serial` 0: the thread's aggregate; otherwise one
+/// call's own table) and the `memprof::reset` generation it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Key {
+    pub(crate) meta: usize,
+    pub(crate) cell: u32,
+    pub(crate) serial: u64,
+    pub(crate) generation: u64,
+}
+
+/// One open row on the thread.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Open {
+    pub(crate) key: Key,
+    /// Increases with each row opened on the thread.
+    pub(crate) exec: u64,
+    /// An outer open row has the same key (recursion): charged there once.
+    pub(crate) nested: bool,
+}
+
+#[repr(C)]
+struct StackSlot {
+    /// 0 while empty; written last.
+    hash: AtomicU64,
+    len: AtomicUsize,
+    frames: [AtomicUsize; MAX_FRAMES],
+}
+
+#[repr(C)]
+struct Entry {
+    /// Set last, once `key` and `stack` are written.
+    used: AtomicU64,
+    meta: AtomicUsize,
+    cell: AtomicU64,
+    serial: AtomicU64,
+    generation: AtomicU64,
+    stack: AtomicU64,
+    allocations: AtomicU64,
+    bytes: AtomicU64,
+    live: AtomicU64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Live {
+    /// 0: empty.
+    ptr: usize,
+    /// The `Tables::epoch` it was recorded in; older ones count as empty.
+    epoch: u64,
+    exec: u64,
+    bytes: u64,
+    stack: u32,
+}
+
+/// A thread's tables. Zeroed memory is an empty table.
+#[repr(C)]
+pub(crate) struct Tables {
+    next: *const Tables,
+    pub(crate) open: [Cell<Open>; MAX_OPEN],
+    stacks: [StackSlot; STACKS],
+    entries: [Entry; ENTRIES],
+    live: [Cell<Live>; LIVE],
+    /// Bumped whenever the thread has no open row left: every block in
+    /// `live` is then past any row's reach.
+    epoch: Cell<u64>,
+    live_count: Cell<usize>,
+    /// Allocations (and their bytes) charged to no entry: a table was full.
+    pub(crate) lost_allocations: AtomicU64,
+    pub(crate) lost_bytes: AtomicU64,
+    /// Blocks whose frees could not be followed: `live` was full.
+    pub(crate) untracked_blocks: AtomicU64,
+}
+
+// SAFETY: other threads only read the atomics of `stacks` and `entries`
+// (published with release stores); the cells are the owner's.
+unsafe impl Sync for Tables {}
+
+/// Every thread's tables, newest first.
+static ALL: AtomicPtr<Tables> = AtomicPtr::new(std::ptr::null_mut());
+
+impl Tables {
+    /// Maps a zeroed table set and lists it; `None` if the memory cannot
+    /// be had (`RLIMIT_AS`, no `mmap`).
+    pub(crate) fn create() -> Option<&'static Tables> {
+        let size = std::mem::size_of::<Tables>();
+        // SAFETY: an anonymous private mapping; checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED || ptr.is_null() {
+            return None;
+        }
+        let tables = ptr.cast::<Tables>();
+        // SAFETY: zeroed memory is a valid `Tables` (atomics, cells and
+        // plain integers, all zero; a null `next`).
+        let tables: &'static Tables = unsafe { &*tables };
+        let mut head = ALL.load(Relaxed);
+        loop {
+            // SAFETY: not yet listed: this thread is its only user.
+            unsafe { (*(std::ptr::from_ref(tables).cast_mut())).next = head };
+            match ALL.compare_exchange_weak(
+                head,
+                std::ptr::from_ref(tables).cast_mut(),
+                Release,
+                Relaxed,
+            ) {
+                Ok(_) => return Some(tables),
+                Err(now) => head = now,
+            }
+        }
+    }
+
+    /// The stack's index, adding it if new; `NO_STACK` when the table is full.
+    pub(crate) fn intern(&self, frames: &[usize]) -> u32 {
+        let hash = hash_frames(frames);
+        let mut i = hash as usize & (STACKS - 1);
+        for _ in 0..STACKS / 2 {
+            let slot = &self.stacks[i];
+            let h = slot.hash.load(Relaxed);
+            if h == 0 {
+                slot.len.store(frames.len(), Relaxed);
+                for (cell, &frame) in slot.frames.iter().zip(frames) {
+                    cell.store(frame, Relaxed);
+                }
+                slot.hash.store(hash, Release);
+                return i as u32;
+            }
+            if h == hash
+                && slot.len.load(Relaxed) == frames.len()
+                && slot
+                    .frames
+                    .iter()
+                    .zip(frames)
+                    .all(|(a, &b)| a.load(Relaxed) == b)
+            {
+                return i as u32;
+            }
+            i = (i + 1) & (STACKS - 1);
+        }
+        NO_STACK
+    }
+
+    /// Adds to the figures of `key`'s row from `stack`.
+    pub(crate) fn charge(&self, key: &Key, stack: u32, allocations: u64, bytes: u64, live: i64) {
+        match self.entry(key, stack) {
+            Some(e) => {
+                e.allocations
+                    .store(e.allocations.load(Relaxed) + allocations, Relaxed);
+                e.bytes.store(e.bytes.load(Relaxed) + bytes, Relaxed);
+                e.live
+                    .store(e.live.load(Relaxed).wrapping_add(live as u64), Relaxed);
+            }
+            None if allocations != 0 => {
+                self.lost_allocations.fetch_add(allocations, Relaxed);
+                self.lost_bytes.fetch_add(bytes, Relaxed);
+            }
+            None => {}
+        }
+    }
+
+    fn entry(&self, key: &Key, stack: u32) -> Option<&Entry> {
+        let hash = hash_key(key, stack);
+        let mut i = hash as usize & (ENTRIES - 1);
+        for _ in 0..ENTRIES / 2 {
+            let e = &self.entries[i];
+            if e.used.load(Relaxed) == 0 {
+                e.meta.store(key.meta, Relaxed);
+                e.cell.store(u64::from(key.cell), Relaxed);
+                e.serial.store(key.serial, Relaxed);
+                e.generation.store(key.generation, Relaxed);
+                e.stack.store(u64::from(stack), Relaxed);
+                e.used.store(1, Release);
+                return Some(e);
+            }
+            if e.meta.load(Relaxed) == key.meta
+                && e.cell.load(Relaxed) == u64::from(key.cell)
+                && e.serial.load(Relaxed) == key.serial
+                && e.generation.load(Relaxed) == key.generation
+                && e.stack.load(Relaxed) == u64::from(stack)
+            {
+                return Some(e);
+            }
+            i = (i + 1) & (ENTRIES - 1);
+        }
+        None
+    }
+
+    /// Remembers a block allocated while rows were open.
+    pub(crate) fn live_insert(&self, ptr: usize, stack: u32, bytes: u64, exec: u64) {
+        let epoch = self.epoch.get();
+        let mut i = hash_ptr(ptr) & (LIVE - 1);
+        loop {
+            let slot = self.live[i].get();
+            let empty = slot.ptr == 0 || slot.epoch != epoch;
+            if empty || slot.ptr == ptr {
+                if empty {
+                    if self.live_count.get() >= LIVE / 2 {
+                        self.untracked_blocks.fetch_add(1, Relaxed);
+                        return;
+                    }
+                    self.live_count.set(self.live_count.get() + 1);
+                }
+                self.live[i].set(Live {
+                    ptr,
+                    epoch,
+                    exec,
+                    bytes,
+                    stack,
+                });
+                return;
+            }
+            i = (i + 1) & (LIVE - 1);
+        }
+    }
+
+    /// Forgets the block at `ptr`, if remembered: its stack, bytes and the
+    /// row execution that was innermost when it was allocated.
+    pub(crate) fn live_remove(&self, ptr: usize) -> Option<(u32, u64, u64)> {
+        let epoch = self.epoch.get();
+        let current = |s: &Live| s.ptr != 0 && s.epoch == epoch;
+        let mut i = hash_ptr(ptr) & (LIVE - 1);
+        loop {
+            let slot = self.live[i].get();
+            if !current(&slot) {
+                return None;
+            }
+            if slot.ptr == ptr {
+                break;
+            }
+            i = (i + 1) & (LIVE - 1);
+        }
+        let found = self.live[i].get();
+        // Backward-shift deletion: no tombstones, so chains stay short.
+        let mut hole = i;
+        let mut j = (i + 1) & (LIVE - 1);
+        loop {
+            let slot = self.live[j].get();
+            if !current(&slot) {
+                break;
+            }
+            let home = hash_ptr(slot.ptr) & (LIVE - 1);
+            // Moves back unless its home lies cyclically in (hole, j].
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.live[hole].set(slot);
+                hole = j;
+            }
+            j = (j + 1) & (LIVE - 1);
+        }
+        self.live[hole].set(Live {
+            ptr: 0,
+            epoch: 0,
+            exec: 0,
+            bytes: 0,
+            stack: 0,
+        });
+        self.live_count.set(self.live_count.get() - 1);
+        Some((found.stack, found.bytes, found.exec))
+    }
+
+    /// The thread has no open row: no block remembered can be charged again.
+    pub(crate) fn forget_live(&self) {
+        if self.live_count.get() != 0 {
+            self.epoch.set(self.epoch.get() + 1);
+            self.live_count.set(0);
+        }
+    }
+}
+
+/// One (row, stack) figure, as read by a report.
+#[derive(Debug, Clone)]
+pub(crate) struct Charged {
+    pub(crate) key: Key,
+    pub(crate) frames: Vec<usize>,
+    pub(crate) allocations: u64,
+    pub(crate) bytes: u64,
+    pub(crate) live: i64,
+}
+
+/// Every thread's figures whose key `wanted` accepts, and the allocations
+/// and bytes no table could hold.
+pub(crate) fn read(wanted: impl Fn(&Key) -> bool) -> (Vec<Charged>, u64, u64) {
+    let mut out = Vec::new();
+    let (mut lost_allocations, mut lost_bytes) = (0, 0);
+    let mut tables = ALL.load(Acquire).cast_const();
+    // SAFETY: listed tables are never unmapped.
+    while let Some(t) = unsafe { tables.as_ref() } {
+        lost_allocations += t.lost_allocations.load(Relaxed);
+        lost_bytes += t.lost_bytes.load(Relaxed);
+        for e in &t.entries {
+            if e.used.load(Acquire) == 0 {
+                continue;
+            }
+            let key = Key {
+                meta: e.meta.load(Relaxed),
+                cell: e.cell.load(Relaxed) as u32,
+                serial: e.serial.load(Relaxed),
+                generation: e.generation.load(Relaxed),
+            };
+            if !wanted(&key) {
+                continue;
+            }
+            let stack = e.stack.load(Relaxed) as u32;
+            let frames = match t.stacks.get(stack as usize) {
+                Some(slot) if slot.hash.load(Acquire) != 0 => {
+                    let len = slot.len.load(Relaxed).min(MAX_FRAMES);
+                    slot.frames[..len].iter().map(|f| f.load(Relaxed)).collect()
+                }
+                _ => Vec::new(),
+            };
+            out.push(Charged {
+                key,
+                frames,
+                allocations: e.allocations.load(Relaxed),
+                bytes: e.bytes.load(Relaxed),
+                live: e.live.load(Relaxed) as i64,
+            });
+        }
+        tables = t.next;
+    }
+    (out, lost_allocations, lost_bytes)
+}
+
+fn mix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+fn hash_frames(frames: &[usize]) -> u64 {
+    let h = frames
+        .iter()
+        .fold(frames.len() as u64, |h, &f| mix(h ^ f as u64));
+    h.max(1)
+}
+
+fn hash_key(key: &Key, stack: u32) -> u64 {
+    let h = mix(key.meta as u64 ^ u64::from(key.cell) << 40);
+    let h = mix(h ^ key.serial ^ key.generation.rotate_left(32));
+    mix(h ^ u64::from(stack))
+}
+
+fn hash_ptr(ptr: usize) -> usize {
+    mix(ptr as u64) as usize
+}

@@ -1,0 +1,218 @@
+//! Allocation sites (`MEMPROF_SITES`): each line's allocations by call
+//! stack, below the line, in code nobody annotated (this crate's and a
+//! dependency's), with exact figures that add up to the line's.
+
+#[path = "support/child.rs"]
+mod child;
+
+use child::{is_child, run_child};
+use serde_json::Value;
+use std::hint::black_box;
+
+/// `n` blocks of 1000 bytes, in one vector of capacity `n`: three frames
+/// deep, as `memprof_sites_helper::outer` is.
+#[inline(never)]
+fn top(n: usize) -> Vec<Vec<u8>> {
+    black_box(middle(n))
+}
+
+#[inline(never)]
+fn middle(n: usize) -> Vec<Vec<u8>> {
+    let mut blocks = Vec::with_capacity(n);
+    for _ in 0..n {
+        blocks.push(leaf());
+    }
+    black_box(blocks)
+}
+
+#[inline(never)]
+fn leaf() -> Vec<u8> {
+    black_box(vec![7u8; 1000])
+}
+
+#[memprof::profile]
+#[inline(never)]
+fn parse(n: usize) -> usize {
+    let local = top(n);
+    let dependency = memprof_sites_helper::outer(n);
+    let scratch = black_box(vec![0u64; 64]);
+    drop(scratch);
+    local.len() + dependency.len()
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_parse() {
+    if is_child() {
+        assert_eq!(parse(10), 20);
+    }
+}
+
+/// A line's sites from the JSON: `(allocations, allocated, live, frames'
+/// function names)`, most bytes first.
+fn sites_of(function: &Value, text: &str) -> Vec<(u64, u64, i64, Vec<String>)> {
+    let line = function["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["contents"].as_str().unwrap().contains(text))
+        .unwrap();
+    line["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let frames = s["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["function"].as_str().unwrap().to_owned())
+                .collect();
+            (
+                s["allocations"].as_u64().unwrap(),
+                s["allocated_bytes"].as_u64().unwrap(),
+                s["live_bytes"].as_i64().unwrap(),
+                frames,
+            )
+        })
+        .collect()
+}
+
+fn names(frames: &[&str]) -> Vec<String> {
+    frames.iter().map(|f| f.to_string()).collect()
+}
+
+#[test]
+fn a_lines_sites_name_each_helper_and_add_up_to_the_line() {
+    let json = child::scratch_dir("sites").join("exact.json");
+    let (out, _) = run_child(
+        "child_parse",
+        &[
+            ("MEMPROF_SITES", "1"),
+            ("MEMPROF_REPORT", "call"),
+            ("MEMPROF_UNIT", "B"),
+            ("MEMPROF_JSON", json.to_str().unwrap()),
+        ],
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let parse = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "sites::parse")
+        .unwrap();
+    // Ten blocks of 1000 bytes through leaf, middle and top; middle's
+    // vector of ten 24-byte handles.
+    assert_eq!(
+        sites_of(parse, "let local = top(n);"),
+        [
+            (
+                10,
+                10_000,
+                10_000,
+                names(&["sites::leaf", "sites::middle", "sites::top"])
+            ),
+            (1, 240, 240, names(&["sites::middle", "sites::top"])),
+        ]
+    );
+    // The same, in a dependency: its frames are named from its own crate.
+    assert_eq!(
+        sites_of(parse, "memprof_sites_helper::outer(n)"),
+        [
+            (
+                10,
+                20_000,
+                20_000,
+                names(&[
+                    "memprof_sites_helper::inner",
+                    "memprof_sites_helper::middle",
+                    "memprof_sites_helper::outer"
+                ])
+            ),
+            (
+                1,
+                240,
+                240,
+                names(&[
+                    "memprof_sites_helper::middle",
+                    "memprof_sites_helper::outer"
+                ])
+            ),
+        ]
+    );
+    // A line that allocates itself, and frees before it ends: nothing live.
+    assert_eq!(sites_of(parse, "let scratch"), [(1, 512, 512, vec![])]);
+    assert_eq!(sites_of(parse, "drop(scratch)"), []);
+    // The sites add up to each line's figures.
+    for line in parse["lines"].as_array().unwrap() {
+        let Some(sites) = line["sites"].as_array() else {
+            continue;
+        };
+        let sum = |field: &str| {
+            sites
+                .iter()
+                .map(|s| s[field].as_u64().unwrap())
+                .sum::<u64>()
+        };
+        assert_eq!(
+            sum("allocations"),
+            line["allocations"].as_u64().unwrap(),
+            "{line}"
+        );
+        assert_eq!(
+            sum("allocated_bytes"),
+            line["allocated_bytes"].as_u64().unwrap(),
+            "{line}"
+        );
+    }
+    // The `fn` row: everything the call allocated, none of it live at its
+    // end (its locals are dropped).
+    let fn_row = &parse["lines"].as_array().unwrap()[2];
+    assert_eq!(fn_row["allocated_bytes"], 30_992);
+    assert_eq!(
+        fn_row["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["live_bytes"].as_i64().unwrap())
+            .sum::<i64>(),
+        0
+    );
+    // Under the table, each frame with its file and line where the build
+    // has debug information (the dev profile; cargo's release profile has
+    // none, so the function alone).
+    let place = |file: &str, snippet: &str| {
+        if !cfg!(debug_assertions) {
+            return String::new();
+        }
+        let source = match file {
+            "tests/sites.rs" => include_str!("sites.rs"),
+            _ => include_str!("crates/sites-helper/src/lib.rs"),
+        };
+        let line = source.lines().position(|l| l.contains(snippet)).unwrap() + 1;
+        format!(" ({file}:{line})")
+    };
+    let local_line = include_str!("sites.rs")
+        .lines()
+        .position(|l| l.ends_with("let local = top(n);"))
+        .unwrap()
+        + 1;
+    let shown = out.split("Allocation sites").nth(1).unwrap();
+    for text in [
+        format!(
+            "Line {local_line}: 10240 B allocated in 11 allocations, 10240 B of it live when the line ended\n    10000 B in 10 allocations, 10000 B live\n        sites::leaf{}\n        sites::middle{}\n        sites::top{}\n",
+            place("tests/sites.rs", "black_box(vec![7u8; 1000])"),
+            place("tests/sites.rs", "blocks.push(leaf());"),
+            place("tests/sites.rs", "black_box(middle(n))"),
+        ),
+        format!(
+            "        memprof_sites_helper::inner{}\n",
+            place(
+                "tests/crates/sites-helper/src/lib.rs",
+                "black_box(vec![1u8; 2000])"
+            )
+        ),
+    ] {
+        assert!(shown.contains(&text), "{text}\n---\n{shown}");
+    }
+}
