@@ -216,3 +216,112 @@ fn a_lines_sites_name_each_helper_and_add_up_to_the_line() {
         assert!(shown.contains(&text), "{text}\n---\n{shown}");
     }
 }
+
+/// Frees as it goes: 256 MiB allocated, little held.
+#[inline(never)]
+fn churn_large() {
+    for _ in 0..2048 {
+        drop(black_box(vec![0u8; 64 << 10]));
+    }
+}
+
+#[inline(never)]
+fn churn_medium() {
+    for _ in 0..8192 {
+        drop(black_box(vec![0u8; 12 << 10]));
+    }
+}
+
+#[inline(never)]
+fn churn_small() {
+    for _ in 0..131_072 {
+        drop(black_box(vec![0u8; 256]));
+    }
+}
+
+#[memprof::profile]
+#[inline(never)]
+fn churn() {
+    let () = (churn_large(), churn_medium(), churn_small()).0;
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_churn() {
+    if is_child() {
+        churn();
+    }
+}
+
+/// `MEMPROF_SITES=sample` (one sample per 32 KiB on average) on a line that
+/// allocates 256 MiB through three sites: with each of ten seeds, every
+/// site's estimate is within 10 % of its exact bytes and count.
+#[test]
+fn sampled_sites_are_within_ten_percent_over_ten_seeds() {
+    let exact: [(&str, u64, u64); 3] = [
+        ("sites::churn_large", 2048, 128 << 20),
+        ("sites::churn_medium", 8192, 96 << 20),
+        ("sites::churn_small", 131_072, 32 << 20),
+    ];
+    let dir = child::scratch_dir("sites-sampled");
+    let mut spread = vec![Vec::new(); exact.len()];
+    for seed in 1..=10 {
+        let json = dir.join(format!("seed-{seed}.json"));
+        let seed = seed.to_string();
+        run_child(
+            "child_churn",
+            &[
+                ("MEMPROF_SITES", "sample"),
+                ("MEMPROF_SITES_SEED", &seed),
+                ("MEMPROF_REPORT", "off"),
+                ("MEMPROF_JSON", json.to_str().unwrap()),
+            ],
+        );
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let function = report["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "sites::churn")
+            .unwrap();
+        let line = function["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["contents"].as_str().unwrap().contains("churn_large()"))
+            .unwrap();
+        // The line's own figures stay exact.
+        assert_eq!(line["allocated_bytes"], 256 << 20);
+        for (i, (name, count, bytes)) in exact.iter().enumerate() {
+            let site = line["sites"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["frames"][0]["function"] == *name)
+                .unwrap_or_else(|| panic!("{name} with seed {seed}: {line}"));
+            assert_eq!(site["estimated"], true);
+            let error = |estimate: &Value, exact: u64| {
+                (estimate.as_u64().unwrap() as f64 - exact as f64) / exact as f64
+            };
+            let (by_bytes, by_count) = (
+                error(&site["allocated_bytes"], *bytes),
+                error(&site["allocations"], *count),
+            );
+            assert!(
+                by_bytes.abs() < 0.10 && by_count.abs() < 0.10,
+                "{name}, seed {seed}: {by_bytes:+.3} in bytes, {by_count:+.3} in count"
+            );
+            spread[i].push(by_bytes);
+        }
+    }
+    for ((name, _, _), errors) in exact.iter().zip(&spread) {
+        let (low, high) = errors
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &e| (l.min(e), h.max(e)));
+        println!(
+            "{name}: bytes estimate off by {:+.1} % to {:+.1} % over seeds 1-10",
+            low * 100.0,
+            high * 100.0
+        );
+    }
+}

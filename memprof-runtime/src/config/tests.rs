@@ -202,3 +202,32 @@ fn live_and_snapshot_every_are_off_unless_set_and_malformed_ones_warn() {
     assert!(!config.live);
     assert_eq!(warnings.len(), 1);
 }
+
+#[test]
+fn sites_take_on_off_sample_and_a_sampling_mean() {
+    use crate::sites::{DEFAULT_SAMPLE_MEAN, Mode};
+    for (value, mode) in [
+        ("1", Mode::All),
+        ("on", Mode::All),
+        ("0", Mode::Off),
+        ("sample", Mode::Sample(DEFAULT_SAMPLE_MEAN)),
+        ("sample:1MiB", Mode::Sample(1 << 20)),
+    ] {
+        let (config, warnings) = from(&[("MEMPROF_SITES", value)]);
+        assert_eq!((config.sites, warnings.len()), (mode, 0), "{value}");
+    }
+    for value in ["sometimes", "sample:0", "sample:lots"] {
+        let (config, warnings) = from(&[("MEMPROF_SITES", value), ("MEMPROF_SITES_TOP", "0")]);
+        assert_eq!(config.sites, Mode::Off, "{value}");
+        assert_eq!(config.render.sites_top, 3);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(&format!(
+                "memprof: ignoring MEMPROF_SITES={value:?}: expected 1 (every allocation)"
+            )),
+            "{warnings:?}"
+        );
+    }
+    let (config, _) = from(&[("MEMPROF_SITES_TOP", "7"), ("MEMPROF_SITES_SEED", "42")]);
+    assert_eq!((config.render.sites_top, config.sites_seed), (7, 42));
+}

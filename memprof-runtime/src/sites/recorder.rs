@@ -6,7 +6,7 @@
 //! Nothing here allocates or locks: stacks are taken with the unwinder into
 //! a buffer on the stack, and figures go into the thread's [`Tables`].
 
-use super::tables::{Key, MAX_FRAMES, MAX_OPEN, NO_STACK, Open, Tables};
+use super::tables::{COUNT_UNIT, Key, MAX_FRAMES, MAX_OPEN, NO_STACK, Open, Tables};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -100,11 +100,12 @@ pub(crate) fn closed() -> bool {
         .unwrap_or(false)
 }
 
-/// The weight of one allocation of `size` bytes: `(allocations, bytes)` it
-/// stands for, or `None` when sampling leaves it out.
+/// The weight of one allocation of `size` bytes: the allocations (in
+/// `COUNT_UNIT`s) and bytes it stands for, or `None` when sampling leaves
+/// it out.
 fn weight(r: &Recorder, size: usize) -> Option<(u64, u64)> {
     let Some(mean) = super::sample_mean() else {
-        return Some((1, size as u64));
+        return Some((COUNT_UNIT, size as u64));
     };
     // Poisson sampling by bytes: each byte is sampled with probability
     // 1/mean, so the distance between sampled bytes is exponential. An
@@ -125,9 +126,12 @@ fn weight(r: &Recorder, size: usize) -> Option<(u64, u64)> {
     r.until_sample.set(left);
     let p = 1.0 - (-(size as f64) / mean as f64).exp();
     if p <= 0.0 {
-        return Some((1, size as u64));
+        return Some((COUNT_UNIT, size as u64));
     }
-    Some(((1.0 / p).round() as u64, (size as f64 / p).round() as u64))
+    Some((
+        (COUNT_UNIT as f64 / p).round() as u64,
+        (size as f64 / p).round() as u64,
+    ))
 }
 
 /// An exponential distance with the given mean, from the thread's generator.

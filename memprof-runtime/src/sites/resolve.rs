@@ -3,7 +3,7 @@
 //! reader), trimmed to the frames between the allocation and the profiled
 //! line, and merged where they read the same.
 
-use super::tables::{Charged, read};
+use super::tables::{COUNT_UNIT, Charged, read};
 use super::{Site, SiteFrame, sample_mean};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -62,7 +62,17 @@ pub(crate) fn for_rows(
         site.allocated_bytes += c.bytes;
         site.live_bytes += c.live;
     }
-    Some(per_row.into_iter().map(ranked).collect())
+    Some(
+        per_row
+            .into_iter()
+            .map(|mut merged| {
+                for site in merged.values_mut() {
+                    site.allocations = (site.allocations + COUNT_UNIT / 2) / COUNT_UNIT;
+                }
+                ranked(merged)
+            })
+            .collect(),
+    )
 }
 
 /// Adds `theirs` (another process's sites of the same line) to `ours`.
@@ -88,7 +98,7 @@ pub(crate) fn merge(ours: &mut Vec<Site>, theirs: &[Site]) {
 fn ranked(merged: HashMap<Vec<SiteFrame>, Site>) -> Vec<Site> {
     let mut sites: Vec<Site> = merged
         .into_values()
-        .filter(|s| s.allocations != 0 || s.live_bytes != 0)
+        .filter(|s| s.allocations != 0 || s.allocated_bytes != 0 || s.live_bytes != 0)
         .collect();
     sites.sort_by(|a, b| {
         b.allocated_bytes

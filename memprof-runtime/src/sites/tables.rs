@@ -24,6 +24,9 @@ pub(crate) const MAX_OPEN: usize = 256;
 const STACKS: usize = 1 << 13;
 const ENTRIES: usize = 1 << 16;
 const LIVE: usize = 1 << 18;
+/// Allocation counts are kept in these units, so that sampled estimates
+/// (a fraction of an allocation's weight each) add up without rounding.
+pub(crate) const COUNT_UNIT: u64 = 1024;
 /// No stack: the stack table was full.
 pub(crate) const NO_STACK: u32 = u32::MAX;
 
@@ -308,7 +311,8 @@ impl Tables {
     }
 }
 
-/// One (row, stack) figure, as read by a report.
+/// One (row, stack) figure, as read by a report (`allocations` in
+/// `COUNT_UNIT`s).
 #[derive(Debug, Clone)]
 pub(crate) struct Charged {
     pub(crate) key: Key,
