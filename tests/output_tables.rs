@@ -30,6 +30,7 @@ fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memp
         gpu_driver_usage: None,
         gpu_driver_increment: None,
         contents: contents.to_owned(),
+        sites: None,
     }
 }
 

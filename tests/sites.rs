@@ -198,6 +198,31 @@ fn a_lines_sites_name_each_helper_and_add_up_to_the_line() {
         .unwrap()
         + 1;
     let shown = out.split("Allocation sites").nth(1).unwrap();
+    if cfg!(debug_assertions) {
+        // The README's excerpt, default units, is what this run printed.
+        let (plain, _) = run_child(
+            "child_parse",
+            &[("MEMPROF_SITES", "1"), ("MEMPROF_REPORT", "call")],
+        );
+        let readme = include_str!("../README.md");
+        let block = readme
+            .split("From\n`tests/sites.rs`:\n\n```text\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("the README's sites excerpt");
+        let mut rest = plain.as_str();
+        for line in block.lines().filter(|l| *l != "...") {
+            // A row's Mem usage is the harness's heap too: from Increment on.
+            let line = match line.trim_start().starts_with(char::is_numeric) {
+                true => &line[21..],
+                false => line,
+            };
+            let at = rest
+                .find(line)
+                .unwrap_or_else(|| panic!("README line not printed (in order): {line:?}\n{plain}"));
+            rest = &rest[at + line.len()..];
+        }
+    }
     for text in [
         format!(
             "Line {local_line}: 10240 B allocated in 11 allocations, 10240 B of it live when the line ended\n    10000 B in 10 allocations, 10000 B live\n        sites::leaf{}\n        sites::middle{}\n        sites::top{}\n",

@@ -64,11 +64,10 @@ pub(crate) struct FrameState {
     /// Its rows are open in `sites` while they run (`MEMPROF_SITES`, a
     /// synchronous call).
     pub(crate) sites: Cell<bool>,
-    /// Which table its sites are charged to: 0 for the thread's aggregate,
-    /// a number of its own for each per-call table; and the function's
-    /// reset generation at entry.
-    sites_serial: Cell<u64>,
-    sites_generation: Cell<u64>,
+    /// Its sites' table (0: the thread's aggregate; else one per-call
+    /// table's own number) and the function's reset generation at entry.
+    pub(super) sites_serial: Cell<u64>,
+    pub(super) sites_generation: Cell<u64>,
 }
 
 impl FrameState {
@@ -459,31 +458,6 @@ impl Frame {
             self.site_row_opened(0);
         }
     }
-
-    /// What `sites` charges the allocations of row `cell` to.
-    fn site_key(&self, cell: u32) -> crate::sites::Key {
-        crate::sites::Key {
-            meta: std::ptr::from_ref(self.meta) as usize,
-            cell,
-            serial: get(&self.state().sites_serial),
-            generation: get(&self.state().sites_generation),
-        }
-    }
-
-    /// Row `cell` starts running: `sites` charges it from now on.
-    pub(crate) fn site_row_opened(&self, cell: u32) {
-        if crate::sites::opened(self.site_key(cell)) {
-            alloc::route_to_sites(true);
-        }
-    }
-
-    /// The row that started last stops running.
-    pub(crate) fn site_row_closed(&self) {
-        if crate::sites::closed() {
-            alloc::route_to_sites(false);
-        }
-    }
-
     /// Ends the call: records its `fn` row, and hands back its own table if
     /// it has one (see [`OwnTable`]).
     /// Only for a call entered with `MEMPROF` on.

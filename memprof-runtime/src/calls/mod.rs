@@ -9,6 +9,7 @@
 mod cursor;
 mod frame;
 mod meta;
+mod sites;
 pub(crate) mod stack;
 mod task;
 mod thread;
