@@ -40,6 +40,73 @@ fn parse(n: usize) -> usize {
     local.len() + dependency.len()
 }
 
+/// Calls `parse` often enough that the kernel enters the later calls (the
+/// first ones hand out tables of their own), from a profiled line.
+#[memprof::profile]
+#[inline(never)]
+fn parse_often() -> usize {
+    let total: usize = (0..6).map(|_| parse(10)).sum();
+    total
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_parse_often() {
+    if is_child() {
+        assert_eq!(parse_often(), 120);
+    }
+}
+
+#[test]
+fn calls_the_kernel_enters_and_nested_calls_have_the_same_sites() {
+    let json = child::scratch_dir("sites").join("often.json");
+    run_child(
+        "child_parse_often",
+        &[
+            ("MEMPROF_SITES", "1"),
+            ("MEMPROF_REPORT", "exit"),
+            ("MEMPROF_JSON", json.to_str().unwrap()),
+        ],
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let function = |name: &str| {
+        report["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let parse = function("sites::parse");
+    assert_eq!(parse["calls"], 6);
+    assert_eq!(
+        sites_of(&parse, "let local = top(n);"),
+        [
+            (
+                60,
+                60_000,
+                60_000,
+                names(&["sites::leaf", "sites::middle", "sites::top"])
+            ),
+            (6, 1440, 1440, names(&["sites::middle", "sites::top"])),
+        ]
+    );
+    // The calling line's sites go through `parse`, its frames included;
+    // nothing is live when the line ends (each call drops its vectors).
+    let often = function("sites::parse_often");
+    let sites = sites_of(&often, "map(|_| parse(10))");
+    let total: u64 = sites.iter().map(|s| s.1).sum();
+    assert_eq!(total, 6 * 30_992, "{sites:?}");
+    assert!(sites.iter().all(|s| s.2 == 0), "{sites:?}");
+    let leaf = sites
+        .iter()
+        .find(|s| s.3.first().map(String::as_str) == Some("sites::leaf"))
+        .unwrap();
+    assert_eq!((leaf.0, leaf.1), (60, 60_000));
+    assert!(leaf.3.contains(&"sites::parse".to_owned()), "{leaf:?}");
+}
+
 #[test]
 #[ignore = "a child run: this file's tests start it"]
 fn child_parse() {

@@ -78,8 +78,8 @@ pub(crate) struct ThreadCounters {
     mode: Cell<u8>,
     /// Set by the thread's first `track!`: count by size class from now on.
     wants_tracking: Cell<bool>,
-    /// Rows are open while `MEMPROF_SITES` records: every allocation and
-    /// free takes the slow path, which reports it to `sites`.
+    /// `MEMPROF_SITES` records on this thread: every allocation and free
+    /// takes the slow path, which reports it to `sites`.
     sites: Cell<bool>,
     /// This thread's net count when it has no slot of its own: summed into
     /// the process total through `OVERFLOW` instead.
@@ -313,8 +313,10 @@ fn record_slow(
     }
 }
 
-/// Hands an allocation or free made while rows are open to `sites`, with
-/// counting paused: what the unwinder may allocate shows nowhere.
+/// Hands an allocation or free to `sites`, with counting paused: what the
+/// unwinder may allocate shows nowhere. `sites` tells which profiled rows
+/// were open when a block was allocated by the thread's allocation count
+/// then (the clock that each row's start keeps).
 #[inline(never)]
 fn report_to_sites(
     t: &ThreadCounters,
@@ -327,17 +329,20 @@ fn report_to_sites(
         crate::sites::free(old);
     }
     if allocs != 0 {
-        crate::sites::allocation(new, allocated);
+        let clock = t.allocs.get().wrapping_add(t.adjust_allocs.get());
+        crate::sites::allocation(new, allocated, clock);
     }
     t.mode.set(mode);
 }
 
-/// Sends this thread's allocations through the slow path, which reports
-/// them to `sites`, while `on` (rows are open and sites are recorded).
-pub(crate) fn route_to_sites(on: bool) {
+/// Sends this thread's allocations through the slow path from now on,
+/// which reports them to `sites` (`MEMPROF_SITES`).
+pub(crate) fn route_to_sites() {
     let _ = THREAD.try_with(|t| {
-        t.sites.set(on);
-        set_mode(t, t.mode.get());
+        if !t.sites.get() {
+            t.sites.set(true);
+            set_mode(t, t.mode.get());
+        }
     });
 }
 

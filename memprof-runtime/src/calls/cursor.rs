@@ -110,6 +110,11 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// The head the kernel's step works on.
+    pub(crate) fn head(&self) -> &CursorHead {
+        &self.head
+    }
+
     /// The call, if it records.
     #[inline(always)]
     fn frame(&self) -> Option<&'a Frame> {
@@ -159,17 +164,6 @@ impl<'a> Cursor<'a> {
     }
 
     fn step(&self, frame: &Frame, next: u32) {
-        let sites = get(&frame.state().sites);
-        if sites && get(&self.head.cell) != NO_CELL {
-            frame.site_row_closed();
-        }
-        self.step_rows(frame, next);
-        if sites && next != NO_CELL {
-            frame.site_row_opened(next);
-        }
-    }
-
-    fn step_rows(&self, frame: &Frame, next: u32) {
         if get(&frame.state().slow) {
             return self.step_sampled(frame, next);
         }

@@ -61,9 +61,6 @@ pub(crate) struct FrameState {
     nested_count: Cell<bool>,
     /// The call's own region, from entry to exit.
     entry: Cell<Option<Entry>>,
-    /// Its rows are open in `sites` while they run (`MEMPROF_SITES`, a
-    /// synchronous call).
-    pub(crate) sites: Cell<bool>,
     /// Its sites' table (0: the thread's aggregate; else one per-call
     /// table's own number) and the function's reset generation at entry.
     pub(super) sites_serial: Cell<u64>,
@@ -86,7 +83,6 @@ impl FrameState {
         outermost: Cell::new(false),
         nested_count: Cell::new(false),
         entry: Cell::new(None),
-        sites: Cell::new(false),
         sites_serial: Cell::new(0),
         sites_generation: Cell::new(0),
     };
@@ -307,7 +303,6 @@ impl Frame {
             && !watches_gpu
             && !get(&self.state().slow)
             && !crate::timeline::recording()
-            && !crate::sites::enabled()
             && !super::exit_report_taken_already();
         if alike {
             meta.head.fast.store(true, Relaxed);
@@ -410,13 +405,9 @@ impl Frame {
         let sampled = statements_gpu && !crate::gpu::counted();
         let slow = sampled || meta.scope == Scope::Process;
         set(&self.state().slow, slow);
-        // Sites follow a synchronous call's rows through the runtime's step.
-        let sites = crate::settings::get().sites != crate::sites::Mode::Off
-            && !get(&self.head.counters).is_null();
-        set(&self.state().sites, sites);
         // The kernel's step takes the thread-scope calls of a known thread
         // whose statements count no device memory; the runtime's, the rest.
-        let fast = !slow && !statements_gpu && !sites && !get(&self.head.counters).is_null();
+        let fast = !slow && !statements_gpu && !get(&self.head.counters).is_null();
         set(&self.head.flags, if fast { 0 } else { CALL_SLOW });
         let gpu_start = if gpu {
             crate::gpu::begin(meta.scope == Scope::Process)
@@ -438,6 +429,7 @@ impl Frame {
             }
             _ => Region::open(meta.scope),
         };
+        let region_start_allocs = region.start_allocs;
         if meta.scope == Scope::Thread {
             set(&self.head.base, alloc::process_net() - region.start);
         }
@@ -450,12 +442,15 @@ impl Frame {
             driver_start,
             unwinding_at_entry,
         }));
-        if sites {
-            set(
-                &self.state().sites_generation,
-                meta.head.generation.load(Relaxed),
-            );
-            self.site_row_opened(0);
+        // Allocation sites read the open rows from the side stack (see
+        // `probe::open_rows`): the call's start, and where it records.
+        set(&self.head.start_allocs, region_start_allocs);
+        set(
+            &self.state().sites_generation,
+            meta.head.generation.load(Relaxed),
+        );
+        if crate::settings::get().sites != crate::sites::Mode::Off {
+            alloc::route_to_sites();
         }
     }
     /// Ends the call: records its `fn` row, and hands back its own table if
@@ -469,9 +464,6 @@ impl Frame {
                 facts: CallFacts::default(),
             };
         };
-        if get(&self.state().sites) {
-            self.site_row_closed();
-        }
         let process_at_entry = get(&self.head.base) + entry.region.start;
         let thread_scope = entry.region.watch.is_none();
         let stats = match (&entry.region.watch, self.counters()) {

@@ -22,5 +22,6 @@ pub(crate) use meta::{
     ListsHeldForFork, call_ended_at_exit, exit_report_stale, exit_report_taken,
     exit_report_taken_already, exit_report_written, switch_on_entry,
 };
+pub(crate) use sites::kernel_call_key;
 pub use task::Instrumented;
 pub(crate) use thread::open_here;

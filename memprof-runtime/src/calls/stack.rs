@@ -24,6 +24,13 @@ use std::alloc::Layout;
 /// price of an allocation each.
 const SIZE: usize = 288 << 10;
 
+/// The thread's side stack that records are on: its first byte and the
+/// end of its last record; `None` before its first record or once gone.
+pub(crate) fn extent(t: &crate::kernel::layout::Counters) -> Option<(usize, usize)> {
+    let (top, end) = (t.stack_top.get() as usize, t.stack_end.get() as usize);
+    (top != 0 && end >= SIZE && top >= end - SIZE && top <= end).then(|| (end - SIZE, top))
+}
+
 /// Where a record lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Place {

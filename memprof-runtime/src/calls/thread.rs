@@ -52,6 +52,11 @@ unsafe impl Sync for ThreadFn {}
 const PAD: usize = 128usize.div_ceil(std::mem::size_of::<LineCell>());
 
 impl ThreadFn {
+    /// The function.
+    pub(crate) fn meta(&self) -> &'static FnMeta {
+        self.meta
+    }
+
     /// One row per cell.
     #[inline]
     pub(crate) fn cells(&self) -> &[LineCell] {

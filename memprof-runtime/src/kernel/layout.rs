@@ -237,7 +237,8 @@ pub struct CallHead {
     pub thread_fn: Cell<*const ThreadFnHead>,
     /// A kernel-entered call: its own region's start and the enclosing
     /// region's watermark, and the context's allocation count and bytes
-    /// allocated at its start.
+    /// allocated at its start. The runtime's entry writes `start_allocs`
+    /// too, for allocation sites (see `probe::open_rows`).
     pub start: Cell<i64>,
     pub saved: Cell<i64>,
     pub start_allocs: Cell<u64>,

@@ -2,23 +2,26 @@
 //! made while each profiled line runs, inside code nobody annotated.
 //!
 //! The data flows one way:
-//! - `recorder`: the thread's open rows, pushed and popped by the runtime's
-//!   statement step, and what the allocator's slow path reports while any is
-//!   open (a stack per allocation, taken without allocating or locking);
+//! - `recorder`: what the allocator's slow path reports (a stack per
+//!   allocation, taken without allocating or locking, charged to the rows
+//!   open on the thread, which a walker of the side stack that the runtime
+//!   registers reads);
 //! - `tables`: where that goes, per thread, in fixed-capacity tables;
 //! - `resolve`: at report time, the figures of one function's rows,
 //!   symbolized, trimmed to the frames below the line, and merged.
 //!
-//! Off (the default), none of it runs: the allocator's fast path and the
-//! kernel's statement step are those of a build without sites.
+//! Off (the default), none of it runs: the allocator's fast path is that of
+//! a build without sites. On, statements and calls still run as they do
+//! without it; each thread's allocations take the allocator's slow path.
 
 mod recorder;
 mod resolve;
 mod tables;
 
-pub(crate) use recorder::{allocation, closed, free, opened};
+pub(crate) use recorder::{OpenRow, allocation, free, set_walker};
 pub(crate) use resolve::{Span, for_rows, merge};
 pub(crate) use tables::Key;
+pub(crate) use tables::MAX_OPEN;
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
 

@@ -1,23 +1,65 @@
-//! The calling thread's side of sites: which rows are open (pushed and
-//! popped by the runtime's statement step), and what the allocator's slow
-//! path reports while any is: each allocation's stack, charged to every open
-//! row, and each free of a block those rows saw allocated.
+//! What the allocator's slow path reports while sites are recorded: each
+//! allocation (its stack, charged to the profiled rows open on the thread)
+//! and each free of a block those rows saw allocated.
+//!
+//! The open rows are read when needed, from the thread's side stack, by the
+//! walker the runtime registers (see `probe::open_rows`): statements and
+//! calls run as they do without sites. A row was open when a block was
+//! allocated if it is open now and started before it, by the thread's
+//! allocation count (`clock`), which each row keeps at its start.
 //!
 //! Nothing here allocates or locks: stacks are taken with the unwinder into
 //! a buffer on the stack, and figures go into the thread's [`Tables`].
 
-use super::tables::{COUNT_UNIT, Key, MAX_FRAMES, MAX_OPEN, NO_STACK, Open, Tables};
+use super::tables::{COUNT_UNIT, Key, MAX_FRAMES, MAX_OPEN, NO_STACK, Tables};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// One profiled row open on the thread: what it is charged to, and the
+/// thread's allocation count when it started.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct OpenRow {
+    pub(crate) key: Key,
+    pub(crate) start: u64,
+}
+
+/// Fills the buffer with the rows open on the calling thread, outermost
+/// first, and returns how many.
+pub(crate) type Walker = fn(&mut [OpenRow; MAX_OPEN]) -> usize;
+
+static WALKER: AtomicUsize = AtomicUsize::new(0);
+
+/// Registers the function that reads the open rows.
+pub(crate) fn set_walker(walker: Walker) {
+    WALKER.store(walker as usize, Relaxed);
+}
+
+/// The rows open on this thread, outermost first, each key once (a
+/// recursion's outermost execution).
+fn open_rows(rows: &mut [OpenRow; MAX_OPEN]) -> usize {
+    let walker = WALKER.load(Relaxed);
+    if walker == 0 {
+        return 0;
+    }
+    // SAFETY: only `set_walker` stores here, a `Walker`.
+    let walker: Walker = unsafe { std::mem::transmute::<usize, Walker>(walker) };
+    let n = walker(rows).min(MAX_OPEN);
+    let mut kept = 0;
+    for i in 0..n {
+        let row = rows[i];
+        if !rows[..kept].iter().any(|r| r.key == row.key) {
+            rows[kept] = row;
+            kept += 1;
+        }
+    }
+    kept
+}
 
 /// One thread's recorder. No field needs drop: no TLS destructor.
 struct Recorder {
     tables: Cell<*const Tables>,
     /// Tables could not be mapped: this thread records no sites.
     failed: Cell<bool>,
-    /// Rows open, of which the first `MAX_OPEN` are in `tables.open`.
-    depth: Cell<usize>,
-    next_exec: Cell<u64>,
     /// Sampling: bytes left before the next sample, and the generator.
     until_sample: Cell<i64>,
     rng: Cell<u64>,
@@ -28,8 +70,6 @@ thread_local! {
         Recorder {
             tables: Cell::new(std::ptr::null()),
             failed: Cell::new(false),
-            depth: Cell::new(0),
-            next_exec: Cell::new(1),
             until_sample: Cell::new(i64::MIN),
             rng: Cell::new(0),
         }
@@ -56,48 +96,6 @@ impl Recorder {
             }
         }
     }
-}
-
-/// A row opens on this thread. Returns whether it is the first open one
-/// (the allocator's slow path must then report to [`allocation`] and
-/// [`free`]).
-pub(crate) fn opened(key: Key) -> bool {
-    RECORDER
-        .try_with(|r| {
-            let Some(t) = r.tables() else {
-                return false;
-            };
-            let depth = r.depth.get();
-            if depth < MAX_OPEN {
-                let nested = (0..depth).any(|i| t.open[i].get().key == key);
-                let exec = r.next_exec.get();
-                r.next_exec.set(exec + 1);
-                t.open[depth].set(Open { key, exec, nested });
-            }
-            r.depth.set(depth + 1);
-            depth == 0
-        })
-        .unwrap_or(false)
-}
-
-/// The innermost open row closes. Returns whether none is left open.
-pub(crate) fn closed() -> bool {
-    RECORDER
-        .try_with(|r| {
-            let depth = r.depth.get();
-            if depth == 0 {
-                return false;
-            }
-            r.depth.set(depth - 1);
-            if depth == 1 {
-                if let Some(t) = r.tables() {
-                    t.forget_live();
-                }
-                return true;
-            }
-            false
-        })
-        .unwrap_or(false)
 }
 
 /// The weight of one allocation of `size` bytes: the allocations (in
@@ -154,20 +152,22 @@ fn next_distance(r: &Recorder, mean: u64) -> i64 {
     (-(u.ln()) * mean as f64).ceil().max(1.0) as i64
 }
 
-/// An allocation of `size` bytes at `ptr` (null if unknown) while rows are
-/// open: charged to each of them, once per row however deep it recurses.
-/// Called from the allocator's slow path with counting paused.
+/// An allocation of `size` bytes at `ptr` (null if unknown), the thread's
+/// `clock`-th: charged to each profiled row open on the thread, once per
+/// row however deep it recurses. Called from the allocator's slow path
+/// with counting paused.
 #[inline(never)]
-pub(crate) fn allocation(ptr: *mut u8, size: usize) {
+pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
     let _ = RECORDER.try_with(|r| {
-        let depth = r.depth.get().min(MAX_OPEN);
-        if depth == 0 {
+        let Some((allocations, bytes)) = weight(r, size) else {
+            return;
+        };
+        let mut rows = [OpenRow::default(); MAX_OPEN];
+        let n = open_rows(&mut rows);
+        if n == 0 {
             return;
         }
         let Some(t) = r.tables() else {
-            return;
-        };
-        let Some((allocations, bytes)) = weight(r, size) else {
             return;
         };
         let mut frames = [0usize; MAX_FRAMES];
@@ -183,41 +183,36 @@ pub(crate) fn allocation(ptr: *mut u8, size: usize) {
         }
         let stack = t.intern(&frames[..len]);
         let signed = i64::try_from(bytes).unwrap_or(i64::MAX);
-        for i in 0..depth {
-            let open = t.open[i].get();
-            if !open.nested {
-                t.charge(&open.key, stack, allocations, bytes, signed);
-            }
+        for row in &rows[..n] {
+            t.charge(&row.key, stack, allocations, bytes, signed);
         }
         if !ptr.is_null() && stack != NO_STACK {
-            t.live_insert(ptr as usize, stack, bytes, t.open[depth - 1].get().exec);
+            // Blocks no open row can be charged for again make room.
+            t.live_insert(ptr as usize, stack, bytes, clock, rows[0].start);
         }
     });
 }
 
-/// A free of the block at `ptr` while rows are open: the rows that saw it
-/// allocated and are still open no longer hold its bytes.
+/// A free of the block at `ptr`: the rows that saw it allocated and are
+/// still open no longer hold its bytes.
 #[inline(never)]
 pub(crate) fn free(ptr: *mut u8) {
+    if ptr.is_null() {
+        return;
+    }
     let _ = RECORDER.try_with(|r| {
-        let depth = r.depth.get().min(MAX_OPEN);
-        if depth == 0 || ptr.is_null() {
-            return;
-        }
-        let Some(t) = r.tables() else {
+        // SAFETY: null or tables that are never unmapped.
+        let Some(t) = (unsafe { r.tables.get().as_ref() }) else {
             return;
         };
-        let Some((stack, bytes, exec)) = t.live_remove(ptr as usize) else {
+        let Some((stack, bytes, clock)) = t.live_remove(ptr as usize) else {
             return;
         };
+        let mut rows = [OpenRow::default(); MAX_OPEN];
+        let n = open_rows(&mut rows);
         let signed = i64::try_from(bytes).unwrap_or(i64::MAX);
-        // A row opened after the block was allocated has a later `exec`;
-        // one still open from before has an earlier or equal one.
-        for i in 0..depth {
-            let open = t.open[i].get();
-            if open.exec <= exec && !open.nested {
-                t.charge(&open.key, stack, 0, 0, -signed);
-            }
+        for row in rows[..n].iter().filter(|row| row.start < clock) {
+            t.charge(&row.key, stack, 0, 0, -signed);
         }
     });
 }

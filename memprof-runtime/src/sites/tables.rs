@@ -19,11 +19,12 @@ use std::sync::atomic::{
 
 /// Frames kept per stack, innermost first.
 pub(crate) const MAX_FRAMES: usize = 48;
-/// Rows open at once on a thread whose allocations are attributed.
+/// Open rows read per allocation; deeper ones are not charged.
 pub(crate) const MAX_OPEN: usize = 256;
 const STACKS: usize = 1 << 13;
 const ENTRIES: usize = 1 << 16;
 const LIVE: usize = 1 << 18;
+const MAYBE_WORDS: usize = 1 << 10;
 /// Allocation counts are kept in these units, so that sampled estimates
 /// (a fraction of an allocation's weight each) add up without rounding.
 pub(crate) const COUNT_UNIT: u64 = 1024;
@@ -39,16 +40,6 @@ pub(crate) struct Key {
     pub(crate) cell: u32,
     pub(crate) serial: u64,
     pub(crate) generation: u64,
-}
-
-/// One open row on the thread.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Open {
-    pub(crate) key: Key,
-    /// Increases with each row opened on the thread.
-    pub(crate) exec: u64,
-    /// An outer open row has the same key (recursion): charged there once.
-    pub(crate) nested: bool,
 }
 
 #[repr(C)]
@@ -78,24 +69,30 @@ struct Entry {
 struct Live {
     /// 0: empty.
     ptr: usize,
-    /// The `Tables::epoch` it was recorded in; older ones count as empty.
-    epoch: u64,
-    exec: u64,
+    /// The thread's allocation count once it was allocated.
+    clock: u64,
     bytes: u64,
     stack: u32,
 }
+
+const EMPTY: Live = Live {
+    ptr: 0,
+    clock: 0,
+    bytes: 0,
+    stack: 0,
+};
 
 /// A thread's tables. Zeroed memory is an empty table.
 #[repr(C)]
 pub(crate) struct Tables {
     next: *const Tables,
-    pub(crate) open: [Cell<Open>; MAX_OPEN],
     stacks: [StackSlot; STACKS],
     entries: [Entry; ENTRIES],
     live: [Cell<Live>; LIVE],
-    /// Bumped whenever the thread has no open row left: every block in
-    /// `live` is then past any row's reach.
-    epoch: Cell<u64>,
+    /// One bit per hash of the blocks in `live`: a free whose bit is clear
+    /// is of no remembered block, and skips the lookup in `live`, which
+    /// is too large to stay in cache.
+    maybe_live: [Cell<u64>; MAYBE_WORDS],
     live_count: Cell<usize>,
     /// Allocations (and their bytes) charged to no entry: a table was full.
     pub(crate) lost_allocations: AtomicU64,
@@ -225,28 +222,40 @@ impl Tables {
         None
     }
 
-    /// Remembers a block allocated while rows were open.
-    pub(crate) fn live_insert(&self, ptr: usize, stack: u32, bytes: u64, exec: u64) {
-        let epoch = self.epoch.get();
+    /// Remembers a block allocated while rows were open, the thread's
+    /// `clock`-th allocation. When the table is half full, first forgets
+    /// the blocks allocated before `oldest_open` (the outermost open row's
+    /// start), which no open row can be charged for again.
+    pub(crate) fn live_insert(
+        &self,
+        ptr: usize,
+        stack: u32,
+        bytes: u64,
+        clock: u64,
+        oldest_open: u64,
+    ) {
+        if self.live_count.get() >= LIVE / 2 {
+            self.forget_before(oldest_open);
+            if self.live_count.get() >= LIVE / 2 {
+                self.untracked_blocks.fetch_add(1, Relaxed);
+                return;
+            }
+        }
         let mut i = hash_ptr(ptr) & (LIVE - 1);
         loop {
             let slot = self.live[i].get();
-            let empty = slot.ptr == 0 || slot.epoch != epoch;
-            if empty || slot.ptr == ptr {
-                if empty {
-                    if self.live_count.get() >= LIVE / 2 {
-                        self.untracked_blocks.fetch_add(1, Relaxed);
-                        return;
-                    }
+            if slot.ptr == 0 || slot.ptr == ptr {
+                if slot.ptr == 0 {
                     self.live_count.set(self.live_count.get() + 1);
                 }
                 self.live[i].set(Live {
                     ptr,
-                    epoch,
-                    exec,
+                    clock,
                     bytes,
                     stack,
                 });
+                let (word, bit) = maybe_bit(ptr);
+                self.maybe_live[word].set(self.maybe_live[word].get() | bit);
                 return;
             }
             i = (i + 1) & (LIVE - 1);
@@ -254,28 +263,34 @@ impl Tables {
     }
 
     /// Forgets the block at `ptr`, if remembered: its stack, bytes and the
-    /// row execution that was innermost when it was allocated.
+    /// thread's allocation count once it was allocated.
     pub(crate) fn live_remove(&self, ptr: usize) -> Option<(u32, u64, u64)> {
-        let epoch = self.epoch.get();
-        let current = |s: &Live| s.ptr != 0 && s.epoch == epoch;
+        let (word, bit) = maybe_bit(ptr);
+        if self.live_count.get() == 0 || self.maybe_live[word].get() & bit == 0 {
+            return None;
+        }
         let mut i = hash_ptr(ptr) & (LIVE - 1);
         loop {
             let slot = self.live[i].get();
-            if !current(&slot) {
+            if slot.ptr == 0 {
                 return None;
             }
             if slot.ptr == ptr {
-                break;
+                self.remove_at(i);
+                return Some((slot.stack, slot.bytes, slot.clock));
             }
             i = (i + 1) & (LIVE - 1);
         }
-        let found = self.live[i].get();
-        // Backward-shift deletion: no tombstones, so chains stay short.
+    }
+
+    /// Empties slot `i` by backward-shift deletion: no tombstones, so
+    /// chains stay short.
+    fn remove_at(&self, i: usize) {
         let mut hole = i;
         let mut j = (i + 1) & (LIVE - 1);
         loop {
             let slot = self.live[j].get();
-            if !current(&slot) {
+            if slot.ptr == 0 {
                 break;
             }
             let home = hash_ptr(slot.ptr) & (LIVE - 1);
@@ -291,22 +306,29 @@ impl Tables {
             }
             j = (j + 1) & (LIVE - 1);
         }
-        self.live[hole].set(Live {
-            ptr: 0,
-            epoch: 0,
-            exec: 0,
-            bytes: 0,
-            stack: 0,
-        });
+        self.live[hole].set(EMPTY);
         self.live_count.set(self.live_count.get() - 1);
-        Some((found.stack, found.bytes, found.exec))
     }
 
-    /// The thread has no open row: no block remembered can be charged again.
-    pub(crate) fn forget_live(&self) {
-        if self.live_count.get() != 0 {
-            self.epoch.set(self.epoch.get() + 1);
-            self.live_count.set(0);
+    /// Forgets every block allocated no later than allocation `clock`.
+    fn forget_before(&self, clock: u64) {
+        let mut i = 0;
+        while i < LIVE {
+            let slot = self.live[i].get();
+            if slot.ptr != 0 && slot.clock <= clock {
+                // The slot may receive a later block: look at it again.
+                self.remove_at(i);
+                continue;
+            }
+            i += 1;
+        }
+        self.maybe_live.iter().for_each(|w| w.set(0));
+        for slot in &self.live {
+            let ptr = slot.get().ptr;
+            if ptr != 0 {
+                let (word, bit) = maybe_bit(ptr);
+                self.maybe_live[word].set(self.maybe_live[word].get() | bit);
+            }
         }
     }
 }
@@ -385,6 +407,12 @@ fn hash_key(key: &Key, stack: u32) -> u64 {
     let h = mix(key.meta as u64 ^ u64::from(key.cell) << 40);
     let h = mix(h ^ key.serial ^ key.generation.rotate_left(32));
     mix(h ^ u64::from(stack))
+}
+
+/// The word and bit of `maybe_live` for a block at `ptr`.
+fn maybe_bit(ptr: usize) -> (usize, u64) {
+    let h = (ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48;
+    ((h as usize >> 6) & (MAYBE_WORDS - 1), 1 << (h & 63))
 }
 
 fn hash_ptr(ptr: usize) -> usize {

@@ -5,6 +5,8 @@
 //! wires a call's end to the budgets, the `mprof run` timeline and the
 //! printed tables.
 
+mod open_rows;
+
 use crate::alloc::KERNEL_GLOBALS;
 use crate::calls::stack::{self, Place};
 use crate::calls::{Cursor, FnMeta, Frame};
@@ -255,6 +257,9 @@ fn enter_slowly(meta: &'static FnMeta, first: u32) -> *const CursorHead {
     // Before any statement of this call, which may take the slow step.
     #[cfg(memprof_kernel)]
     set_slow(slow_step);
+    if crate::sites::enabled() {
+        crate::sites::set_walker(open_rows::walk);
+    }
     let layout = Layout::new::<CallRecord>();
     let (room, place) = stack::push(layout);
     let record = room.cast::<CallRecord>();

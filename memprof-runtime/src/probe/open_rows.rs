@@ -1,0 +1,114 @@
+//! The profiled rows open on the calling thread, read from its side stack
+//! for allocation sites (`MEMPROF_SITES`): statements and calls record as
+//! they do without sites, and only an allocation that sites records walks
+//! the records, outermost first.
+//!
+//! The side stack holds, in the order calls and blocks begin, four kinds of
+//! record: a call the kernel entered (its head, `CALL_ROOM` bytes) and its
+//! cursors (`CURSOR_ROOM`), a call the runtime entered (a [`CallRecord`],
+//! with its body's cursor inside) and its cursors (a [`CursorRecord`]).
+//! A call's head starts with the thread's counters; a cursor, with its
+//! call, a head below it. Anything else ends the walk: a record being
+//! written, or one on the heap (a full side stack) leaves the rows above
+//! it unread.
+
+use super::{CallRecord, CursorRecord};
+use crate::kernel::call::{CALL_ROOM, CURSOR_ROOM};
+use crate::kernel::layout::{CALL_KERNEL, CALL_RUNTIME, CallHead, CursorHead, NO_CELL};
+use crate::owned::get;
+use crate::sites::{Key, MAX_OPEN, OpenRow};
+
+/// Fills `rows` with the rows open on this thread, outermost first: each
+/// call's `fn` row and each block's current statement. Returns how many.
+pub(super) fn walk(rows: &mut [OpenRow; MAX_OPEN]) -> usize {
+    // SAFETY: null or this thread's counters.
+    let Some(t) = (unsafe { crate::alloc::thread_counters().as_ref() }) else {
+        return 0;
+    };
+    let counters = std::ptr::from_ref(t) as usize;
+    let Some((base, top)) = crate::calls::stack::extent(t) else {
+        return 0;
+    };
+    let call_room = std::mem::size_of::<CallRecord>().next_multiple_of(16);
+    let cursor_room = std::mem::size_of::<CursorRecord>().next_multiple_of(16);
+    let mut n = 0;
+    let mut push = |key: Option<Key>, start: u64| {
+        if let Some(key) = key
+            && n < MAX_OPEN
+        {
+            rows[n] = OpenRow { key, start };
+            n += 1;
+        }
+    };
+    let mut at = base;
+    while at + 16 <= top {
+        // SAFETY: inside the side stack's records, which this thread
+        // alone writes; every record starts 16-aligned with a pointer.
+        let first = unsafe { *(at as *const usize) };
+        if first == counters {
+            // SAFETY: a call's head, whole once its counters are set.
+            let head = unsafe { &*(at as *const CallHead) };
+            match get(&head.mode) {
+                CALL_KERNEL if at + CALL_ROOM <= top => {
+                    // SAFETY: an open kernel-entered call of this thread.
+                    push(
+                        unsafe { crate::calls::kernel_call_key(head, 0) },
+                        get(&head.start_allocs),
+                    );
+                    at += CALL_ROOM;
+                }
+                CALL_RUNTIME if at + call_room <= top => {
+                    // SAFETY: a runtime-entered call's record, begun and
+                    // entered (its mode is set after its state is).
+                    let record = unsafe { &*(at as *const CallRecord) };
+                    push(record.frame.site_key(0), get(&head.start_allocs));
+                    let cursor = record.top.head();
+                    if get(&cursor.cell) != NO_CELL {
+                        push(
+                            record.frame.site_key(get(&cursor.cell)),
+                            get(&cursor.start_allocs),
+                        );
+                    }
+                    at += call_room;
+                }
+                _ => break,
+            }
+            continue;
+        }
+        // A cursor, whose call is a head below it.
+        if first < base || first >= at || first % 16 != 0 {
+            break;
+        }
+        // SAFETY: inside the records below this one.
+        if unsafe { *(first as *const usize) } != counters {
+            break;
+        }
+        // SAFETY: checked to be a call's head.
+        let head = unsafe { &*(first as *const CallHead) };
+        // SAFETY: a cursor's head starts its record.
+        let cursor = unsafe { &*(at as *const CursorHead) };
+        let cell = get(&cursor.cell);
+        match get(&head.mode) {
+            CALL_KERNEL => {
+                if cell != NO_CELL {
+                    // SAFETY: an open kernel-entered call of this thread.
+                    push(
+                        unsafe { crate::calls::kernel_call_key(head, cell) },
+                        get(&cursor.start_allocs),
+                    );
+                }
+                at += CURSOR_ROOM;
+            }
+            CALL_RUNTIME => {
+                if cell != NO_CELL {
+                    // SAFETY: the frame of a call the runtime entered.
+                    let frame = unsafe { &*(first as *const crate::calls::Frame) };
+                    push(frame.site_key(cell), get(&cursor.start_allocs));
+                }
+                at += cursor_room;
+            }
+            _ => break,
+        }
+    }
+    n
+}
