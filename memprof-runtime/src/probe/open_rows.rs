@@ -16,11 +16,12 @@ use super::{CallRecord, CursorRecord};
 use crate::kernel::call::{CALL_ROOM, CURSOR_ROOM};
 use crate::kernel::layout::{CALL_KERNEL, CALL_RUNTIME, CallHead, CursorHead, NO_CELL};
 use crate::owned::get;
-use crate::sites::{Key, MAX_OPEN, OpenRow};
+use crate::sites::{Key, MAX_OPEN, OpenRow, Rows};
+use std::mem::MaybeUninit;
 
 /// Fills `rows` with the rows open on this thread, outermost first: each
 /// call's `fn` row and each block's current statement. Returns how many.
-pub(super) fn walk(rows: &mut [OpenRow; MAX_OPEN]) -> usize {
+pub(super) fn walk(rows: &mut Rows) -> usize {
     // SAFETY: null or this thread's counters.
     let Some(t) = (unsafe { crate::alloc::thread_counters().as_ref() }) else {
         return 0;
@@ -36,7 +37,7 @@ pub(super) fn walk(rows: &mut [OpenRow; MAX_OPEN]) -> usize {
         if let Some(key) = key
             && n < MAX_OPEN
         {
-            rows[n] = OpenRow { key, start };
+            rows[n] = MaybeUninit::new(OpenRow { key, start });
             n += 1;
         }
     };

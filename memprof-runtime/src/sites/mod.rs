@@ -18,7 +18,7 @@ mod recorder;
 mod resolve;
 mod tables;
 
-pub(crate) use recorder::{OpenRow, allocation, free, set_walker};
+pub(crate) use recorder::{OpenRow, Rows, allocation, free, set_walker};
 pub(crate) use resolve::{Span, for_rows, merge};
 pub(crate) use tables::Key;
 pub(crate) use tables::MAX_OPEN;

@@ -13,6 +13,7 @@
 
 use super::tables::{COUNT_UNIT, Key, MAX_FRAMES, MAX_OPEN, NO_STACK, Tables};
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// One profiled row open on the thread: what it is charged to, and the
@@ -23,9 +24,17 @@ pub(crate) struct OpenRow {
     pub(crate) start: u64,
 }
 
-/// Fills the buffer with the rows open on the calling thread, outermost
-/// first, and returns how many.
-pub(crate) type Walker = fn(&mut [OpenRow; MAX_OPEN]) -> usize;
+/// Writes the rows open on the calling thread into the buffer, outermost
+/// first, and returns how many it wrote (from the start).
+pub(crate) type Walker = fn(&mut Rows) -> usize;
+
+/// Room for the open rows. PERF: uninitialized, as it is made at each
+/// recorded allocation and its size is many times a walk's usual output.
+pub(crate) type Rows = [MaybeUninit<OpenRow>; MAX_OPEN];
+
+fn no_rows() -> Rows {
+    [const { MaybeUninit::uninit() }; MAX_OPEN]
+}
 
 static WALKER: AtomicUsize = AtomicUsize::new(0);
 
@@ -35,24 +44,29 @@ pub(crate) fn set_walker(walker: Walker) {
 }
 
 /// The rows open on this thread, outermost first, each key once (a
-/// recursion's outermost execution).
-fn open_rows(rows: &mut [OpenRow; MAX_OPEN]) -> usize {
+/// recursion's outermost execution), at the start of `rows`.
+fn open_rows(rows: &mut Rows) -> &[OpenRow] {
     let walker = WALKER.load(Relaxed);
     if walker == 0 {
-        return 0;
+        return &[];
     }
     // SAFETY: only `set_walker` stores here, a `Walker`.
     let walker: Walker = unsafe { std::mem::transmute::<usize, Walker>(walker) };
     let n = walker(rows).min(MAX_OPEN);
     let mut kept = 0;
     for i in 0..n {
-        let row = rows[i];
-        if !rows[..kept].iter().any(|r| r.key == row.key) {
-            rows[kept] = row;
+        // SAFETY: the walker wrote the first `n`.
+        let row = unsafe { rows[i].assume_init() };
+        // SAFETY: the first `kept` are written (`kept <= i`).
+        let seen = (0..kept).any(|j| unsafe { rows[j].assume_init_ref() }.key == row.key);
+        if !seen {
+            rows[kept] = MaybeUninit::new(row);
             kept += 1;
         }
     }
-    kept
+    // SAFETY: the first `kept` are written, and `MaybeUninit<T>` has `T`'s
+    // layout.
+    unsafe { std::slice::from_raw_parts(rows.as_ptr().cast::<OpenRow>(), kept) }
 }
 
 /// One thread's recorder. No field needs drop: no TLS destructor.
@@ -162,9 +176,9 @@ pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
         let Some((allocations, bytes)) = weight(r, size) else {
             return;
         };
-        let mut rows = [OpenRow::default(); MAX_OPEN];
-        let n = open_rows(&mut rows);
-        if n == 0 {
+        let mut room = no_rows();
+        let rows = open_rows(&mut room);
+        if rows.is_empty() {
             return;
         }
         let Some(t) = r.tables() else {
@@ -183,7 +197,7 @@ pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
         }
         let stack = t.intern(&frames[..len]);
         let signed = i64::try_from(bytes).unwrap_or(i64::MAX);
-        for row in &rows[..n] {
+        for row in rows {
             t.charge(&row.key, stack, allocations, bytes, signed);
         }
         if !ptr.is_null() && stack != NO_STACK {
@@ -208,10 +222,9 @@ pub(crate) fn free(ptr: *mut u8) {
         let Some((stack, bytes, clock)) = t.live_remove(ptr as usize) else {
             return;
         };
-        let mut rows = [OpenRow::default(); MAX_OPEN];
-        let n = open_rows(&mut rows);
+        let mut room = no_rows();
         let signed = i64::try_from(bytes).unwrap_or(i64::MAX);
-        for row in rows[..n].iter().filter(|row| row.start < clock) {
+        for row in open_rows(&mut room).iter().filter(|row| row.start < clock) {
             t.charge(&row.key, stack, 0, 0, -signed);
         }
     });
