@@ -463,8 +463,8 @@ pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
 pub const ENABLED: bool = cfg!(feature = "enabled");
 
 pub use memprof_runtime::{
-    Allocator, FunctionReport, FunctionSummary, LineReport, Measurement, Report, Scope, Summary,
-    TopLine, process_heap, report, reset,
+    Allocator, FunctionReport, FunctionSummary, LineReport, Measurement, Report, Scope, Site,
+    SiteFrame, Summary, TopLine, TopSite, process_heap, report, reset,
 };
 
 #[cfg(feature = "global-allocator")]

@@ -259,6 +259,38 @@ fn a_lines_sites_name_each_helper_and_add_up_to_the_line() {
         let line = source.lines().position(|l| l.contains(snippet)).unwrap() + 1;
         format!(" ({file}:{line})")
     };
+    // The summary's top line says where most of its bytes were allocated:
+    // 20,000 of 20,240 in `inner`, 98 % rounded down.
+    let top = report["summary"]["top_increment"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["contents"] == "let dependency = memprof_sites_helper::outer(n);")
+        .unwrap();
+    let site = &top["site"];
+    assert_eq!(top["allocated_bytes"], 20_240);
+    assert_eq!(
+        (
+            &site["allocated_bytes"],
+            &site["percent"],
+            &site["estimated"]
+        ),
+        (&Value::from(20_000), &Value::from(98), &Value::from(false)),
+        "{top}"
+    );
+    let frame = &site["frame"];
+    assert_eq!(frame["function"], "memprof_sites_helper::inner");
+    let at = match (frame["file"].as_str(), frame["line"].as_u64()) {
+        (Some(file), Some(line)) => format!(" ({file}:{line})"),
+        _ => String::new(),
+    };
+    assert_eq!(
+        at,
+        place(
+            "tests/crates/sites-helper/src/lib.rs",
+            "black_box(vec![1u8; 2000])"
+        )
+    );
     let local_line = include_str!("sites.rs")
         .lines()
         .position(|l| l.ends_with("let local = top(n);"))

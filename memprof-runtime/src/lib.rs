@@ -78,7 +78,7 @@ pub use measure::Measurement;
 pub use region::Scope;
 pub use report::{FunctionReport, LineReport, Report, report, reset};
 pub use sites::{Site, SiteFrame};
-pub use summary::{FunctionSummary, Summary, TopLine, line_calls};
+pub use summary::{FunctionSummary, Summary, TopLine, TopSite, line_calls};
 
 /// Runs `f` and measures the heap it used on the calling thread (or async
 /// task), without printing anything. Documented at `memprof::measure`.

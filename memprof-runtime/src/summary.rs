@@ -1,8 +1,10 @@
 //! The heavy lines at a glance: one row per function that ran, ranked, and
 //! the program's top lines by Increment and by Peak, each with its function
-//! and source text. Data only; `render` writes it as text.
+//! and source text and, where allocation sites were recorded, where most of
+//! its bytes came from. Data only; `render` writes it as text.
 
 use crate::report::{FunctionReport, LineReport, Report};
+use crate::sites::SiteFrame;
 
 /// How many lines each of the top-line lists holds.
 const TOP_LINES: usize = 10;
@@ -67,6 +69,28 @@ pub struct TopLine {
     /// its bytes are counted again in that function's own lines, so the
     /// two are not to be added.
     pub calls: Option<String>,
+    /// Where most of its bytes came from, where the line has allocation
+    /// sites (`MEMPROF_SITES`) and allocated any bytes.
+    pub site: Option<TopSite>,
+}
+
+/// A top line's first allocation site: the call stack through which it
+/// allocated the most bytes (see [`Site`](crate::Site)).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
+pub struct TopSite {
+    /// The site's innermost frame, the code that made the allocations;
+    /// `None` where the line made them itself (`vec![0; n]` written on it).
+    pub frame: Option<SiteFrame>,
+    /// Bytes allocated through the site, freed or not, summed over the
+    /// line's executions.
+    pub allocated_bytes: u64,
+    /// `allocated_bytes`' share of the line's, in whole percent: rounded
+    /// down, so 100 only where the site is all of the line's bytes, and at
+    /// most 100 (an estimate can exceed the line's exact figure).
+    pub percent: u8,
+    /// `allocated_bytes` is an estimate from a sample
+    /// (`MEMPROF_SITES=sample`); the line's own figures stay exact.
+    pub estimated: bool,
 }
 
 /// Whether the line `text` calls the function `path`: its own name (the
@@ -195,5 +219,20 @@ fn top_line(function: &FunctionReport, row: &LineReport, ran: &[FunctionSummary]
         occurrences: row.occurrences,
         contents: row.contents.trim().to_owned(),
         calls,
+        site: top_site(row),
     }
+}
+
+/// The line's first site, which its sites' order (most bytes allocated
+/// first) makes the largest.
+fn top_site(row: &LineReport) -> Option<TopSite> {
+    let site = row.sites.as_ref()?.first()?;
+    let line_bytes = row.allocated_bytes.filter(|&b| b > 0)?;
+    let percent = u128::from(site.allocated_bytes) * 100 / u128::from(line_bytes);
+    Some(TopSite {
+        frame: site.frames.first().cloned(),
+        allocated_bytes: site.allocated_bytes,
+        percent: percent.min(100) as u8,
+        estimated: site.estimated,
+    })
 }

@@ -52,6 +52,13 @@ pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String,
     String::deserialize(deserializer).map(printable)
 }
 
+/// [`deserialize`] for a string field that may be `null`.
+pub fn deserialize_option<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(|text| text.map(printable))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

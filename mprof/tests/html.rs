@@ -1,8 +1,9 @@
 //! `mprof html`: the page's structure for hand-written reports, exactly:
 //! the summary's rows in order of peak, every line's bars, names and source
 //! escaped, functions that never ran left out, nothing fetched from
-//! outside; the comparison's highlighted lines; the plot inlined. The page
-//! in a browser is `scripts/html-check`'s.
+//! outside; a line's allocation sites, escaped, and no trace of them in a
+//! page without; the comparison's highlighted lines; the plot inlined. The
+//! page in a browser is `scripts/html-check`'s.
 
 mod common;
 
@@ -425,5 +426,124 @@ fn each_line_shows_its_mem_usage_as_memprof_s_tables_do() {
     assert!(
         table.contains(r#"<td class="num" data-sort="1572864">1.5 MiB</td>"#),
         "{table}"
+    );
+}
+
+/// `run_report(2, 4096, 6144)` with allocation sites (`MEMPROF_SITES`) on
+/// two lines: one through a frame whose name would be markup and a
+/// terminal's escape if it were not made inert, the other sampled.
+fn report_with_sites() -> Vec<Value> {
+    let mut functions = run_report(2, 4096, 6144);
+    functions[0]["lines"][2]["sites"] = json!([
+        {"allocations": 3, "allocated_bytes": 6144, "live_bytes": 4096, "estimated": false,
+         "frames": [
+            {"function": "</script><img src=x onerror=alert(1)>::build\u{1b}[2J",
+             "file": "src/<b>.rs", "line": 7},
+            {"function": "app::helper", "file": null, "line": null}]},
+        {"allocations": 1, "allocated_bytes": 512, "live_bytes": 0, "estimated": false,
+         "frames": []}
+    ]);
+    // Ran, allocated nothing: no sites to show.
+    functions[0]["lines"][3]["sites"] = json!([]);
+    functions[1]["lines"][1]["sites"] = json!([
+        {"allocations": 40, "allocated_bytes": 1_572_864, "live_bytes": 0, "estimated": true,
+         "frames": [{"function": "app::load", "file": "src/load.rs", "line": null}]}
+    ]);
+    functions
+}
+
+#[test]
+fn a_line_with_sites_opens_to_each_site_and_its_frames_escaped() {
+    let dir = scratch("html-sites");
+    write(&dir, "run.json", report_with_sites());
+    let page = page(&dir, &["run.json"]);
+    let serialize = element(
+        &page,
+        "<section class=\"function\" id=\"fn-0\">",
+        "</section>",
+    );
+    let source = "<td class=\"src\"><code>    let v: Vec&lt;&amp;str&gt; = a.then(|| b);</code>";
+    assert_eq!(
+        rows(element(serialize, source, "</details></td>")),
+        [
+            format!(
+                "{source}<details class=\"sites\"><summary>2 allocation sites</summary>\
+                 <table class=\"sites\"><thead>"
+            ),
+            "<tr><th class=\"num\">Allocated</th><th class=\"num\">Allocs</th>\
+             <th class=\"num\">Live</th><th>Stack, innermost frame first</th></tr></thead><tbody>"
+                .to_owned(),
+            "<tr><td class=\"num\">6.0 KiB</td><td class=\"num\">3</td>\
+             <td class=\"num\">4.0 KiB</td><td><ol class=\"frames\"><li><code>\
+             &lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;::build\\u{1b}[2J \
+             (src/&lt;b&gt;.rs:7)</code></li><li><code>app::helper</code></li></ol></td></tr>"
+                .to_owned(),
+            "<tr><td class=\"num\">512 B</td><td class=\"num\">1</td><td class=\"num\">0 B</td>\
+             <td>(allocated by the line itself)</td></tr></tbody></table></details></td>"
+                .to_owned(),
+        ]
+    );
+    // The line that ran with no sites, and the `fn` row, have no details.
+    assert_eq!(serialize.matches("<details").count(), 1, "{serialize}");
+    // A sampled site: its figures marked as estimates.
+    let build = element(
+        &page,
+        "<section class=\"function\" id=\"fn-1\">",
+        "</section>",
+    );
+    assert!(
+        build.contains(
+            "<code>    drop(input);</code><details class=\"sites\"><summary>1 allocation site \
+             (sampled: ~ marks estimates)</summary>"
+        ),
+        "{build}"
+    );
+    assert!(
+        build.contains(
+            "<tr><td class=\"num\">~1.5 MiB</td><td class=\"num\">~40</td>\
+             <td class=\"num\">~0 B</td><td><ol class=\"frames\"><li><code>app::load \
+             (src/load.rs)</code></li></ol></td></tr>"
+        ),
+        "{build}"
+    );
+    // Inert: the page's one script, no element from a frame's name, no
+    // escape character; the sites' style once.
+    assert_eq!(page.matches("<script").count(), 1);
+    assert_eq!(page.matches("</script>").count(), 1);
+    assert!(!page.contains("<img"), "{page}");
+    assert!(!page.contains('\u{1b}'), "{page}");
+    assert_eq!(page.matches("details.sites {").count(), 1);
+}
+
+#[test]
+fn a_page_without_sites_is_the_page_of_a_report_without_them() {
+    let dir = scratch("html-no-sites");
+    // Sites off: `null` on every line, as MEMPROF_JSON writes it; or on
+    // with nothing to show.
+    let mut off = run_report(2, 4096, 6144);
+    let mut empty = run_report(2, 4096, 6144);
+    for (off, empty) in off.iter_mut().zip(&mut empty) {
+        for (line, none) in off["lines"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .zip(empty["lines"].as_array_mut().unwrap())
+        {
+            line["sites"] = Value::Null;
+            none["sites"] = json!([]);
+        }
+    }
+    // The same file name, which the page shows.
+    let page_of = |report| {
+        write(&dir, "run.json", report);
+        page(&dir, &["run.json"])
+    };
+    let none = page_of(run_report(2, 4096, 6144));
+    assert_eq!(page_of(off), none);
+    assert_eq!(page_of(empty), none);
+    // Neither markup nor style of sites.
+    assert!(
+        !none.contains("sites") && !none.contains("<details"),
+        "{none}"
     );
 }

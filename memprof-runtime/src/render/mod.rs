@@ -284,13 +284,18 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
                 l.occurrences.to_string(),
                 l.line.to_string(),
                 l.function.clone(),
-                match &l.calls {
+                {
+                    let mut contents = truncate(&l.contents.replace('\t', "    "), CONTENTS_WIDTH);
                     // Its bytes are in the callee's lines too.
-                    Some(callee) => format!(
-                        "{}   [calls {callee}]",
-                        truncate(&l.contents.replace('\t', "    "), CONTENTS_WIDTH)
-                    ),
-                    None => truncate(&l.contents.replace('\t', "    "), CONTENTS_WIDTH),
+                    if let Some(callee) = &l.calls {
+                        contents.push_str(&format!("   [calls {callee}]"));
+                    }
+                    // A second line in the cell, under the source.
+                    if let Some(site) = &l.site {
+                        contents.push('\n');
+                        contents.push_str(&truncate(&sites::top_site(site), CONTENTS_WIDTH));
+                    }
+                    contents
                 },
             ]
         });

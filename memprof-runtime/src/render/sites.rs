@@ -1,9 +1,11 @@
-//! The allocation sites printed under a table (`MEMPROF_SITES`).
+//! The allocation sites printed under a table (`MEMPROF_SITES`), and under
+//! a top line of the summary.
 
 use super::bytes;
 use crate::config::RenderSettings;
 use crate::report::{FunctionReport, LineReport};
 use crate::sites::{Site, SiteFrame};
+use crate::summary::TopSite;
 
 /// A line's sites are printed when it allocated at least this share of
 /// what the whole call did, or its increment is at least this share of the
@@ -102,6 +104,17 @@ fn site_text(site: &Site, approx: &str, b: &dyn Fn(i64) -> String) -> String {
     out
 }
 
+/// A top line's sub-line in the summary, under its source: `↳ 98 %
+/// allocated in app::parse (src/app.rs:12)`, or `by the line itself`.
+pub(crate) fn top_site(site: &TopSite) -> String {
+    let approx = if site.estimated { "~" } else { "" };
+    let share = format!("↳ {approx}{} % allocated", site.percent);
+    match &site.frame {
+        Some(frame) => format!("{share} in {}", frame_text(frame)),
+        None => format!("{share} by the line itself"),
+    }
+}
+
 /// `function (file:line)`, control characters shown escaped.
 fn frame_text(frame: &SiteFrame) -> String {
     let place = match (&frame.file, frame.line) {
@@ -122,4 +135,149 @@ fn inert(text: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Report;
+
+    fn site(allocations: u64, bytes: u64, estimated: bool, frames: &[(&str, Option<u32>)]) -> Site {
+        Site {
+            allocations,
+            allocated_bytes: bytes,
+            live_bytes: bytes as i64,
+            estimated,
+            frames: frames
+                .iter()
+                .map(|&(function, line)| SiteFrame {
+                    function: function.to_owned(),
+                    file: line.map(|_| "helper/src/lib.rs".to_owned()),
+                    line,
+                })
+                .collect(),
+        }
+    }
+
+    /// A row that ran once: `increment`, which is also its peak and its
+    /// bytes allocated, in `allocations`, with `sites`.
+    fn row(
+        line: u32,
+        text: &str,
+        increment: i64,
+        allocations: u64,
+        sites: Option<Vec<Site>>,
+    ) -> LineReport {
+        let mut row = LineReport::empty(line, text.to_owned());
+        row.mem_usage = Some(increment);
+        row.increment = Some(increment);
+        row.peak = Some(increment.max(0) as u64);
+        row.occurrences = 1;
+        row.allocations = Some(allocations);
+        row.allocated_bytes = Some(increment.max(0) as u64);
+        row.sites = sites;
+        row
+    }
+
+    #[test]
+    fn a_top_line_with_sites_says_where_most_of_its_bytes_were_allocated() {
+        let lines = vec![
+            LineReport::empty(10, "#[profile]".to_owned()),
+            row(
+                11,
+                "fn parse(n: usize) -> usize {",
+                30_000,
+                14,
+                Some(vec![]),
+            ),
+            // 20,000 of its 20,240 bytes in `inner`: 98 %, rounded down.
+            row(
+                12,
+                "    let dependency = helper::outer(n);",
+                20_240,
+                11,
+                Some(vec![
+                    site(
+                        10,
+                        20_000,
+                        false,
+                        &[("helper::inner", Some(22)), ("helper::outer", Some(8))],
+                    ),
+                    site(1, 240, false, &[("helper::outer", Some(7))]),
+                ]),
+            ),
+            row(
+                13,
+                "    let scratch = vec![0u64; 1024];",
+                8192,
+                1,
+                Some(vec![site(1, 8192, false, &[])]),
+            ),
+            // Sampled: an estimate above the line's exact bytes says 100 %;
+            // a name without debug information, its control character inert.
+            row(
+                14,
+                "    let words = read(n);",
+                1808,
+                1,
+                Some(vec![site(1, 2048, true, &[("app::read\u{1b}[2J", None)])]),
+            ),
+            // No sites (an `async fn`'s row): no sub-line.
+            row(15, "    let kept = other(n);", 512, 1, None),
+            row(16, "}", 0, 0, Some(vec![])),
+        ];
+        let report = Report {
+            functions: vec![FunctionReport {
+                name: "app::parse".to_owned(),
+                file: "src/app.rs".to_owned(),
+                calls: 1,
+                running: 0,
+                gpu: None,
+                gpu_driver: None,
+                lines,
+            }],
+        };
+        let summary = report.summary();
+        assert_eq!(
+            summary.top_increment[0].site,
+            Some(TopSite {
+                frame: Some(SiteFrame {
+                    function: "helper::inner".to_owned(),
+                    file: Some("helper/src/lib.rs".to_owned()),
+                    line: Some(22),
+                }),
+                allocated_bytes: 20_000,
+                percent: 98,
+                estimated: false,
+            })
+        );
+        assert_eq!(
+            miniserde::json::to_string(&summary.top_peak[2].site),
+            r#"{"frame":{"function":"app::read\u001b[2J","file":null,"line":null},"allocated_bytes":2048,"percent":100,"estimated":true}"#
+        );
+        assert_eq!(summary.top_peak[3].site, None);
+        let text = super::super::summary(&summary, &RenderSettings::default());
+        let top = text.split("Top lines by Increment\n\n").nth(1).unwrap();
+        let top: Vec<&str> = top
+            .split("\nTop lines by Peak")
+            .next()
+            .unwrap()
+            .lines()
+            .collect();
+        let under = " ".repeat(69);
+        assert_eq!(
+            top,
+            [
+                " Increment       Peak   Allocs   Occurrences   Line #   Function     Line Contents",
+                "==================================================================================",
+                "  19.8 KiB   19.8 KiB       11             1       12   app::parse   let dependency = helper::outer(n);",
+                &format!("{under}↳ 98 % allocated in helper::inner (helper/src/lib.rs:22)"),
+                "   8.0 KiB    8.0 KiB        1             1       13   app::parse   let scratch = vec![0u64; 1024];",
+                &format!("{under}↳ 100 % allocated by the line itself"),
+                "   1.8 KiB    1.8 KiB        1             1       14   app::parse   let words = read(n);",
+                &format!("{under}↳ ~100 % allocated in app::read\\u{{1b}}[2J"),
+                "     512 B      512 B        1             1       15   app::parse   let kept = other(n);",
+            ]
+        );
+    }
 }

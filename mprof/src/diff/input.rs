@@ -53,6 +53,39 @@ pub struct LineRun {
     pub occurrences: u64,
     #[serde(deserialize_with = "crate::printable::deserialize")]
     pub contents: String,
+    /// Where the line's allocations came from, most bytes allocated first
+    /// (`MEMPROF_SITES`); `None` when sites were not recorded, or the line
+    /// never ran.
+    #[serde(default)]
+    pub sites: Option<Vec<SiteRun>>,
+}
+
+/// One allocation site of a line: a call stack below it and what was
+/// allocated through it, as memprof's `Site` writes it.
+#[derive(Debug, Deserialize)]
+pub struct SiteRun {
+    pub allocations: u64,
+    /// Bytes allocated through the stack, freed or not.
+    pub allocated_bytes: u64,
+    /// Of those, bytes not freed when the line ended.
+    pub live_bytes: i64,
+    /// The figures are scaled from a sample (`MEMPROF_SITES=sample`).
+    pub estimated: bool,
+    /// Innermost first; empty where the line allocated itself.
+    pub frames: Vec<SiteFrameRun>,
+}
+
+/// One frame of a [`SiteRun`]'s stack, its texts read [`printable`].
+///
+/// [`printable`]: crate::printable
+#[derive(Debug, Deserialize)]
+pub struct SiteFrameRun {
+    #[serde(deserialize_with = "crate::printable::deserialize")]
+    pub function: String,
+    #[serde(default, deserialize_with = "crate::printable::deserialize_option")]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub line: Option<u32>,
 }
 
 impl FunctionRun {

@@ -138,6 +138,7 @@ mod tests {
                 allocated_bytes: None,
                 occurrences: 1,
                 contents: (*t).to_owned(),
+                sites: None,
             })
             .collect()
     }

@@ -4,7 +4,8 @@
 //!
 //! The page holds a summary of the functions that ran, sortable by any
 //! column ([`run`]); each function's lines with their source and a bar for
-//! Increment and Peak ([`run`]); with a `.dat` from `mprof run`, the memory
+//! Increment and Peak ([`run`]), and its allocation sites where the run
+//! recorded them ([`sites`]); with a `.dat` from `mprof run`, the memory
 //! over time with the profiled calls' brackets, drawn by [`crate::plot`];
 //! and with a base report, `mprof diff`'s comparison, grown lines
 //! highlighted ([`compare`]).
@@ -16,6 +17,7 @@
 
 mod compare;
 mod run;
+mod sites;
 
 use crate::diff::input::{self, RunReport};
 use crate::error::Error;
@@ -82,7 +84,10 @@ pub fn page(page: &Page) -> Markup {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { "memprof: " (name) }
-                style { (PreEscaped(STYLE)) }
+                style {
+                    (PreEscaped(STYLE))
+                    @if sites::any(page.report) { (PreEscaped(sites::STYLE)) }
+                }
             }
             body {
                 header {

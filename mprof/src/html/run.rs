@@ -91,7 +91,8 @@ pub fn summary(report: &RunReport) -> Markup {
 /// Each function that ran, in the report's order: its lines, with their Mem
 /// usage, a bar for Increment and Peak on every line that has figures, and
 /// the line's Occurrences and, where the run counted them, its allocations,
-/// as memprof's tables show them.
+/// as memprof's tables show them; under a line's source, its allocation
+/// sites where the run recorded them ([`super::sites`]).
 pub fn functions(report: &RunReport) -> Markup {
     html! {
         section #functions {
@@ -147,7 +148,7 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
                             @let ran = line.increment.is_some();
                             @if allocs { (count_cell(line.allocations.filter(|_| ran))) }
                             (count_cell(ran.then_some(line.occurrences)))
-                            td.src { code { (line.contents) } }
+                            td.src { code { (line.contents) } (super::sites::details(line)) }
                         }
                     }
                 }
