@@ -1,6 +1,7 @@
 //! memprof's per-thread address space stays small: under `RLIMIT_AS`
 //! (`ulimit -v`), a program with 200 live threads that made profiled calls
-//! can still reserve 600 MiB, as it can unprofiled. Runs without libtest's
+//! can still reserve 600 MiB, as it can unprofiled, also with allocation
+//! sites recorded on every thread. Runs without libtest's
 //! harness: the limit applies to a child process of this binary.
 
 // The point is to allocate on the heap.
@@ -57,10 +58,14 @@ fn main() {
     if std::env::args().nth(1).as_deref() == Some("child") {
         std::process::exit(if child() { 0 } else { 1 });
     }
-    for memprof in ["off", "on"] {
+    // `sites`: MEMPROF_SITES=1, whose per-thread tables are mapped too.
+    for memprof in ["off", "on", "sites"] {
+        let sites = if memprof == "sites" { "1" } else { "0" };
+        let memprof = if memprof == "sites" { "on" } else { memprof };
         let out = Command::new(std::env::current_exe().unwrap())
             .arg("child")
             .env("MEMPROF", memprof)
+            .env("MEMPROF_SITES", sites)
             .env("MEMPROF_REPORT", "off")
             // glibc reserves 64 MiB of address space per malloc arena, up to
             // 8 per core: two, so that the figure does not follow the machine.
@@ -69,8 +74,8 @@ fn main() {
             .unwrap();
         assert!(
             out.status.success(),
-            "MEMPROF={memprof}: 600 MiB could not be reserved under RLIMIT_AS \
-             with {THREADS} threads: {out:?}"
+            "MEMPROF={memprof} MEMPROF_SITES={sites}: 600 MiB could not be reserved \
+             under RLIMIT_AS with {THREADS} threads: {out:?}"
         );
     }
     println!("address_space: 600 MiB reserved with {THREADS} profiled threads under RLIMIT_AS");

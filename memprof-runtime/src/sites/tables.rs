@@ -21,9 +21,9 @@ use std::sync::atomic::{
 pub(crate) const MAX_FRAMES: usize = 48;
 /// Open rows read per allocation; deeper ones are not charged.
 pub(crate) const MAX_OPEN: usize = 256;
-const STACKS: usize = 1 << 13;
-const ENTRIES: usize = 1 << 16;
-const LIVE: usize = 1 << 18;
+const STACKS: usize = 1 << 12;
+const ENTRIES: usize = 1 << 15;
+const LIVE: usize = 1 << 16;
 const MAYBE_WORDS: usize = 1 << 10;
 /// Allocation counts are kept in these units, so that sampled estimates
 /// (a fraction of an allocation's weight each) add up without rounding.
@@ -113,6 +113,9 @@ impl Tables {
     /// be had (`RLIMIT_AS`, no `mmap`).
     pub(crate) fn create() -> Option<&'static Tables> {
         let size = std::mem::size_of::<Tables>();
+        if !within_address_budget(size) {
+            return None;
+        }
         // SAFETY: an anonymous private mapping; checked below.
         let ptr = unsafe {
             libc::mmap(
@@ -331,6 +334,30 @@ impl Tables {
             }
         }
     }
+}
+
+/// Whether `size` more bytes of address space may go to sites' tables:
+/// under `RLIMIT_AS` (`ulimit -v`), all threads' tables together take at
+/// most a sixteenth of the limit, so that the program keeps the address
+/// space it has unprofiled; threads past it record no sites.
+fn within_address_budget(size: usize) -> bool {
+    static MAPPED: AtomicUsize = AtomicUsize::new(0);
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid `rlimit` to fill.
+    let unlimited = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0
+        || limit.rlim_cur == libc::RLIM_INFINITY;
+    if unlimited {
+        return true;
+    }
+    let budget = usize::try_from(limit.rlim_cur / 16).unwrap_or(usize::MAX);
+    if MAPPED.fetch_add(size, Relaxed) + size <= budget {
+        return true;
+    }
+    MAPPED.fetch_sub(size, Relaxed);
+    false
 }
 
 /// One (row, stack) figure, as read by a report (`allocations` in
