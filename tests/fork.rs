@@ -1,8 +1,9 @@
 //! `fork` while other threads run memprof code (calls on many threads,
 //! threads starting and ending, `report()` in a loop): each child makes
 //! profiled calls, prints and exits, and none hangs on a lock or a row
-//! write that a thread of the parent held as it forked. Runs without
-//! libtest's harness, as its own process.
+//! write that a thread of the parent held as it forked; then all of it
+//! again with allocation sites recorded. Runs without libtest's harness,
+//! as its own process.
 
 use memprof::profile;
 use std::sync::Arc;
@@ -106,6 +107,15 @@ fn main() {
         "of {FORKS} children, hung and failed"
     );
     println!("fork: {FORKS} children, none hung");
+    // Again with allocation sites recorded, whose reports symbolize under a
+    // lock of their own (held across `fork` as the others are).
+    if std::env::var_os("MEMPROF_SITES").is_none() {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .env("MEMPROF_SITES", "1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "with MEMPROF_SITES=1: {status}");
+    }
 }
 
 /// The child's exit status, or `None` (after killing it) if it is still

@@ -449,3 +449,42 @@ fn sampled_sites_are_within_ten_percent_over_ten_seeds() {
         );
     }
 }
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_threads_one_after_another() {
+    if is_child() {
+        for _ in 0..200 {
+            std::thread::spawn(|| assert_eq!(parse(2), 4))
+                .join()
+                .unwrap();
+        }
+        // Each thread's tables went to the next: a set for the threads
+        // recording at once (the main thread made no profiled call).
+        assert_eq!(memprof::__private::sites_table_sets(), 1);
+        let report = memprof::report();
+        let parse = report.function("sites::parse").unwrap();
+        let sites = parse
+            .line_containing("let local = top(n);")
+            .unwrap()
+            .sites
+            .clone()
+            .unwrap();
+        let figures: Vec<(u64, u64, i64)> = sites
+            .iter()
+            .map(|s| (s.allocations, s.allocated_bytes, s.live_bytes))
+            .collect();
+        // Two 1000-byte blocks and the 48-byte vector, on each of 200 threads.
+        assert_eq!(figures, [(400, 400_000, 400_000), (200, 9600, 9600)]);
+    }
+}
+
+/// Threads that start and end one after another keep one set of tables,
+/// and their sites stay in the report after they end.
+#[test]
+fn ended_threads_keep_their_sites_and_hand_their_tables_on() {
+    run_child(
+        "child_threads_one_after_another",
+        &[("MEMPROF_SITES", "1"), ("MEMPROF_REPORT", "off")],
+    );
+}

@@ -27,6 +27,7 @@ use std::sync::Once;
 /// What the forking thread holds from `prepare` until `parent` or `child`.
 struct Held {
     // NOTE: dropped in declaration order, the reverse of the order taken.
+    _sites: Option<crate::sites::HeldForFork>,
     _output: Option<std::sync::MutexGuard<'static, std::fs::File>>,
     lists: ListsHeldForFork,
 }
@@ -60,8 +61,10 @@ extern "C" fn prepare() {
         let _ = crate::settings::get();
         let lists = ListsHeldForFork::lock();
         let output = crate::sink::hold_file_for_fork();
+        let sites = crate::sites::hold_for_fork();
         let _ = HELD.try_with(|held| {
             *held.borrow_mut() = Some(Held {
+                _sites: sites,
                 _output: output,
                 lists,
             })

@@ -112,6 +112,9 @@ impl Drop for ThreadTable {
             }
         });
         super::stack::release();
+        // Its allocation sites join the ended threads', and its tables go
+        // to the next thread.
+        untracked(crate::sites::thread_ends);
         // The thread is done with profiled calls: its allocator slot can go
         // to the next thread, so that every call's process-wide sum reads
         // the slots of live threads only.

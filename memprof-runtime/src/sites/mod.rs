@@ -18,12 +18,32 @@ mod recorder;
 mod resolve;
 mod tables;
 
-pub(crate) use recorder::{OpenRow, Rows, allocation, free, set_walker};
+pub(crate) use recorder::{OpenRow, Rows, allocation, free, set_walker, thread_ends};
 pub(crate) use resolve::{Span, for_rows, merge};
 pub(crate) use tables::Key;
 pub(crate) use tables::MAX_OPEN;
+pub use tables::table_sets;
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+
+/// Every lock of sites, held: taken before `fork` (see `fork`), so that
+/// the child never inherits one locked, which its own reports or threads
+/// would wait on forever.
+pub(crate) struct HeldForFork {
+    _tables: tables::Held,
+    _symbols: std::sync::MutexGuard<'static, resolve::Symbols>,
+}
+
+/// Sites' locks, held until the guard drops; `None` when sites are off.
+pub(crate) fn hold_for_fork() -> Option<HeldForFork> {
+    enabled().then(|| {
+        let symbols = resolve::hold_symbols();
+        HeldForFork {
+            _tables: tables::hold(),
+            _symbols: symbols,
+        }
+    })
+}
 
 /// How sites are recorded (`MEMPROF_SITES`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -112,6 +112,20 @@ impl Recorder {
     }
 }
 
+/// The calling thread ends: it records no more sites, and its tables go
+/// to the next thread (see `tables::retire`). The caller allocates outside
+/// every figure.
+pub(crate) fn thread_ends() {
+    let _ = RECORDER.try_with(|r| {
+        r.failed.set(true);
+        let tables = r.tables.replace(std::ptr::null());
+        // SAFETY: null or this thread's tables, which it no longer uses.
+        if let Some(t) = unsafe { tables.as_ref() } {
+            super::tables::retire(t);
+        }
+    });
+}
+
 /// The weight of one allocation of `size` bytes: the allocations (in
 /// `COUNT_UNIT`s) and bytes it stands for, or `None` when sampling leaves
 /// it out.

@@ -6,7 +6,7 @@
 use super::tables::{COUNT_UNIT, Charged, read};
 use super::{Site, SiteFrame, sample_mean};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// Sites kept per line in a report; the rest are summed into one site
 /// without frames, `(other sites)`, so that a line's sites still add up.
@@ -248,10 +248,20 @@ fn without_generics(name: &str) -> String {
     out
 }
 
+/// Symbolized return addresses. Held while symbolizing, and across
+/// `fork` (see [`hold_for_fork`]).
+pub(crate) type Symbols = Option<HashMap<usize, Vec<SiteFrame>>>;
+static CACHE: Mutex<Symbols> = Mutex::new(None);
+
+/// Keeps every thread out of the symbolizer until the guard drops (see
+/// `sites::hold_for_fork`).
+pub(crate) fn hold_symbols() -> MutexGuard<'static, Symbols> {
+    CACHE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The frames at return address `ip`, innermost (inlined) first; cached,
 /// as symbolizing reads the binary's debug information.
 fn symbols(ip: usize) -> Vec<SiteFrame> {
-    static CACHE: Mutex<Option<HashMap<usize, Vec<SiteFrame>>>> = Mutex::new(None);
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = cache.get_or_insert_with(HashMap::new);
     if let Some(frames) = cache.get(&ip) {

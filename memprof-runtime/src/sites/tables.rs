@@ -9,13 +9,19 @@
 //!   freed, so that a free can take its bytes off the rows still open that
 //!   saw it allocated. Only the owner reads it.
 //!
-//! Every thread's tables stay for the process's life, listed in one
-//! lock-free list, so that a report sees the rows of ended threads too.
+//! Every table set stays mapped for the process's life, listed in one
+//! lock-free list that reports read. When a thread ends, its figures move
+//! into one shared map of ended threads' (keyed by raw stack), and its
+//! tables, emptied, go to the next thread that needs some: a program that
+//! starts threads without end keeps as many table sets as it has threads
+//! at once.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::sync::atomic::{
     AtomicPtr, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
 };
+use std::sync::{Mutex, RwLock};
 
 /// Frames kept per stack, innermost first.
 pub(crate) const MAX_FRAMES: usize = 48;
@@ -34,7 +40,7 @@ pub(crate) const NO_STACK: u32 = u32::MAX;
 /// Which rows an allocation is charged to: one cell of one function, in the
 /// table it records into (`serial` 0: the thread's aggregate; otherwise one
 /// call's own table) and the `memprof::reset` generation it belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub(crate) struct Key {
     pub(crate) meta: usize,
     pub(crate) cell: u32,
@@ -105,13 +111,38 @@ pub(crate) struct Tables {
 // (published with release stores); the cells are the owner's.
 unsafe impl Sync for Tables {}
 
-/// Every thread's tables, newest first.
+/// Every table set, newest first.
 static ALL: AtomicPtr<Tables> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Reports read the tables under it; a thread's tables are emptied for
+/// reuse under it alone.
+static IN_USE: RwLock<()> = RwLock::new(());
+
+/// Figures of ended threads: `(allocations, bytes, live)` by row and raw
+/// stack.
+type Retired = HashMap<(Key, Vec<usize>), (u64, u64, i64)>;
+static RETIRED: Mutex<Option<Retired>> = Mutex::new(None);
+static RETIRED_LOST: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Table sets mapped so far.
+static MAPPED_SETS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many table sets were mapped: one per thread recording at once.
+pub fn table_sets() -> usize {
+    MAPPED_SETS.load(Relaxed)
+}
+
+/// Emptied table sets of ended threads, for the next threads.
+static FREE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 impl Tables {
     /// Maps a zeroed table set and lists it; `None` if the memory cannot
     /// be had (`RLIMIT_AS`, no `mmap`).
     pub(crate) fn create() -> Option<&'static Tables> {
+        if let Some(reused) = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            // SAFETY: an emptied set that no thread uses (see `retire`).
+            return Some(unsafe { &*(reused as *const Tables) });
+        }
         let size = std::mem::size_of::<Tables>();
         if !within_address_budget(size) {
             return None;
@@ -130,6 +161,7 @@ impl Tables {
         if ptr == libc::MAP_FAILED || ptr.is_null() {
             return None;
         }
+        MAPPED_SETS.fetch_add(1, Relaxed);
         let tables = ptr.cast::<Tables>();
         // SAFETY: zeroed memory is a valid `Tables` (atomics, cells and
         // plain integers, all zero; a null `next`).
@@ -360,6 +392,63 @@ fn within_address_budget(size: usize) -> bool {
     false
 }
 
+/// The tables' locks, held (see `sites::hold_for_fork`), in the order
+/// every other path takes them.
+pub(crate) struct Held {
+    _free: std::sync::MutexGuard<'static, Vec<usize>>,
+    _retired: std::sync::MutexGuard<'static, Option<Retired>>,
+    _in_use: std::sync::RwLockWriteGuard<'static, ()>,
+}
+
+pub(crate) fn hold() -> Held {
+    let in_use = IN_USE.write().unwrap_or_else(|e| e.into_inner());
+    let retired = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
+    let free = FREE.lock().unwrap_or_else(|e| e.into_inner());
+    // NOTE: fields drop in declaration order, the reverse of this one.
+    Held {
+        _free: free,
+        _retired: retired,
+        _in_use: in_use,
+    }
+}
+
+/// The calling thread ends: its figures join the ended threads' and its
+/// tables, emptied, wait for another thread. The caller allocates outside
+/// every figure.
+pub(crate) fn retire(t: &'static Tables) {
+    let _alone = IN_USE.write().unwrap_or_else(|e| e.into_inner());
+    {
+        let mut retired = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
+        let retired = retired.get_or_insert_with(HashMap::new);
+        for c in charged_in(t, &|_| true) {
+            let sum = retired.entry((c.key, c.frames)).or_insert((0, 0, 0));
+            sum.0 += c.allocations;
+            sum.1 += c.bytes;
+            sum.2 += c.live;
+        }
+    }
+    RETIRED_LOST[0].fetch_add(t.lost_allocations.load(Relaxed), Relaxed);
+    RETIRED_LOST[1].fetch_add(t.lost_bytes.load(Relaxed), Relaxed);
+    let next = t.next;
+    let size = std::mem::size_of::<Tables>();
+    let base = std::ptr::from_ref(t).cast_mut();
+    // SAFETY: the thread's own set, which no one else writes, and no report
+    // reads while `IN_USE` is held: zeroed (an empty set), then relinked.
+    unsafe {
+        #[cfg(target_os = "linux")]
+        let zeroed = libc::madvise(base.cast(), size, libc::MADV_DONTNEED) == 0;
+        #[cfg(not(target_os = "linux"))]
+        let zeroed = false;
+        if !zeroed {
+            std::ptr::write_bytes(base.cast::<u8>(), 0, size);
+        }
+        (*base).next = next;
+    }
+    FREE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(base as usize);
+}
+
 /// One (row, stack) figure, as read by a report (`allocations` in
 /// `COUNT_UNIT`s).
 #[derive(Debug, Clone)]
@@ -374,13 +463,38 @@ pub(crate) struct Charged {
 /// Every thread's figures whose key `wanted` accepts, and the allocations
 /// and bytes no table could hold.
 pub(crate) fn read(wanted: impl Fn(&Key) -> bool) -> (Vec<Charged>, u64, u64) {
+    let _shared = IN_USE.read().unwrap_or_else(|e| e.into_inner());
     let mut out = Vec::new();
-    let (mut lost_allocations, mut lost_bytes) = (0, 0);
+    let mut lost_allocations = RETIRED_LOST[0].load(Relaxed);
+    let mut lost_bytes = RETIRED_LOST[1].load(Relaxed);
+    if let Some(retired) = RETIRED.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        for ((key, frames), &(allocations, bytes, live)) in retired {
+            if wanted(key) {
+                out.push(Charged {
+                    key: *key,
+                    frames: frames.clone(),
+                    allocations,
+                    bytes,
+                    live,
+                });
+            }
+        }
+    }
     let mut tables = ALL.load(Acquire).cast_const();
     // SAFETY: listed tables are never unmapped.
     while let Some(t) = unsafe { tables.as_ref() } {
         lost_allocations += t.lost_allocations.load(Relaxed);
         lost_bytes += t.lost_bytes.load(Relaxed);
+        out.extend(charged_in(t, &wanted));
+        tables = t.next;
+    }
+    (out, lost_allocations, lost_bytes)
+}
+
+/// The figures in `t` whose key `wanted` accepts.
+fn charged_in(t: &Tables, wanted: &dyn Fn(&Key) -> bool) -> Vec<Charged> {
+    let mut out = Vec::new();
+    {
         for e in &t.entries {
             if e.used.load(Acquire) == 0 {
                 continue;
@@ -410,9 +524,8 @@ pub(crate) fn read(wanted: impl Fn(&Key) -> bool) -> (Vec<Charged>, u64, u64) {
                 live: e.live.load(Relaxed) as i64,
             });
         }
-        tables = t.next;
     }
-    (out, lost_allocations, lost_bytes)
+    out
 }
 
 fn mix(mut h: u64) -> u64 {
