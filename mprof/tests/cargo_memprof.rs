@@ -105,6 +105,10 @@ fn command(dir: &Path, args: &[&str]) -> Command {
             "CARGO_MEMPROF_TARGET_DIR",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-memprof-target"),
         )
+        // NOTE: the copy is read under the fixture's own target/, where it
+        // is only if the `cargo test` running these has no CARGO_TARGET_DIR
+        // for cargo-memprof to take as the fixture's.
+        .env_remove("CARGO_TARGET_DIR")
         .env_remove("MEMPROF_JSON")
         .env_remove("MEMPROF_REPORT");
     command
