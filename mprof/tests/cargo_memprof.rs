@@ -482,6 +482,18 @@ fn a_failing_test_shows_its_tables_and_cargos_status() {
         stdout.contains("Function: helper::tests::squares_has_n"),
         "{stdout}"
     );
+    // Its own table's first row is the user's line: the test's macro, which
+    // read the copy's, leaves out the attribute annotating put in front.
+    let own = stdout
+        .split("---- tests::squares_has_n stdout ----")
+        .nth(1)
+        .and_then(|rest| rest.split("\nfailures:").next())
+        .unwrap();
+    assert!(
+        own.contains("             1       fn squares_has_n() {\n"),
+        "{own}"
+    );
+    assert!(!stdout.contains("#[::memprof::profile]"), "{stdout}");
 }
 
 #[test]

@@ -12,9 +12,6 @@ use std::path::Path;
 /// keep them all.
 const SUMMARY_ROWS: usize = 20;
 
-/// What annotating put before each function, on its first line.
-const INSERTED: &str = "#[::memprof::profile] ";
-
 #[derive(miniserde::Deserialize)]
 struct Document {
     functions: Vec<FunctionReport>,
@@ -68,12 +65,6 @@ pub fn print(
     for frame in frames {
         if let Some(file) = &mut frame.file {
             rename(file);
-        }
-    }
-    for line in functions.iter_mut().flat_map(|f| f.lines.iter_mut()) {
-        // The attribute is on the function's first line in the copy only.
-        if let Some(at) = line.contents.find(INSERTED) {
-            line.contents.replace_range(at..at + INSERTED.len(), "");
         }
     }
     let report = Report { functions };
