@@ -339,6 +339,67 @@ fn a_table_starts_at_the_attributes_not_at_the_doc_comment() {
     );
 }
 
+// The attribute as tools insert it (`cargo memprof`, scripts/corpus), in
+// front of the function on its own first line so that every line keeps its
+// number: that row is the user's line, without it, in the function's table
+// and in the table of the function around it. Written any other way, the
+// attribute is the user's text and stays.
+#[rustfmt::skip]
+#[inline(never)] #[::memprof::profile] fn inserted() -> usize {
+    #[::memprof::profile] fn nested() -> usize { black_box(2) }
+    let text = "#[::memprof::profile] fn";
+    nested() + text.len() - 24
+}
+
+#[rustfmt::skip]
+#[inline(never)] #[profile] fn written_on_one_line() -> usize {
+    black_box(3)
+}
+
+#[test]
+fn a_row_leaves_out_the_attribute_as_tools_insert_it() {
+    assert_eq!(inserted(), 2);
+    assert_eq!(written_on_one_line(), 3);
+    let first_rows = |name| -> Vec<String> {
+        let t = table(name);
+        t.lines
+            .iter()
+            .take(2)
+            .map(|l| l.contents.trim().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        first_rows("inserted"),
+        [
+            "#[rustfmt::skip]",
+            "#[inline(never)] fn inserted() -> usize {"
+        ]
+    );
+    let inserted = table("inserted");
+    let rows: Vec<&str> = inserted.lines[2..4]
+        .iter()
+        .map(|l| l.contents.trim())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "fn nested() -> usize { black_box(2) }",
+            "let text = \"#[::memprof::profile] fn\";"
+        ]
+    );
+    assert_eq!(
+        table("inserted::nested").lines[0].contents.trim(),
+        "fn nested() -> usize { black_box(2) }"
+    );
+    assert_eq!(
+        first_rows("written_on_one_line"),
+        [
+            "#[rustfmt::skip]",
+            "#[inline(never)] #[profile] fn written_on_one_line() -> usize {"
+        ]
+    );
+}
+
 // A spike, then statements that allocate nothing, at the body's level and
 // in a nested block: after a thread's first calls, which the runtime enters
 // to print their tables, the kernel enters the call and closes such

@@ -350,13 +350,14 @@ fn source_rows(func: &ItemFn, first: u32, last: u32) -> Vec<String> {
         .local_file()
         .and_then(|path| std::fs::read_to_string(path).ok());
     if let Some(text) = file {
-        let rows: Vec<String> = text
+        let mut rows: Vec<String> = text
             .lines()
             .skip(first as usize - 1)
             .take(count)
             .map(str::to_owned)
             .collect();
         if rows.len() == count {
+            leave_out_inserted_attributes(&mut rows);
             return rows;
         }
     }
@@ -364,4 +365,26 @@ fn source_rows(func: &ItemFn, first: u32, last: u32) -> Vec<String> {
     let fn_row = (line_of(func.sig.fn_token.span) - first) as usize;
     rows[fn_row] = func.sig.to_token_stream().to_string();
     rows
+}
+
+/// The attribute as tools write it in front of a function, on the
+/// function's own first line so that every line keeps its number: `cargo
+/// memprof` in its copy of a workspace, `scripts/corpus`.
+const INSERTED: &str = "#[::memprof::profile]";
+
+/// Leaves [`INSERTED`] out of each row where it stands as tools insert it:
+/// after nothing but indentation or other attributes, before more of the
+/// row. What remains is the user's line (`#[test] fn check() {`), on the
+/// function's first row and on the row of each function nested in it.
+fn leave_out_inserted_attributes(rows: &mut [String]) {
+    for row in rows {
+        let Some(at) = row.find(INSERTED) else {
+            continue;
+        };
+        let before = row[..at].trim_end();
+        let after = row[at + INSERTED.len()..].trim_start();
+        if (before.is_empty() || before.ends_with(']')) && !after.is_empty() {
+            *row = format!("{}{after}", &row[..at]);
+        }
+    }
 }

@@ -105,8 +105,13 @@ fn command(dir: &Path, args: &[&str]) -> Command {
             "CARGO_MEMPROF_TARGET_DIR",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-memprof-target"),
         )
+        // NOTE: the copy is read under the fixture's own target/, where it
+        // is only if the `cargo test` running these has no CARGO_TARGET_DIR
+        // for cargo-memprof to take as the fixture's.
+        .env_remove("CARGO_TARGET_DIR")
         .env_remove("MEMPROF_JSON")
-        .env_remove("MEMPROF_REPORT");
+        .env_remove("MEMPROF_REPORT")
+        .env_remove("MEMPROF_SITES");
     command
 }
 
@@ -117,13 +122,21 @@ struct Run {
 }
 
 fn run(dir: &Path, args: &[&str]) -> Run {
+    run_with(dir, args, &[])
+}
+
+/// `run` with the environment variables `env` set.
+fn run_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let _turn = turn();
     let before = snapshot(dir);
     let Output {
         status,
         stdout,
         stderr,
-    } = command(dir, args).output().unwrap();
+    } = command(dir, args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
     assert!(before == snapshot(dir), "the user's tree changed");
     Run {
         code: status.code().unwrap_or(-1),
@@ -308,6 +321,144 @@ fn readme_shows_what_cargo_memprof_test_prints() {
 }
 
 #[test]
+fn sites_name_the_functions_of_a_package_left_as_written() {
+    let dir = fixture("sites", 17);
+    let out = TempDir::new("sites-out");
+    let json = out.join("report.json");
+    // Only app is profiled: helper::squares, which line 16 calls, is not
+    // annotated, so the line's one figure is all its table shows of it.
+    let args = ["run", "--offline", "-p", "app", "--sites"];
+    let run = run(
+        &dir,
+        &[&args[..], &["--json", json.to_str().unwrap()]].concat(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("annotated 3 functions in 2 files\n"),
+        "{}",
+        run.stderr
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let main = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "app::main")
+        .unwrap();
+    let line = main["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["line"] == 16)
+        .unwrap();
+    // 1000 u64s in one allocation, still held when the line ended, made
+    // in helper::squares at line 2 of the user's helper/src/lib.rs.
+    let sites = line["sites"].as_array().unwrap();
+    assert_eq!(sites.len(), 1, "{line}");
+    let site = &sites[0];
+    assert_eq!(
+        (
+            &site["allocations"],
+            &site["allocated_bytes"],
+            &site["live_bytes"],
+            &site["estimated"]
+        ),
+        (
+            &1.into(),
+            &8000.into(),
+            &8000.into(),
+            &serde_json::Value::Bool(false)
+        ),
+        "{site}"
+    );
+    let frames = site["frames"].as_array().unwrap();
+    assert_eq!(
+        frames.last().unwrap(),
+        &serde_json::json!({"function": "helper::squares", "file": "helper/src/lib.rs", "line": 2}),
+        "{site}"
+    );
+    assert!(!run.stdout.contains("target/memprof"), "{}", run.stdout);
+    assert_doc_shows(&run);
+
+    // MEMPROF_SITES works without the flag; the flag wins over it.
+    let from_env = run_with(&dir, &args[..4], &[("MEMPROF_SITES", "1")]);
+    assert!(
+        from_env.stdout.contains(
+            "\nLine 16: 7.8 KiB allocated in 1 allocation, 7.8 KiB of it live when the line ended\n"
+        ),
+        "{}",
+        from_env.stdout
+    );
+    let flag_wins = run_with(
+        &dir,
+        &[&args[..4], &["--sites=sample:1B"]].concat(),
+        &[("MEMPROF_SITES", "1")],
+    );
+    assert!(
+        flag_wins.stdout.contains(
+            "\nAllocation sites (sampled: estimates), by bytes allocated (lines with 1/20 or more of the call's):\nLine 16: ~7.8 KiB allocated in ~1 allocation,"
+        ),
+        "{}",
+        flag_wins.stdout
+    );
+}
+
+/// docs/cargo-memprof.md's `--sites` output is printed, line by line in
+/// order, but for the standard library's line numbers (the toolchain's).
+fn assert_doc_shows(run: &Run) {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/cargo-memprof.md"
+    ))
+    .unwrap();
+    let block = doc
+        .split("```")
+        .find(|b| b.starts_with("\n$ cargo memprof run -p app --sites\n"))
+        .unwrap();
+    let printed: Vec<&str> = run.stdout.lines().collect();
+    let mut at = 0;
+    for line in block.lines().skip(2) {
+        if line == "..." || line.contains("(library/") {
+            continue;
+        }
+        if line.starts_with("annotated ") {
+            assert!(
+                run.stderr.starts_with(&format!("{line}\n")),
+                "{}",
+                run.stderr
+            );
+            continue;
+        }
+        match printed[at..].iter().position(|p| *p == line) {
+            Some(i) => at += i + 1,
+            None => panic!(
+                "docs/cargo-memprof.md shows a line not printed (in order):\n{line}\n\n{}",
+                run.stdout
+            ),
+        }
+    }
+}
+
+#[test]
+fn sites_takes_sample_or_nothing_else_is_one_line_and_exit_2() {
+    let dir = fixture("bad-sites", 18);
+    for (flag, expected) in [
+        (
+            "--sites=often",
+            "--sites=often: expected --sites (every allocation), --sites=sample or --sites=sample:<size> (one sample per that many bytes on average)",
+        ),
+        (
+            "--sites=sample:0",
+            "--sites=sample:0: expected a size such as \"24 MiB\" or \"1.5 GB\" (units B, KB, MB, GB, KiB, MiB, GiB; MB = MiB), of at least 1 B",
+        ),
+    ] {
+        let run = run(&dir, &["test", flag]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert_eq!(run.stderr, format!("cargo-memprof: {expected}\n"));
+    }
+}
+
+#[test]
 fn a_failing_test_shows_its_tables_and_cargos_status() {
     let dir = fixture("failing", 2);
     let run = {
@@ -331,6 +482,18 @@ fn a_failing_test_shows_its_tables_and_cargos_status() {
         stdout.contains("Function: helper::tests::squares_has_n"),
         "{stdout}"
     );
+    // Its own table's first row is the user's line: the test's macro, which
+    // read the copy's, leaves out the attribute annotating put in front.
+    let own = stdout
+        .split("---- tests::squares_has_n stdout ----")
+        .nth(1)
+        .and_then(|rest| rest.split("\nfailures:").next())
+        .unwrap();
+    assert!(
+        own.contains("             1       fn squares_has_n() {\n"),
+        "{own}"
+    );
+    assert!(!stdout.contains("#[::memprof::profile]"), "{stdout}");
 }
 
 #[test]
@@ -534,6 +697,10 @@ fn help_fits_one_screen() {
         "{help}"
     );
     assert!(help.lines().count() <= 40, "{help}");
+    assert!(
+        help.contains("\n      --sites[=<sample[:SIZE]>]  "),
+        "{help}"
+    );
 }
 
 #[test]

@@ -140,9 +140,11 @@ pub struct SiteFrame {
     /// The function, without its symbol hash; an address where the binary
     /// has no symbol for it.
     pub function: String,
-    /// Its source file, where debug information gives it: relative to the
-    /// working directory, or from the package folder for a dependency
-    /// (`serde_json-1.0.145/src/de.rs`).
+    /// Its source file, where debug information gives it: named as the
+    /// tables name the profiled function's file (relative to the
+    /// workspace's root), from the package folder for a registry
+    /// dependency (`serde_json-1.0.145/src/de.rs`), from `library/` for
+    /// the standard library.
     pub file: Option<String>,
     /// The line in it.
     pub line: Option<u32>,

@@ -130,8 +130,23 @@ fn ranked(merged: HashMap<Vec<SiteFrame>, Site>) -> Vec<Site> {
     sites
 }
 
-/// The frames of `c`'s stack between its allocation and `span`'s function.
+/// The frames of `c`'s stack between its allocation and `span`'s function,
+/// their files named as `span`'s is (see [`shown_path`]).
 fn trimmed(c: &Charged, span: &Span<'_>) -> Vec<SiteFrame> {
+    let (mut frames, root) = below_function(c, span);
+    for frame in &mut frames {
+        if let Some(file) = &mut frame.file {
+            *file = shown_path(file, root.as_ref());
+        }
+    }
+    frames
+}
+
+/// The frames of `c`'s stack between its allocation and `span`'s function,
+/// with their files as debug information gives them, and the root that
+/// `span`'s `file!()` is relative to, where the function's frame was
+/// found with its file.
+fn below_function(c: &Charged, span: &Span<'_>) -> (Vec<SiteFrame>, Option<Root>) {
     let symbols: Vec<SiteFrame> = c.frames.iter().flat_map(|&ip| symbols(ip)).collect();
     // The stack starts in memprof's recorder, called from the allocator:
     // everything up to the allocator's entry is left out, then `alloc`'s
@@ -149,7 +164,8 @@ fn trimmed(c: &Charged, span: &Span<'_>) -> Vec<SiteFrame> {
             }
             below = false;
             if is_profiled(&frame, span) {
-                return frames;
+                let root = frame.file.as_deref().and_then(|f| Root::of(f, span.file));
+                return (frames, root);
             }
             frames.push(frame);
         }
@@ -161,7 +177,36 @@ fn trimmed(c: &Charged, span: &Span<'_>) -> Vec<SiteFrame> {
         file: None,
         line: None,
     });
-    frames
+    (frames, None)
+}
+
+/// How the tables name the profiled function's file (`file!()`), and so
+/// the frames' files.
+#[derive(Debug, PartialEq, Eq)]
+enum Root {
+    /// Relative to this directory (with its trailing separator): where
+    /// cargo ran the compiler, the workspace's root.
+    Directory(String),
+    /// As a whole path: `file!()` is absolute (a path dependency outside
+    /// the workspace).
+    Absolute,
+}
+
+impl Root {
+    /// The root of `wanted`, `file!()` of a function whose frame's file
+    /// is `found`.
+    fn of(found: &str, wanted: &str) -> Option<Root> {
+        if is_absolute(wanted) {
+            return Some(Root::Absolute);
+        }
+        let wanted = wanted.trim_start_matches("./");
+        let head = found.strip_suffix(wanted)?;
+        (head.ends_with('/') || head.ends_with('\\')).then(|| Root::Directory(head.to_owned()))
+    }
+}
+
+fn is_absolute(path: &str) -> bool {
+    std::path::Path::new(path).is_absolute()
 }
 
 /// The global allocator's entry: the shim `__rust_alloc` (and its kin),
@@ -259,8 +304,9 @@ pub(crate) fn hold_symbols() -> MutexGuard<'static, Symbols> {
     CACHE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The frames at return address `ip`, innermost (inlined) first; cached,
-/// as symbolizing reads the binary's debug information.
+/// The frames at return address `ip`, innermost (inlined) first, with
+/// their files as debug information gives them; cached, as symbolizing
+/// reads the binary's debug information.
 fn symbols(ip: usize) -> Vec<SiteFrame> {
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = cache.get_or_insert_with(HashMap::new);
@@ -276,7 +322,7 @@ fn symbols(ip: usize) -> Vec<SiteFrame> {
             .unwrap_or_else(|| format!("{ip:#x}"));
         frames.push(SiteFrame {
             function,
-            file: symbol.filename().map(|p| shown_path(&p.to_string_lossy())),
+            file: symbol.filename().map(|p| p.to_string_lossy().into_owned()),
             line: symbol.lineno(),
         });
     });
@@ -291,10 +337,15 @@ fn symbols(ip: usize) -> Vec<SiteFrame> {
     frames
 }
 
-/// A source path as a table shows it: relative to the working directory
-/// where it is under it, from the package folder for a registry
-/// dependency, from `library/` for the standard library's.
-fn shown_path(path: &str) -> String {
+/// A source path as a table shows it: from `library/` for the standard
+/// library's, from the package folder for a registry dependency's, else as
+/// the tables name the profiled function's file (`root`): relative to the
+/// workspace's root where it is under it, as a whole path where `file!()`
+/// is one. NOTE: not the working directory, which is a member's own under
+/// its `cargo test`, and not the compiled copy's root under `cargo
+/// memprof`. Where the function's frame was not found, that is all there
+/// is: relative to the working directory.
+fn shown_path(path: &str, root: Option<&Root>) -> String {
     if let Some((_, rest)) = path.split_once("/registry/src/")
         && let Some((_, package)) = rest.split_once('/')
     {
@@ -305,13 +356,19 @@ fn shown_path(path: &str) -> String {
     {
         return library.to_owned();
     }
-    if let Ok(dir) = std::env::current_dir()
-        && let Some(rest) = path.strip_prefix(&*dir.to_string_lossy())
-        && let Some(rest) = rest.strip_prefix('/')
-    {
-        return rest.to_owned();
+    match root {
+        Some(Root::Directory(dir)) => path.strip_prefix(dir.as_str()).unwrap_or(path).to_owned(),
+        Some(Root::Absolute) => path.to_owned(),
+        None => {
+            if let Ok(dir) = std::env::current_dir()
+                && let Some(rest) = path.strip_prefix(&*dir.to_string_lossy())
+                && let Some(rest) = rest.strip_prefix('/')
+            {
+                return rest.to_owned();
+            }
+            path.to_owned()
+        }
     }
-    path.to_owned()
 }
 
 #[cfg(test)]
@@ -346,19 +403,54 @@ mod tests {
 
     #[test]
     fn paths_are_shown_from_the_package_or_the_library() {
-        assert_eq!(
-            shown_path(
-                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/serde_json-1.0.145/src/de.rs"
-            ),
-            "serde_json-1.0.145/src/de.rs"
-        );
-        assert_eq!(
-            shown_path(
-                "/rustc/17067e9ac6d7e98f18d4f3ff5e8b7a1b6a1a9b0c/library/alloc/src/vec/mod.rs"
-            ),
-            "library/alloc/src/vec/mod.rs"
-        );
+        let root = Root::of("/w/app/src/main.rs", "app/src/main.rs");
+        for root in [None, root.as_ref()] {
+            assert_eq!(
+                shown_path(
+                    "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/serde_json-1.0.145/src/de.rs",
+                    root
+                ),
+                "serde_json-1.0.145/src/de.rs"
+            );
+            assert_eq!(
+                shown_path(
+                    "/rustc/17067e9ac6d7e98f18d4f3ff5e8b7a1b6a1a9b0c/library/alloc/src/vec/mod.rs",
+                    root
+                ),
+                "library/alloc/src/vec/mod.rs"
+            );
+        }
         assert!(same_file("/w/app/src/main.rs", "src/main.rs"));
         assert!(!same_file("/w/app/xsrc/main.rs", "src/main.rs"));
+    }
+
+    /// A workspace member's test runs in the member's directory, and
+    /// `cargo memprof` compiles a copy of the workspace: either way the
+    /// working directory is not the root that `file!()` is relative to.
+    #[test]
+    fn paths_are_named_as_the_profiled_functions_file() {
+        let root = Root::of("/w/target/memprof/tree/app/src/main.rs", "app/src/main.rs");
+        assert_eq!(
+            root,
+            Some(Root::Directory("/w/target/memprof/tree/".to_owned()))
+        );
+        assert_eq!(
+            shown_path("/w/target/memprof/tree/helper/src/lib.rs", root.as_ref()),
+            "helper/src/lib.rs"
+        );
+        assert_eq!(
+            shown_path("/elsewhere/shared/src/lib.rs", root.as_ref()),
+            "/elsewhere/shared/src/lib.rs"
+        );
+        let absolute = Root::of(
+            "/elsewhere/shared/src/lib.rs",
+            "/elsewhere/shared/src/lib.rs",
+        );
+        assert_eq!(absolute, Some(Root::Absolute));
+        assert_eq!(
+            shown_path("/elsewhere/shared/src/io.rs", absolute.as_ref()),
+            "/elsewhere/shared/src/io.rs"
+        );
+        assert_eq!(Root::of("/w/app/xsrc/main.rs", "src/main.rs"), None);
     }
 }

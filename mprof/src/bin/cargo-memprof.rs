@@ -40,6 +40,16 @@ struct Cli {
     /// Also write the whole report as an HTML page (as `mprof html` does)
     #[arg(long, value_name = "FILE", global = true)]
     html: Option<PathBuf>,
+    /// Show where each line's bytes were allocated (call stacks); =sample[:SIZE] samples them
+    #[arg(
+        long,
+        value_name = "sample[:SIZE]",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "all",
+        global = true
+    )]
+    sites: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -62,6 +72,8 @@ enum Command {
 
 /// memprof's flags that take a value, to be moved before the subcommand.
 const OWN_FLAGS: [&str; 6] = ["--fn", "--skip-fn", "--dep", "--top", "--json", "--html"];
+/// memprof's flags whose value, if any, follows `=`: moved alone.
+const OWN_SWITCHES: [&str; 1] = ["--sites"];
 
 /// The arguments with `cargo`'s `memprof` dropped and memprof's own flags
 /// moved in front of `test`/`run`, so that the rest reaches cargo as given.
@@ -83,7 +95,9 @@ fn reorder(mut args: Vec<OsString>) -> Vec<OsString> {
         }
         let text = arg.to_string_lossy();
         let name = text.split('=').next().unwrap_or_default();
-        if OWN_FLAGS.contains(&name) {
+        if OWN_SWITCHES.contains(&name) {
+            own.push(arg.clone());
+        } else if OWN_FLAGS.contains(&name) {
             let inline = text.contains('=');
             own.push(arg.clone());
             if !inline {
@@ -120,6 +134,7 @@ fn main() {
         top: cli.top,
         json: cli.json,
         html: cli.html,
+        sites: cli.sites,
     };
     let code = match cargo_memprof::execute(&options) {
         Ok(code) => code,

@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
-/// The attribute put on each function.
+/// The attribute put on each function. NOTE: written `#[::memprof::profile]`
+/// in front of the function's first token, it is what memprof-macros leaves
+/// out of the rows' text (`INSERTED` in its expand.rs), so that the tables,
+/// a failing test's included, show the user's lines.
 pub const PROFILE: &str = "::memprof::profile";
 
 /// Which functions get the attribute.

@@ -20,6 +20,8 @@ pub enum CargoError {
     NoFunction(String),
     /// A `--fn` or `--skip-fn` that is not a regular expression.
     Regex(String),
+    /// A `--sites` value that is not one: the message.
+    Sites(String),
     /// A source file syn cannot parse (rustc would say more).
     Parse(String),
     /// Reading the user's tree or writing the shadow.
@@ -51,7 +53,8 @@ impl CargoError {
             | CargoError::UnknownPackage(_)
             | CargoError::UnknownDependency(_)
             | CargoError::NoFunction(_)
-            | CargoError::Regex(_) => 2,
+            | CargoError::Regex(_)
+            | CargoError::Sites(_) => 2,
             _ => 1,
         }
     }
@@ -74,7 +77,7 @@ impl fmt::Display for CargoError {
             CargoError::NoFunction(r) => {
                 write!(f, "--fn `{r}` matches no function of the selected packages")
             }
-            CargoError::Regex(m) => write!(f, "{m}"),
+            CargoError::Regex(m) | CargoError::Sites(m) => write!(f, "{m}"),
             CargoError::Parse(m) => write!(f, "cannot parse {m}"),
             CargoError::Io {
                 action,

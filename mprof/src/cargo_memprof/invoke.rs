@@ -20,6 +20,27 @@ pub struct Invocation<'a> {
     /// (copy, original) of each `--dep` package's directory.
     pub dep_dirs: Vec<(PathBuf, PathBuf)>,
     pub functions: &'a [Annotated],
+    /// `MEMPROF_SITES` for the processes, from `--sites`.
+    pub sites: Option<String>,
+}
+
+/// `MEMPROF_SITES` for `--sites`'s value: `all` (the flag alone), `sample`
+/// or `sample:<size>`, checked here so that a bad one is one error, not a
+/// warning from every process.
+pub fn sites_setting(value: &str) -> Result<String, CargoError> {
+    use memprof_runtime::units::{SIZE_HELP, parse_size};
+    match value.split_once(':') {
+        None if value == "all" => Ok("1".to_owned()),
+        None if value == "sample" => Ok(value.to_owned()),
+        Some(("sample", size)) if parse_size(size).is_ok_and(|n| n >= 1) => Ok(value.to_owned()),
+        Some(("sample", size)) => Err(CargoError::Sites(format!(
+            "--sites=sample:{size}: expected {SIZE_HELP}, of at least 1 B"
+        ))),
+        _ => Err(CargoError::Sites(format!(
+            "--sites={value}: expected --sites (every allocation), --sites=sample or \
+             --sites=sample:<size> (one sample per that many bytes on average)"
+        ))),
+    }
 }
 
 /// The shadow's target directory: `CARGO_MEMPROF_TARGET_DIR`, or
@@ -107,6 +128,11 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
     command.args(cargo_args(&options.cargo_args, layout));
     command.env("CARGO_TARGET_DIR", target_dir(layout));
     command.env("MEMPROF_JSON", invocation.report);
+    // NOTE: the flag, written for this run, wins over a MEMPROF_SITES
+    // exported for every run.
+    if let Some(sites) = &invocation.sites {
+        command.env("MEMPROF_SITES", sites);
+    }
     if options.subcommand == Subcommand::Run && std::env::var_os("MEMPROF_REPORT").is_none() {
         // The program's own tables would be one per function; the merged
         // report is printed at the end instead.

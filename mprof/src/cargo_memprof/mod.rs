@@ -48,6 +48,9 @@ pub struct Options {
     pub top: usize,
     pub json: Option<PathBuf>,
     pub html: Option<PathBuf>,
+    /// `--sites`'s value: `all` (the flag alone), `sample` or
+    /// `sample:<size>`.
+    pub sites: Option<String>,
 }
 
 /// The cargo arguments before `--` (the rest goes to the program or the
@@ -241,6 +244,11 @@ fn metadata_of_copy(options: &Options, layout: &Layout) -> Result<Metadata, Carg
 
 /// Runs `cargo memprof`; returns the exit status (cargo's).
 pub fn execute(options: &Options) -> Result<i32, CargoError> {
+    let sites = options
+        .sites
+        .as_deref()
+        .map(invoke::sites_setting)
+        .transpose()?;
     let selection = Selection {
         only: options
             .only
@@ -373,14 +381,16 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         report: &report,
         dep_dirs: dep_dirs.clone(),
         functions: &functions,
+        sites,
     })?;
-    let renames: Vec<(String, String)> = dep_copies
+    let mut renames: Vec<(String, String)> = dep_copies
         .iter()
         .map(|d| {
             let to = format!("{}-{}", d.package.name, d.package.version);
             (d.dest.display().to_string(), to)
         })
         .collect();
+    renames.push((format!("{}/", layout.tree.display()), String::new()));
     output::print(&report, options, &renames, outcome == 0)?;
     Ok(outcome)
 }

@@ -12,9 +12,6 @@ use std::path::Path;
 /// keep them all.
 const SUMMARY_ROWS: usize = 20;
 
-/// What annotating put before each function, on its first line.
-const INSERTED: &str = "#[::memprof::profile] ";
-
 #[derive(miniserde::Deserialize)]
 struct Document {
     functions: Vec<FunctionReport>,
@@ -24,7 +21,10 @@ struct Document {
 /// `--json` and `--html` say.
 /// `renames` maps the copy's file names back, (prefix, replacement): a
 /// `--dep` copy's absolute path to `<name>-<version>`, as cargo names a
-/// registry package, so its rows read `either-1.19.0/src/lib.rs`.
+/// registry package, so its rows read `either-1.19.0/src/lib.rs`, and the
+/// copy's root to nothing, for the frames of a site whose stack was cut
+/// (the runtime names their files by their whole paths where not under
+/// the working directory).
 /// `succeeded`: cargo's status was 0 (after a failed build, no report goes
 /// without saying).
 pub fn print(
@@ -49,15 +49,22 @@ pub fn print(
         source: std::io::Error::other("not a memprof report"),
     })?;
     let mut functions = document.functions;
-    for function in &mut functions {
-        if let Some((prefix, to)) = renames.iter().find(|(p, _)| function.file.starts_with(p)) {
-            function.file = format!("{to}{}", &function.file[prefix.len()..]);
+    let rename = |file: &mut String| {
+        if let Some((prefix, to)) = renames.iter().find(|(p, _)| file.starts_with(p)) {
+            *file = format!("{to}{}", &file[prefix.len()..]);
         }
+    };
+    for function in &mut functions {
+        rename(&mut function.file);
     }
-    for line in functions.iter_mut().flat_map(|f| f.lines.iter_mut()) {
-        // The attribute is on the function's first line in the copy only.
-        if let Some(at) = line.contents.find(INSERTED) {
-            line.contents.replace_range(at..at + INSERTED.len(), "");
+    let frames = functions
+        .iter_mut()
+        .flat_map(|f| f.lines.iter_mut())
+        .flat_map(|l| l.sites.iter_mut().flatten())
+        .flat_map(|s| s.frames.iter_mut());
+    for frame in frames {
+        if let Some(file) = &mut frame.file {
+            rename(file);
         }
     }
     let report = Report { functions };
