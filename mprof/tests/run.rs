@@ -326,8 +326,10 @@ fn records_a_memprof_program() {
     // RSS: each step writes 25 MiB of pages; the peak is 200 MiB above the
     // start, give or take a few pages. A call's start RSS is the last one
     // read (by the sampler, or at the end of the last call), which may
-    // miss what the program added to RSS since: up to a MiB here, where
-    // the test harness starts.
+    // miss what the program added to RSS since, and the code that runs for
+    // the first time during the workload (the program's and memprof's)
+    // adds its pages too: 201.0-201.3 MiB in all on a quiet machine, where
+    // the sampler reads the start early.
     for fill in funcs.iter().filter(|f| f.name == "run::fill") {
         let grew = fill.mem_end - fill.mem_start;
         assert!((24.9..26.0).contains(&grew), "{fill:?}");
@@ -335,7 +337,7 @@ fn records_a_memprof_program() {
     let workload = funcs.iter().find(|f| f.name == "run::workload").unwrap();
     let peak = mem.iter().map(|s| s.1).fold(0.0, f64::max);
     let rise = peak - workload.mem_start;
-    assert!((200.0..201.0).contains(&rise), "RSS rose by {rise} MiB");
+    assert!((200.0..202.0).contains(&rise), "RSS rose by {rise} MiB");
 
     // HEAP: exact, as the file's 6 decimals write it.
     let heap_peak = heap.iter().map(|s| s.1).fold(0.0, f64::max);
