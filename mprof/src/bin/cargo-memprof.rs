@@ -40,7 +40,7 @@ struct Cli {
     /// Also write the whole report as an HTML page (as `mprof html` does)
     #[arg(long, value_name = "FILE", global = true)]
     html: Option<PathBuf>,
-    /// Show where each line's bytes were allocated (call stacks); =sample[:SIZE] samples them
+    /// Show where each line's bytes were allocated (call stacks); =sample or =sample:SIZE samples them
     #[arg(
         long,
         value_name = "sample[:SIZE]",
