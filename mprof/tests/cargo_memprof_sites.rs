@@ -1,0 +1,147 @@
+//! `cargo memprof --sites`: allocation sites on a copy of
+//! tests/fixtures/cargo-memprof, whose `app` calls into `helper`, a package
+//! left as written when only `app` is profiled. Every run checks that the
+//! copy holds, outside target/, exactly the files it held before.
+
+#[path = "common/cargo_memprof.rs"]
+mod support;
+
+use support::*;
+
+#[test]
+fn sites_name_the_functions_of_a_package_left_as_written() {
+    let dir = fixture("sites", 17);
+    let out = TempDir::new("sites-out");
+    let json = out.join("report.json");
+    // Only app is profiled: helper::squares, which line 16 calls, is not
+    // annotated, so the line's one figure is all its table shows of it.
+    let args = ["run", "--offline", "-p", "app", "--sites"];
+    let run = run(
+        &dir,
+        &[&args[..], &["--json", json.to_str().unwrap()]].concat(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("annotated 3 functions in 2 files\n"),
+        "{}",
+        run.stderr
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let main = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "app::main")
+        .unwrap();
+    let line = main["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["line"] == 16)
+        .unwrap();
+    // 1000 u64s in one allocation, still held when the line ended, made
+    // in helper::squares at line 2 of the user's helper/src/lib.rs.
+    let sites = line["sites"].as_array().unwrap();
+    assert_eq!(sites.len(), 1, "{line}");
+    let site = &sites[0];
+    assert_eq!(
+        (
+            &site["allocations"],
+            &site["allocated_bytes"],
+            &site["live_bytes"],
+            &site["estimated"]
+        ),
+        (
+            &1.into(),
+            &8000.into(),
+            &8000.into(),
+            &serde_json::Value::Bool(false)
+        ),
+        "{site}"
+    );
+    let frames = site["frames"].as_array().unwrap();
+    assert_eq!(
+        frames.last().unwrap(),
+        &serde_json::json!({"function": "helper::squares", "file": "helper/src/lib.rs", "line": 2}),
+        "{site}"
+    );
+    assert!(!run.stdout.contains("target/memprof"), "{}", run.stdout);
+    assert_doc_shows(&run);
+
+    // MEMPROF_SITES works without the flag; the flag wins over it.
+    let from_env = run_with(&dir, &args[..4], &[("MEMPROF_SITES", "1")]);
+    assert!(
+        from_env.stdout.contains(
+            "\nLine 16: 7.8 KiB allocated in 1 allocation, 7.8 KiB of it live when the line ended\n"
+        ),
+        "{}",
+        from_env.stdout
+    );
+    let flag_wins = run_with(
+        &dir,
+        &[&args[..4], &["--sites=sample:1B"]].concat(),
+        &[("MEMPROF_SITES", "1")],
+    );
+    assert!(
+        flag_wins.stdout.contains(
+            "\nAllocation sites (sampled: estimates), by bytes allocated (lines with 1/20 or more of the call's):\nLine 16: ~7.8 KiB allocated in ~1 allocation,"
+        ),
+        "{}",
+        flag_wins.stdout
+    );
+}
+
+/// docs/cargo-memprof.md's `--sites` output is printed, line by line in
+/// order, but for the standard library's line numbers (the toolchain's).
+fn assert_doc_shows(run: &Run) {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/cargo-memprof.md"
+    ))
+    .unwrap();
+    let block = doc
+        .split("```")
+        .find(|b| b.starts_with("\n$ cargo memprof run -p app --sites\n"))
+        .unwrap();
+    let printed: Vec<&str> = run.stdout.lines().collect();
+    let mut at = 0;
+    for line in block.lines().skip(2) {
+        if line == "..." || line.contains("(library/") {
+            continue;
+        }
+        if line.starts_with("annotated ") {
+            assert!(
+                run.stderr.starts_with(&format!("{line}\n")),
+                "{}",
+                run.stderr
+            );
+            continue;
+        }
+        match printed[at..].iter().position(|p| *p == line) {
+            Some(i) => at += i + 1,
+            None => panic!(
+                "docs/cargo-memprof.md shows a line not printed (in order):\n{line}\n\n{}",
+                run.stdout
+            ),
+        }
+    }
+}
+
+#[test]
+fn sites_takes_sample_or_nothing_else_is_one_line_and_exit_2() {
+    let dir = fixture("bad-sites", 18);
+    for (flag, expected) in [
+        (
+            "--sites=often",
+            "--sites=often: expected --sites (every allocation), --sites=sample or --sites=sample:<size> (one sample per that many bytes on average)",
+        ),
+        (
+            "--sites=sample:0",
+            "--sites=sample:0: expected a size such as \"24 MiB\" or \"1.5 GB\" (units B, KB, MB, GB, KiB, MiB, GiB; MB = MiB), of at least 1 B",
+        ),
+    ] {
+        let run = run(&dir, &["test", flag]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert_eq!(run.stderr, format!("cargo-memprof: {expected}\n"));
+    }
+}
