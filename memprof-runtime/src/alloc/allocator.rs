@@ -202,7 +202,9 @@ unsafe fn alloc_slowly<A: GlobalAlloc>(inner: &A, layout: Layout, zeroed: bool) 
             }
         }
     };
-    if routed_to_sites() {
+    // PERF: a static first: process-scope watches send every allocation
+    // here, and without sites no thread-local need be read.
+    if crate::sites::enabled() && routed_to_sites() {
         // `sites` needs the address, to follow the block to its free; the
         // figures count it whether or not it is null, as below.
         let ptr = allocate();

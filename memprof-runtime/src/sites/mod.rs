@@ -130,6 +130,8 @@ pub struct Site {
     Debug,
     Clone,
     PartialEq,
+    PartialOrd,
+    Ord,
     Eq,
     Hash,
     serde::Serialize,

@@ -105,7 +105,7 @@ fn ranked(merged: HashMap<Vec<SiteFrame>, Site>) -> Vec<Site> {
             .cmp(&a.allocated_bytes)
             .then(b.allocations.cmp(&a.allocations))
             .then_with(|| a.frames.len().cmp(&b.frames.len()))
-            .then_with(|| format!("{:?}", a.frames).cmp(&format!("{:?}", b.frames)))
+            .then_with(|| a.frames.cmp(&b.frames))
     });
     if sites.len() > KEPT_PER_LINE {
         let rest = sites.split_off(KEPT_PER_LINE - 1);

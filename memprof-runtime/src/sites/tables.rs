@@ -289,8 +289,7 @@ impl Tables {
                     bytes,
                     stack,
                 });
-                let (word, bit) = maybe_bit(ptr);
-                self.maybe_live[word].set(self.maybe_live[word].get() | bit);
+                self.mark_maybe_live(ptr);
                 return;
             }
             i = (i + 1) & (LIVE - 1);
@@ -361,10 +360,14 @@ impl Tables {
         for slot in &self.live {
             let ptr = slot.get().ptr;
             if ptr != 0 {
-                let (word, bit) = maybe_bit(ptr);
-                self.maybe_live[word].set(self.maybe_live[word].get() | bit);
+                self.mark_maybe_live(ptr);
             }
         }
+    }
+
+    fn mark_maybe_live(&self, ptr: usize) {
+        let (word, bit) = maybe_bit(ptr);
+        self.maybe_live[word].set(self.maybe_live[word].get() | bit);
     }
 }
 
@@ -494,36 +497,34 @@ pub(crate) fn read(wanted: impl Fn(&Key) -> bool) -> (Vec<Charged>, u64, u64) {
 /// The figures in `t` whose key `wanted` accepts.
 fn charged_in(t: &Tables, wanted: &dyn Fn(&Key) -> bool) -> Vec<Charged> {
     let mut out = Vec::new();
-    {
-        for e in &t.entries {
-            if e.used.load(Acquire) == 0 {
-                continue;
-            }
-            let key = Key {
-                meta: e.meta.load(Relaxed),
-                cell: e.cell.load(Relaxed) as u32,
-                serial: e.serial.load(Relaxed),
-                generation: e.generation.load(Relaxed),
-            };
-            if !wanted(&key) {
-                continue;
-            }
-            let stack = e.stack.load(Relaxed) as u32;
-            let frames = match t.stacks.get(stack as usize) {
-                Some(slot) if slot.hash.load(Acquire) != 0 => {
-                    let len = slot.len.load(Relaxed).min(MAX_FRAMES);
-                    slot.frames[..len].iter().map(|f| f.load(Relaxed)).collect()
-                }
-                _ => Vec::new(),
-            };
-            out.push(Charged {
-                key,
-                frames,
-                allocations: e.allocations.load(Relaxed),
-                bytes: e.bytes.load(Relaxed),
-                live: e.live.load(Relaxed) as i64,
-            });
+    for e in &t.entries {
+        if e.used.load(Acquire) == 0 {
+            continue;
         }
+        let key = Key {
+            meta: e.meta.load(Relaxed),
+            cell: e.cell.load(Relaxed) as u32,
+            serial: e.serial.load(Relaxed),
+            generation: e.generation.load(Relaxed),
+        };
+        if !wanted(&key) {
+            continue;
+        }
+        let stack = e.stack.load(Relaxed) as u32;
+        let frames = match t.stacks.get(stack as usize) {
+            Some(slot) if slot.hash.load(Acquire) != 0 => {
+                let len = slot.len.load(Relaxed).min(MAX_FRAMES);
+                slot.frames[..len].iter().map(|f| f.load(Relaxed)).collect()
+            }
+            _ => Vec::new(),
+        };
+        out.push(Charged {
+            key,
+            frames,
+            allocations: e.allocations.load(Relaxed),
+            bytes: e.bytes.load(Relaxed),
+            live: e.live.load(Relaxed) as i64,
+        });
     }
     out
 }
