@@ -72,6 +72,11 @@ const LOOP: u64 = 1000;
 /// closing brace.
 const PROBES_PER_ITERATION: f64 = 3.0;
 
+/// Statements per iteration of `profiled_loop`, as its reader counts them:
+/// what a statement of a loop body costs, its share of the closing brace and
+/// of the body's cursor included.
+const STATEMENTS_PER_ITERATION: f64 = 2.0;
+
 /// Nanoseconds of the calling thread's CPU time so far.
 ///
 /// NOTE: CPU time, not wall time: on a shared machine two threads may not
@@ -125,6 +130,11 @@ fn main() {
     // Interleaved rounds; each figure is the median of the within-round
     // differences, which keeps it steady on a shared machine.
     let (mut one, mut two, mut one_plain, mut probe) = (vec![], vec![], vec![], vec![]);
+    let (mut loop_statement, mut pointer) = (vec![], vec![]);
+    // The same functions called through pointers the compiler cannot see
+    // through, as a callback or a trait object would call them.
+    let (plain_ptr, profiled_ptr): (fn(u64) -> u64, fn(u64) -> u64) =
+        (black_box(plain), black_box(profiled));
     let (mut depth_plain, mut depth_ratio) = (vec![], vec![]);
     for _ in 0..rounds {
         let p1 = per_call(plain, calls, 1);
@@ -137,6 +147,8 @@ fn main() {
         two.push(m2 - p2);
         one_plain.push(p1);
         probe.push((lm - lp) / PROBES_PER_ITERATION);
+        loop_statement.push((lm - lp) / STATEMENTS_PER_ITERATION);
+        pointer.push(per_call(profiled_ptr, calls, 1) - per_call(plain_ptr, calls, 1));
         let dp = per_call(|_| plain_depth(DEPTH), calls / DEPTH, 1);
         let dm = per_call(|_| profiled_depth(DEPTH), calls / DEPTH, 1);
         depth_plain.push(dp / DEPTH as f64);
@@ -147,6 +159,8 @@ fn main() {
     println!("call_overhead {one:.2}");
     println!("call_overhead_2_threads {two:.2}");
     println!("probe {:.2}", median(probe));
+    println!("loop_statement {:.2}", median(loop_statement));
+    println!("call_overhead_fn_pointer {:.2}", median(pointer));
     println!("recursive_plain_level {:.2}", median(depth_plain));
     println!("recursive_ratio {:.3}", median(depth_ratio));
 
