@@ -13,15 +13,24 @@ fn main() {
     println!("cargo::rerun-if-env-changed=MEMPROF_KERNEL");
     println!("cargo::rustc-check-cfg=cfg(memprof_kernel)");
     println!("cargo::rustc-check-cfg=cfg(memprof_unoptimized)");
-    // PERF: in optimized builds the user's crate is optimized too (a
-    // profile's opt-level applies to every package unless the user set one
-    // per package), and the pure-Rust kernel inlined into it beats a call
-    // into the library: consecutive steps share their loads. Only
-    // `opt-level = 0` (the dev profile of `cargo test`) takes the library.
-    if std::env::var("OPT_LEVEL").is_ok_and(|level| level != "0") {
+    // PERF: an optimized build without debug assertions (release) compiles
+    // the same kernel into the runtime, its calls direct rather than
+    // through the GOT. An unoptimized one (the dev profile of `cargo
+    // test`), and an optimized one that keeps debug assertions (a test
+    // profile at opt-level 3, as memchr's and base64's are), take the
+    // library: there the kernel would carry the profile's overflow checks
+    // and the compiler's pointer checks on every load. A recent cargo tells
+    // a build script whether the profile keeps debug assertions
+    // (`CARGO_CFG_DEBUG_ASSERTIONS`: 1.95 does, 1.88 does not); with one
+    // that does not, such a build keeps the compiled-in kernel.
+    let optimized = std::env::var("OPT_LEVEL").is_ok_and(|level| level != "0");
+    let checked = std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some();
+    if optimized && !checked {
         return;
     }
-    println!("cargo::rustc-cfg=memprof_unoptimized");
+    if !optimized {
+        println!("cargo::rustc-cfg=memprof_unoptimized");
+    }
     match build() {
         Ok(dir) => {
             println!("cargo::rustc-link-search=native={}", dir.display());

@@ -4,7 +4,9 @@
 //!
 //! PERF: `cargo test` builds the runtime without optimization, where each
 //! field access of the step is a dozen instructions. So in unoptimized
-//! builds (`opt-level = 0`, the dev profile) the build script compiles these files a
+//! builds (`opt-level = 0`, the dev profile), and in optimized ones that
+//! keep debug assertions (whose overflow and pointer checks would be in
+//! every step), the build script compiles these files a
 //! second time, on their own, as a `no_std` static library at
 //! `-Copt-level=3` (`lib.rs` is its root), and the runtime calls its
 //! `extern "C"` functions (generated code calls its statement step itself,
@@ -12,7 +14,7 @@
 //! too. Where that build cannot run (Miri, a target without a prebuilt
 //! `core`, `MEMPROF_KERNEL=rust`), the build script says so in one warning
 //! and the runtime calls the same functions compiled into itself: the same
-//! code, slower in dev builds only. In optimized builds the runtime always
+//! code, slower in dev builds only. In release builds the runtime always
 //! does so: the runtime is optimized then, and the functions are called out
 //! of line, as the library's are.
 //!
