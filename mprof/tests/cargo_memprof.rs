@@ -163,17 +163,12 @@ fn readme_shows_what_cargo_memprof_test_prints() {
     assert_eq!(shown[0], run.stderr.lines().next().unwrap());
     // Every other line shown is printed, in that order.
     let printed: Vec<String> = run.stdout.lines().map(without_mem_usage).collect();
-    let mut at = 0;
-    for line in shown[1..].iter().filter(|l| **l != "...") {
-        let line = without_mem_usage(line);
-        match printed[at..].iter().position(|p| *p == line) {
-            Some(i) => at += i + 1,
-            None => panic!(
-                "the README shows a line not printed (in order):\n{line}\n\n{}",
-                run.stdout
-            ),
-        }
-    }
+    let shown: Vec<String> = shown[1..]
+        .iter()
+        .filter(|l| **l != "...")
+        .map(|l| without_mem_usage(l))
+        .collect();
+    assert_printed_in_order(&shown, &printed, "the README", &run.stdout);
 }
 
 #[test]

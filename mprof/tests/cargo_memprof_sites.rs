@@ -104,7 +104,7 @@ fn assert_doc_shows(run: &Run) {
         .find(|b| b.starts_with("\n$ cargo memprof run -p app --sites\n"))
         .unwrap();
     let printed: Vec<&str> = run.stdout.lines().collect();
-    let mut at = 0;
+    let mut shown = Vec::new();
     for line in block.lines().skip(2) {
         if line == "..." || line.contains("(library/") {
             continue;
@@ -117,14 +117,9 @@ fn assert_doc_shows(run: &Run) {
             );
             continue;
         }
-        match printed[at..].iter().position(|p| *p == line) {
-            Some(i) => at += i + 1,
-            None => panic!(
-                "docs/cargo-memprof.md shows a line not printed (in order):\n{line}\n\n{}",
-                run.stdout
-            ),
-        }
+        shown.push(line);
     }
+    assert_printed_in_order(&shown, &printed, "docs/cargo-memprof.md", &run.stdout);
 }
 
 #[test]

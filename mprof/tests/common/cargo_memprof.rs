@@ -145,6 +145,25 @@ pub fn run_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
+/// Asserts that each of `shown` (a document's excerpt, `...` lines left
+/// out by the caller) is one of `printed`, in the same order; `source`
+/// names the document in the failure, with `stdout` in full.
+pub fn assert_printed_in_order<S: AsRef<str>>(
+    shown: &[S],
+    printed: &[S],
+    source: &str,
+    stdout: &str,
+) {
+    let mut at = 0;
+    for line in shown {
+        let line = line.as_ref();
+        match printed[at..].iter().position(|p| p.as_ref() == line) {
+            Some(i) => at += i + 1,
+            None => panic!("{source} shows a line not printed (in order):\n{line}\n\n{stdout}"),
+        }
+    }
+}
+
 /// A copy of the fixture whose packages have a version of their own
 /// (0.3.`patch`): cargo names a workspace member's build by its name and
 /// version, not its path, so copies that share a target directory and a
