@@ -330,9 +330,17 @@ fn records_a_memprof_program() {
     // the first time during the workload (the program's and memprof's)
     // adds its pages too: 201.0-201.3 MiB in all on a quiet machine, where
     // the sampler reads the start early.
-    for fill in funcs.iter().filter(|f| f.name == "run::fill") {
+    //
+    // The first fill's start is the RSS read before the workload's first
+    // call, and the workload's first calls fault in their code and
+    // memprof's per-thread state: that fill grew by 25.75-26.08 MiB in 15
+    // runs here (CI saw 26.01), the later ones by 25.00-25.07 MiB.
+    let mut fills: Vec<&Func> = funcs.iter().filter(|f| f.name == "run::fill").collect();
+    fills.sort_by(|a, b| a.start.total_cmp(&b.start));
+    for (i, fill) in fills.iter().enumerate() {
         let grew = fill.mem_end - fill.mem_start;
-        assert!((24.9..26.0).contains(&grew), "{fill:?}");
+        let most = if i == 0 { 27.0 } else { 26.0 };
+        assert!((24.9..most).contains(&grew), "{fill:?}");
     }
     let workload = funcs.iter().find(|f| f.name == "run::workload").unwrap();
     let peak = mem.iter().map(|s| s.1).fold(0.0, f64::max);
