@@ -35,7 +35,9 @@ pub enum Scope {
     Process,
 }
 
-pub(crate) use crate::kernel::region::{RegionStats, allocated_in, allocs_in, close_in, open_in};
+pub(crate) use crate::kernel::region::{
+    RegionStats, allocated_in, allocs_in, close_in, close_quiet_in, open_in,
+};
 
 pub(crate) fn with_thread<R: Default>(f: impl FnOnce(&ThreadCounters) -> R) -> R {
     THREAD.try_with(f).unwrap_or_default()

@@ -16,7 +16,9 @@ use crate::gpu::GpuMark;
 pub(crate) use crate::kernel::layout::NO_CELL;
 use crate::kernel::layout::{CallHead, CursorHead};
 use crate::owned::{get, set};
-use crate::region::{Region, RegionStats, Scope, allocated_in, allocs_in, close_in, open_in};
+use crate::region::{
+    Region, RegionStats, Scope, allocated_in, allocs_in, close_in, close_quiet_in, open_in,
+};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
@@ -187,9 +189,34 @@ impl<'a> Cursor<'a> {
     /// allocations: the same steps, and this thread's GPU counters beside.
     #[inline(never)]
     fn step_counted(&self, frame: &Frame, t: &alloc::ThreadCounters, next: u32) {
-        let (gpu, next_gpu) =
-            crate::gpu::step_counted_thread(get(&self.rest().gpu), next != NO_CELL);
         let cell = get(&self.head.cell);
+        let mark = get(&self.rest().gpu);
+        // PERF: the kernel's quiet step (see `kernel::step`), with this
+        // thread's device count beside the heap's: most statements neither
+        // allocate nor free on either. Only for a synchronous call, whose
+        // counters are its thread's for its whole life.
+        if cell != NO_CELL
+            && t.events() == get(&self.head.events)
+            && !get(&frame.head.counters).is_null()
+            && let Some(mark) = mark
+            && let Some(usage) = crate::gpu::quiet_usage(mark)
+        {
+            frame.row(cell).closed_with(
+                &RegionStats::default(),
+                get(&frame.head.base) + get(&self.head.start),
+                Some((0, usage, 0)),
+            );
+            set(&self.head.cell, next);
+            if next == NO_CELL {
+                close_quiet_in(t, get(&self.head.saved));
+                crate::gpu::close_quiet(mark);
+                set(&self.rest().gpu, None);
+            } else {
+                frame.row(next).opened();
+            }
+            return;
+        }
+        let (gpu, next_gpu) = crate::gpu::step_counted_thread(mark, next != NO_CELL);
         if cell != NO_CELL {
             let stats = self.close_in(t);
             frame.row(cell).closed_with(
@@ -200,6 +227,7 @@ impl<'a> Cursor<'a> {
         }
         set(&self.rest().gpu, next_gpu);
         self.open_next(frame, t, next);
+        set(&self.head.events, t.events());
     }
 
     /// Closes the open thread-scope region on `t`.

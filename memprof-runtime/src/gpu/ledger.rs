@@ -11,7 +11,9 @@
 //! Per thread, as the heap's counters: `net` is what the thread allocated
 //! minus what it freed, `peak` the highest `net` since the innermost open
 //! region opened, and `carry` the watermark of the inner regions that closed
-//! since (see `region.rs`, whose scheme this follows).
+//! since (see `region.rs`, whose scheme this follows); `events` counts the
+//! thread's counted allocations and frees, so that a statement in which it
+//! did not move closes without reading the rest (see [`quiet_thread`]).
 
 use crate::alloc::untracked;
 use crate::owned::{get, max, set};
@@ -76,6 +78,7 @@ thread_local! {
             net: Cell::new(0),
             peak: Cell::new(0),
             carry: Cell::new(i64::MIN),
+            events: Cell::new(0),
         }
     };
 }
@@ -86,6 +89,7 @@ struct ThreadTally {
     net: Cell<i64>,
     peak: Cell<i64>,
     carry: Cell<i64>,
+    events: Cell<u64>,
 }
 
 impl Ledger {
@@ -191,6 +195,7 @@ impl Ledger {
             let net = get(&t.net) + bytes;
             set(&t.net, net);
             set(&t.peak, max(get(&t.peak), net));
+            set(&t.events, get(&t.events).wrapping_add(1));
         });
     }
 
@@ -256,15 +261,35 @@ pub(crate) type Pair = (i64, i64);
 
 /// Closes the thread-scope region whose watermark `saved` holds, if any,
 /// then opens the next if `open`: [`close_thread`] and [`open_thread`] in
-/// one reach of the thread-local.
+/// one reach of the thread-local. The opened region comes with this
+/// thread's event count, for [`quiet_thread`].
 #[inline(always)]
-pub(crate) fn step_thread(saved: Option<i64>, open: bool) -> (Option<Pair>, Option<Pair>) {
+pub(crate) fn step_thread(saved: Option<i64>, open: bool) -> (Option<Pair>, Option<(Pair, u64)>) {
     THREAD
         .try_with(|t| {
             let closed = saved.map(|saved| t.close(saved));
-            (closed, open.then(|| t.open()))
+            (closed, open.then(|| (t.open(), get(&t.events))))
         })
         .unwrap_or((None, None))
+}
+
+/// Whether this thread counted no allocation or free since its event count
+/// was `events`: then a thread-scope region opened at that count ends where
+/// it started, with no rise, and [`close_quiet_thread`] closes it.
+#[inline(always)]
+pub(crate) fn quiet_thread(events: u64) -> bool {
+    THREAD
+        .try_with(|t| get(&t.events) == events)
+        .unwrap_or(false)
+}
+
+/// [`close_thread`] for a region that [`quiet_thread`]: restores the
+/// enclosing watermark, `saved`, which is all the full close changes then
+/// (`peak` is still the region's start, inner regions raised `carry` to
+/// that at most, and `saved` is at least the start).
+#[inline(always)]
+pub(crate) fn close_quiet_thread(saved: i64) {
+    let _ = THREAD.try_with(|t| set(&t.carry, saved));
 }
 
 impl ThreadTally {

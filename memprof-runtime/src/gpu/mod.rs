@@ -349,6 +349,10 @@ pub(crate) struct GpuMark {
     /// NVML: taken after the figures became the devices'; a region that
     /// straddles the change has no figures.
     widened: bool,
+    /// Counted thread scope, opened by [`step_counted_thread`]: the thread's
+    /// count of device allocations and frees then (see [`quiet_usage`]);
+    /// `None` elsewhere.
+    events: Option<u64>,
 }
 
 /// One closed GPU region's figures.
@@ -379,6 +383,7 @@ pub(crate) fn begin(process: bool) -> Option<GpuMark> {
             saved,
             process,
             widened: false,
+            events: None,
         });
     }
     let start = sample()?;
@@ -387,6 +392,7 @@ pub(crate) fn begin(process: bool) -> Option<GpuMark> {
         saved: watch_begin(start),
         process,
         widened: WIDENED.load(Relaxed),
+        events: None,
     })
 }
 
@@ -428,13 +434,29 @@ pub(crate) fn step_counted_thread(
         }),
         _ => None,
     };
-    let next = opened.map(|(start, saved)| GpuMark {
+    let next = opened.map(|((start, saved), events)| GpuMark {
         start,
         saved,
         process: false,
         widened: false,
+        events: Some(events),
     });
     (figures, next)
+}
+
+/// A region of [`step_counted_thread`]'s in which this thread counted no
+/// device allocation or free: its GPU usage after, which is its start (its
+/// increment and peak are 0); `None` otherwise.
+#[inline(always)]
+pub(crate) fn quiet_usage(mark: GpuMark) -> Option<i64> {
+    let events = mark.events?;
+    ledger::quiet_thread(events).then_some(mark.start)
+}
+
+/// Closes a region that [`quiet_usage`] found quiet.
+#[inline(always)]
+pub(crate) fn close_quiet(mark: GpuMark) {
+    ledger::close_quiet_thread(mark.saved);
 }
 
 /// Closes `mark`'s region, if any, and opens the next: one NVML sample
@@ -460,6 +482,7 @@ pub(crate) fn step(mark: Option<GpuMark>, process: bool) -> (Option<GpuFigures>,
         saved: watch_begin(start),
         process,
         widened,
+        events: None,
     });
     (figures, next)
 }

@@ -66,6 +66,16 @@ pub(crate) fn step_counted_thread(
     (None, None)
 }
 
+#[inline]
+pub(crate) fn quiet_usage(mark: GpuMark) -> Option<i64> {
+    match mark {}
+}
+
+#[inline]
+pub(crate) fn close_quiet(mark: GpuMark) {
+    match mark {}
+}
+
 pub(crate) fn driver() -> Option<i64> {
     None
 }
