@@ -44,6 +44,90 @@ fn child_counted_lines() {
     });
 }
 
+/// [`counted_lines`] as an `async fn` that suspends between its lines: the
+/// runtime steps it (its thread may change at each poll), not the kernel.
+#[rustfmt::skip]
+#[profile]
+async fn counted_async_lines(c: &FakeCupti) {
+    let a = c.alloc(cbid::MEM_ALLOC_V2, 0, 256 * MIB);
+    Suspend(false).await;
+    let b = c.alloc(cbid::MEM_ALLOC_ASYNC, 0, 256 * MIB);
+    c.free(cbid::MEM_FREE_V2, 0, c.alloc(cbid::MEM_ALLOC_V2, 0, GIB / 2));
+    Suspend(false).await;
+    c.free(cbid::MEM_FREE_V2, 0, a);
+    c.free(cbid::MEM_FREE_ASYNC, 0, b);
+}
+
+/// Returns `Pending` once.
+struct Suspend(bool);
+
+impl std::future::Future for Suspend {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
+/// Polls `future` on this thread until it is ready.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut context) {
+            return out;
+        }
+    }
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_counted_async_lines() {
+    in_counted_child(|_nvml, c| {
+        block_on(counted_async_lines(c));
+        block_on(counted_async_lines(c));
+    });
+}
+
+#[test]
+fn an_async_fns_lines_count_as_a_synchronous_ones() {
+    let child = run_counted("child_counted_async_lines", &[]);
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+    // Two calls, each 0 → 256 → 512 → (1024) 512 → 256 → 0.
+    let report = child.report();
+    let f = "counted_async_lines";
+    assert_eq!(
+        counted(row(&report, f, "let a")),
+        (2 * 256 * MI, 256 * MIB, 256 * MIB)
+    );
+    assert_eq!(
+        counted(row(&report, f, "let b")),
+        (2 * 256 * MI, 512 * MIB, 256 * MIB)
+    );
+    assert_eq!(
+        counted(row(&report, f, "GIB / 2")),
+        (0, 512 * MIB, 512 * MIB)
+    );
+    // A suspension moves nothing: the bytes after the first are those
+    // after `let a`.
+    assert_eq!(counted(row(&report, f, "Suspend")), (0, 256 * MIB, 0));
+    assert_eq!(
+        counted(row(&report, f, "0, a)")),
+        (-2 * 256 * MI, 256 * MIB, 0)
+    );
+    assert_eq!(counted(row(&report, f, "0, b)")), (-2 * 256 * MI, 0, 0));
+    assert_eq!(
+        counted(row(&report, f, "fn counted_async_lines")),
+        (0, 0, 1024 * MIB)
+    );
+}
+
 #[test]
 fn counted_columns_show_each_lines_allocations_and_peak_exactly() {
     let child = run_counted("child_counted_lines", &[]);

@@ -36,7 +36,7 @@ pub enum Scope {
 }
 
 pub(crate) use crate::kernel::region::{
-    RegionStats, allocated_in, allocs_in, close_in, close_quiet_in, open_in,
+    RegionStats, allocated_in, allocs_in, close_device_in, close_in, open_device_in, open_in,
 };
 
 pub(crate) fn with_thread<R: Default>(f: impl FnOnce(&ThreadCounters) -> R) -> R {

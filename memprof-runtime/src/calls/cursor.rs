@@ -14,10 +14,11 @@ use super::frame::Frame;
 use crate::alloc;
 use crate::gpu::GpuMark;
 pub(crate) use crate::kernel::layout::NO_CELL;
-use crate::kernel::layout::{CallHead, CursorHead};
+use crate::kernel::layout::{CALL_SLOW, CallHead, CursorHead};
 use crate::owned::{get, set};
 use crate::region::{
-    Region, RegionStats, Scope, allocated_in, allocs_in, close_in, close_quiet_in, open_in,
+    Region, RegionStats, Scope, allocated_in, allocs_in, close_device_in, close_in, open_device_in,
+    open_in,
 };
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -84,11 +85,11 @@ impl<'a> Cursor<'a> {
     /// runtime entered, which are the only ones that take it.
     #[inline]
     pub(crate) fn for_call(call: *const CallHead) -> Self {
-        // The kernel steps the cursors of a call whose flags are 0 (see
+        // The kernel steps the cursors of a call without `CALL_SLOW` (see
         // `CursorHead::counters`).
         // SAFETY: `call` is null or a frame's head, which outlives the cursor.
         let counters = match unsafe { call.as_ref() } {
-            Some(head) if get(&head.flags) == 0 => get(&head.counters),
+            Some(head) if get(&head.flags) & CALL_SLOW == 0 => get(&head.counters),
             _ => std::ptr::null(),
         };
         Cursor {
@@ -102,6 +103,8 @@ impl<'a> Cursor<'a> {
                 start_allocs: Cell::new(0),
                 start_allocated: Cell::new(0),
                 events: Cell::new(0),
+                device_start: Cell::new(0),
+                device_saved: Cell::new(0),
             },
             rest: if call.is_null() {
                 MaybeUninit::uninit()
@@ -186,48 +189,29 @@ impl<'a> Cursor<'a> {
     }
 
     /// [`Cursor::step`] of a thread-scope call that counts device
-    /// allocations: the same steps, and this thread's GPU counters beside.
+    /// allocations, which the kernel did not take (an `async fn`'s): the
+    /// same steps, and the thread's device bytes beside, as the kernel's
+    /// loud step does them.
     #[inline(never)]
     fn step_counted(&self, frame: &Frame, t: &alloc::ThreadCounters, next: u32) {
         let cell = get(&self.head.cell);
-        let mark = get(&self.rest().gpu);
-        // PERF: the kernel's quiet step (see `kernel::step`), with this
-        // thread's device count beside the heap's: most statements neither
-        // allocate nor free on either. Only for a synchronous call, whose
-        // counters are its thread's for its whole life.
-        if cell != NO_CELL
-            && t.events() == get(&self.head.events)
-            && !get(&frame.head.counters).is_null()
-            && let Some(mark) = mark
-            && let Some(usage) = crate::gpu::quiet_usage(mark)
-        {
-            frame.row(cell).closed_with(
-                &RegionStats::default(),
-                get(&frame.head.base) + get(&self.head.start),
-                Some((0, usage, 0)),
-            );
-            set(&self.head.cell, next);
-            if next == NO_CELL {
-                close_quiet_in(t, get(&self.head.saved));
-                crate::gpu::close_quiet(mark);
-                set(&self.rest().gpu, None);
-            } else {
-                frame.row(next).opened();
-            }
-            return;
-        }
-        let (gpu, next_gpu) = crate::gpu::step_counted_thread(mark, next != NO_CELL);
         if cell != NO_CELL {
             let stats = self.close_in(t);
-            frame.row(cell).closed_with(
-                &stats,
-                get(&frame.head.base) + stats.end,
-                gpu.map(|g| (g.increment, g.usage, g.peak)),
+            let device = close_device_in(
+                t,
+                get(&self.head.device_start),
+                get(&self.head.device_saved),
             );
+            frame
+                .row(cell)
+                .closed_with(&stats, get(&frame.head.base) + stats.end, Some(device));
         }
-        set(&self.rest().gpu, next_gpu);
         self.open_next(frame, t, next);
-        set(&self.head.events, t.events());
+        if next != NO_CELL {
+            let (start, saved) = open_device_in(t);
+            set(&self.head.device_start, start);
+            set(&self.head.device_saved, saved);
+        }
     }
 
     /// Closes the open thread-scope region on `t`.

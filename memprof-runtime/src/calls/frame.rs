@@ -20,7 +20,7 @@ use super::thread::{ThreadFn, set_published, thread_fn};
 use crate::alloc::{self, ThreadCounters};
 use crate::cells::LineCell;
 use crate::config::ReportMode;
-use crate::kernel::layout::{CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters};
+use crate::kernel::layout::{CALL_DEVICE, CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters};
 use crate::owned::{get, set};
 use crate::region::{Region, RegionStats, Scope, allocated_in, allocs_in, close_in, open_in};
 use std::cell::{Cell, UnsafeCell};
@@ -401,14 +401,20 @@ impl Frame {
         let statements_gpu = gpu && crate::gpu::per_statement();
         set(&self.state().gpu, statements_gpu);
         // PERF: counted device bytes of a thread-scope call stay on the
-        // fast step, which reads them from this thread's counters.
+        // kernel's step, which reads them from this thread's counters.
         let sampled = statements_gpu && !crate::gpu::counted();
         let slow = sampled || meta.scope == Scope::Process;
         set(&self.state().slow, slow);
         // The kernel's step takes the thread-scope calls of a known thread
-        // whose statements count no device memory; the runtime's, the rest.
-        let fast = !slow && !statements_gpu && !get(&self.head.counters).is_null();
-        set(&self.head.flags, if fast { 0 } else { CALL_SLOW });
+        // that sample no NVML; the runtime's, the rest.
+        let flags = if slow || get(&self.head.counters).is_null() {
+            CALL_SLOW
+        } else if statements_gpu {
+            CALL_DEVICE
+        } else {
+            0
+        };
+        set(&self.head.flags, flags);
         let gpu_start = if gpu {
             crate::gpu::begin(meta.scope == Scope::Process)
         } else {

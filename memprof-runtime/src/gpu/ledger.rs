@@ -8,16 +8,16 @@
 //! mutex and allocates through the untracked heap; readers (a statement
 //! boundary) touch only this thread's `Cell`s or one atomic.
 //!
-//! Per thread, as the heap's counters: `net` is what the thread allocated
-//! minus what it freed, `peak` the highest `net` since the innermost open
-//! region opened, and `carry` the watermark of the inner regions that closed
-//! since (see `region.rs`, whose scheme this follows); `events` counts the
-//! thread's counted allocations and frees, so that a statement in which it
-//! did not move closes without reading the rest (see [`quiet_thread`]).
+//! Per thread, beside the heap's in the thread's counters (the `device_*`
+//! fields of `kernel::layout::Counters`, which this module alone writes):
+//! what the thread allocated minus what it freed, its watermark, and a count
+//! of its counted allocations and frees. The statement probes, the kernel's
+//! included, read them as they read the heap's (see `kernel::region`).
 
 use crate::alloc::untracked;
+use crate::kernel::layout::Counters;
 use crate::owned::{get, max, set};
-use std::cell::Cell;
+use crate::region::{close_device_in, open_device_in};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
@@ -72,24 +72,11 @@ pub(crate) struct Ledger {
 /// The process's ledger.
 pub(crate) static LEDGER: Ledger = Ledger::new();
 
-thread_local! {
-    static THREAD: ThreadTally = const {
-        ThreadTally {
-            net: Cell::new(0),
-            peak: Cell::new(0),
-            carry: Cell::new(i64::MIN),
-            events: Cell::new(0),
-        }
-    };
-}
-
-/// This thread's counted device bytes (see the module documentation).
-#[derive(Debug)]
-struct ThreadTally {
-    net: Cell<i64>,
-    peak: Cell<i64>,
-    carry: Cell<i64>,
-    events: Cell<u64>,
+/// `f` of the calling thread's counters, if it still has them.
+#[inline]
+fn with_thread<R>(f: impl FnOnce(&Counters) -> R) -> Option<R> {
+    // SAFETY: this thread's counters, which live as long as it does.
+    unsafe { crate::alloc::thread_counters().as_ref() }.map(|t| f(t))
 }
 
 impl Ledger {
@@ -191,11 +178,11 @@ impl Ledger {
         }
         let total = self.process_live.fetch_add(bytes, Relaxed) + bytes;
         self.process_high.fetch_max(total, Relaxed);
-        let _ = THREAD.try_with(|t| {
-            let net = get(&t.net) + bytes;
-            set(&t.net, net);
-            set(&t.peak, max(get(&t.peak), net));
-            set(&t.events, get(&t.events).wrapping_add(1));
+        with_thread(|t| {
+            let net = get(&t.device_net) + bytes;
+            set(&t.device_net, net);
+            set(&t.device_peak, max(get(&t.device_peak), net));
+            set(&t.device_events, get(&t.device_events).wrapping_add(1));
         });
     }
 
@@ -238,77 +225,21 @@ impl Ledger {
 /// This thread's counted device bytes now.
 #[inline]
 pub(crate) fn thread_net() -> i64 {
-    THREAD.try_with(|t| get(&t.net)).unwrap_or(0)
+    with_thread(|t| get(&t.device_net)).unwrap_or(0)
 }
 
 /// Opens a thread-scope region: its start and the enclosing region's
 /// watermark, to hand back to [`close_thread`].
 #[inline]
 pub(crate) fn open_thread() -> (i64, i64) {
-    THREAD.try_with(ThreadTally::open).unwrap_or((0, i64::MIN))
+    with_thread(open_device_in).unwrap_or((0, i64::MIN))
 }
 
-/// Closes the thread-scope region that [`open_thread`] opened: its end and
-/// the highest count reached while it was open.
+/// Closes the thread-scope region that [`open_thread`] opened at `start`:
+/// (increment, end, highest rise).
 #[inline]
-pub(crate) fn close_thread(saved: i64) -> (i64, i64) {
-    THREAD.try_with(|t| t.close(saved)).unwrap_or((0, 0))
-}
-
-/// A thread-scope region's (count, watermark): (start, saved) when it
-/// opens, (end, high) when it closes.
-pub(crate) type Pair = (i64, i64);
-
-/// Closes the thread-scope region whose watermark `saved` holds, if any,
-/// then opens the next if `open`: [`close_thread`] and [`open_thread`] in
-/// one reach of the thread-local. The opened region comes with this
-/// thread's event count, for [`quiet_thread`].
-#[inline(always)]
-pub(crate) fn step_thread(saved: Option<i64>, open: bool) -> (Option<Pair>, Option<(Pair, u64)>) {
-    THREAD
-        .try_with(|t| {
-            let closed = saved.map(|saved| t.close(saved));
-            (closed, open.then(|| (t.open(), get(&t.events))))
-        })
-        .unwrap_or((None, None))
-}
-
-/// Whether this thread counted no allocation or free since its event count
-/// was `events`: then a thread-scope region opened at that count ends where
-/// it started, with no rise, and [`close_quiet_thread`] closes it.
-#[inline(always)]
-pub(crate) fn quiet_thread(events: u64) -> bool {
-    THREAD
-        .try_with(|t| get(&t.events) == events)
-        .unwrap_or(false)
-}
-
-/// [`close_thread`] for a region that [`quiet_thread`]: restores the
-/// enclosing watermark, `saved`, which is all the full close changes then
-/// (`peak` is still the region's start, inner regions raised `carry` to
-/// that at most, and `saved` is at least the start).
-#[inline(always)]
-pub(crate) fn close_quiet_thread(saved: i64) {
-    let _ = THREAD.try_with(|t| set(&t.carry, saved));
-}
-
-impl ThreadTally {
-    #[inline(always)]
-    fn open(&self) -> (i64, i64) {
-        let net = get(&self.net);
-        let saved = max(get(&self.peak), get(&self.carry));
-        set(&self.peak, net);
-        set(&self.carry, i64::MIN);
-        (net, saved)
-    }
-
-    #[inline(always)]
-    fn close(&self, saved: i64) -> (i64, i64) {
-        let watermark = max(get(&self.peak), get(&self.carry));
-        set(&self.carry, max(saved, watermark));
-        let net = get(&self.net);
-        (net, max(watermark, net))
-    }
+pub(crate) fn close_thread(start: i64, saved: i64) -> (i64, i64, u64) {
+    with_thread(|t| close_device_in(t, start, saved)).unwrap_or((0, 0, 0))
 }
 
 #[cfg(test)]
@@ -393,19 +324,18 @@ mod tests {
         let (inner_start, inner_saved) = open_thread();
         ledger.allocated(BlockKey::Address(2), 100, 0);
         ledger.freed(BlockKey::Address(2));
-        let (inner_end, inner_high) = close_thread(inner_saved);
         assert_eq!(
-            (inner_end - inner_start, inner_high - inner_start),
-            (0, 100)
+            close_thread(inner_start, inner_saved),
+            (0, inner_start, 100)
         );
         // The next statement starts low again.
         let (next_start, next_saved) = open_thread();
         ledger.allocated(BlockKey::Address(3), 5, 0);
-        let (next_end, next_high) = close_thread(next_saved);
-        assert_eq!((next_end - next_start, next_high - next_start), (5, 5));
-        let (outer_end, outer_high) = close_thread(outer_saved);
-        assert_eq!(outer_end - outer_start, 15);
-        assert_eq!(outer_high - outer_start, 110);
+        assert_eq!(close_thread(next_start, next_saved), (5, next_start + 5, 5));
+        assert_eq!(
+            close_thread(outer_start, outer_saved),
+            (15, outer_start + 15, 110)
+        );
         ledger.freed(BlockKey::Address(1));
         ledger.freed(BlockKey::Address(3));
     }

@@ -349,10 +349,6 @@ pub(crate) struct GpuMark {
     /// NVML: taken after the figures became the devices'; a region that
     /// straddles the change has no figures.
     widened: bool,
-    /// Counted thread scope, opened by [`step_counted_thread`]: the thread's
-    /// count of device allocations and frees then (see [`quiet_usage`]);
-    /// `None` elsewhere.
-    events: Option<u64>,
 }
 
 /// One closed GPU region's figures.
@@ -383,7 +379,6 @@ pub(crate) fn begin(process: bool) -> Option<GpuMark> {
             saved,
             process,
             widened: false,
-            events: None,
         });
     }
     let start = sample()?;
@@ -392,7 +387,6 @@ pub(crate) fn begin(process: bool) -> Option<GpuMark> {
         saved: watch_begin(start),
         process,
         widened: WIDENED.load(Relaxed),
-        events: None,
     })
 }
 
@@ -400,11 +394,15 @@ pub(crate) fn begin(process: bool) -> Option<GpuMark> {
 #[inline]
 pub(crate) fn end(mark: GpuMark) -> Option<GpuFigures> {
     let (end, high) = if counted() {
-        if mark.process {
-            LEDGER.close_process(mark.saved)
-        } else {
-            ledger::close_thread(mark.saved)
+        if !mark.process {
+            let (increment, usage, peak) = ledger::close_thread(mark.start, mark.saved);
+            return Some(GpuFigures {
+                increment,
+                usage,
+                peak,
+            });
         }
+        LEDGER.close_process(mark.saved)
     } else {
         let end = sample();
         let high = watch_end(mark.saved);
@@ -416,47 +414,6 @@ pub(crate) fn end(mark: GpuMark) -> Option<GpuFigures> {
         usage: end,
         peak: (high - mark.start).max(0) as u64,
     })
-}
-
-/// [`step`] for a thread-scope region while counting, the common case: a
-/// few plain loads and stores on this thread's counters.
-#[inline(always)]
-pub(crate) fn step_counted_thread(
-    mark: Option<GpuMark>,
-    open_next: bool,
-) -> (Option<GpuFigures>, Option<GpuMark>) {
-    let (closed, opened) = ledger::step_thread(mark.map(|m| m.saved), open_next);
-    let figures = match (mark, closed) {
-        (Some(mark), Some((end, high))) => Some(GpuFigures {
-            increment: end - mark.start,
-            usage: end,
-            peak: (high - mark.start).max(0) as u64,
-        }),
-        _ => None,
-    };
-    let next = opened.map(|((start, saved), events)| GpuMark {
-        start,
-        saved,
-        process: false,
-        widened: false,
-        events: Some(events),
-    });
-    (figures, next)
-}
-
-/// A region of [`step_counted_thread`]'s in which this thread counted no
-/// device allocation or free: its GPU usage after, which is its start (its
-/// increment and peak are 0); `None` otherwise.
-#[inline(always)]
-pub(crate) fn quiet_usage(mark: GpuMark) -> Option<i64> {
-    let events = mark.events?;
-    ledger::quiet_thread(events).then_some(mark.start)
-}
-
-/// Closes a region that [`quiet_usage`] found quiet.
-#[inline(always)]
-pub(crate) fn close_quiet(mark: GpuMark) {
-    ledger::close_quiet_thread(mark.saved);
 }
 
 /// Closes `mark`'s region, if any, and opens the next: one NVML sample
@@ -482,7 +439,6 @@ pub(crate) fn step(mark: Option<GpuMark>, process: bool) -> (Option<GpuFigures>,
         saved: watch_begin(start),
         process,
         widened,
-        events: None,
     });
     (figures, next)
 }

@@ -58,24 +58,6 @@ pub(crate) fn step(
     (None, None)
 }
 
-#[inline]
-pub(crate) fn step_counted_thread(
-    _mark: Option<GpuMark>,
-    _open_next: bool,
-) -> (Option<GpuFigures>, Option<GpuMark>) {
-    (None, None)
-}
-
-#[inline]
-pub(crate) fn quiet_usage(mark: GpuMark) -> Option<i64> {
-    match mark {}
-}
-
-#[inline]
-pub(crate) fn close_quiet(mark: GpuMark) {
-    match mark {}
-}
-
 pub(crate) fn driver() -> Option<i64> {
     None
 }

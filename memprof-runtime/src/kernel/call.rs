@@ -1,7 +1,9 @@
 //! Calls and block cursors that the kernel keeps on the thread's side
 //! stack: a synchronous call's entry and exit, and a nested block's cursor.
 
-use super::layout::{CALL_KERNEL, CallHead, Counters, CursorHead, FnHead, Globals, NO_CELL};
+use super::layout::{
+    CALL_KERNEL, CallHead, Counters, CursorHead, FnHead, Globals, NO_CELL, NO_SAMPLE,
+};
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
 use super::step::step;
@@ -131,6 +133,8 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
             start_allocs: Cell::new(allocs),
             start_allocated: Cell::new(allocated),
             events: Cell::new(t.events()),
+            device_start: Cell::new(0),
+            device_saved: Cell::new(0),
         });
         record.write(CallHead {
             counters: Cell::new(t as *const Counters),
@@ -178,10 +182,11 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         // test for both regions.
         let cell = get(&cursor.cell);
         if cell != NO_CELL {
-            call.row(cell).closed_quiet(get(&call.base) + start);
+            call.row(cell)
+                .closed_quiet(get(&call.base) + start, NO_SAMPLE);
         }
         close_quiet_in(t, get(&call.saved));
-        call.row(0).closed_quiet(get(&call.base) + start);
+        call.row(0).closed_quiet(get(&call.base) + start, NO_SAMPLE);
     } else {
         exit_loud(cursor, call, t);
     }
@@ -253,6 +258,8 @@ pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
                 start_allocs: Cell::new(0),
                 start_allocated: Cell::new(0),
                 events: Cell::new(0),
+                device_start: Cell::new(0),
+                device_saved: Cell::new(0),
             })
         };
         if first != NO_CELL {

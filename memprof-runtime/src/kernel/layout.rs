@@ -32,6 +32,15 @@ pub struct Slot {
 /// part of the innermost open region's watermark that `peak` no longer
 /// shows, and `hi` the highest `peak` seen since the current poll began.
 ///
+/// The `device_*` fields are the thread's device bytes as CUPTI counts
+/// them, owned by `gpu::ledger` (which writes them from the driver's
+/// callback, on this thread) and read by the statement probes as the heap's
+/// are: `device_net` is what the thread allocated minus what it freed,
+/// `device_peak` and `device_carry` its watermark (see `region`), and
+/// `device_events` counts the thread's counted allocations and frees, for
+/// the quiet test of a call that counts device bytes (see `step`). All stay
+/// zero (`device_carry` `i64::MIN`) in a program that counts none.
+///
 /// PERF: what the allocator's fast path touches, `hook` to `allocated`, is
 /// in the first 40 bytes: one cache line, as `ThreadCounters` is 128-byte
 /// aligned.
@@ -69,6 +78,10 @@ pub struct Counters {
     /// before the thread's first profiled call.
     pub stack_top: Cell<*mut u8>,
     pub stack_end: Cell<*mut u8>,
+    pub device_net: Cell<i64>,
+    pub device_peak: Cell<i64>,
+    pub device_carry: Cell<i64>,
+    pub device_events: Cell<u64>,
 }
 
 /// Accumulated figures of one table row. Owned by `cells`.
@@ -210,9 +223,12 @@ pub const CALL_KERNEL: u8 = 1;
 pub const CALL_RUNTIME: u8 = 2;
 
 /// `CallHead::flags`: the call takes the runtime's slow statement step
-/// (NVML sampling, process scope, counted device memory, or an `async fn`
-/// call, whose thread changes).
+/// (NVML sampling, process scope, or an `async fn` call, whose thread
+/// changes).
 pub const CALL_SLOW: u8 = 1;
+/// `CallHead::flags`: the call's rows count this thread's device bytes
+/// (`Counters::device_*`) beside its heap's.
+pub const CALL_DEVICE: u8 = 2;
 
 /// The part of one call's state that statements read: the head of the
 /// runtime's `Frame`. Written at the call's entry, by the thread running it.
@@ -227,7 +243,7 @@ pub struct CallHead {
     /// Thread scope: process heap at entry minus the context count at entry,
     /// so `base + context count` is the heap the call sees.
     pub base: Cell<i64>,
-    /// `CALL_SLOW` or 0.
+    /// `CALL_SLOW`, `CALL_DEVICE` or 0.
     pub flags: Cell<u8>,
     /// `CALL_OFF`, `CALL_KERNEL` or `CALL_RUNTIME`.
     pub mode: Cell<u8>,
@@ -258,9 +274,9 @@ pub struct CursorHead {
     /// `step::step`), for the runtime's slow step to read.
     pub pending: Cell<u32>,
     /// The thread's counters when the kernel steps this cursor (its call is
-    /// synchronous, in thread scope and counts no device memory: the call's
-    /// `flags` are 0); null when the runtime does. Fixed when the cursor is
-    /// made, as the call's flags are at its entry.
+    /// synchronous and in thread scope, and samples no NVML: the call's
+    /// flags have no `CALL_SLOW`); null when the runtime does. Fixed when
+    /// the cursor is made, as the call's flags are at its entry.
     pub counters: Cell<*const Counters>,
     /// The open region's start and the enclosing region's watermark, and
     /// the context's allocation count and bytes allocated at its start.
@@ -269,7 +285,13 @@ pub struct CursorHead {
     pub start_allocs: Cell<u64>,
     pub start_allocated: Cell<u64>,
     /// The thread's allocations plus frees when the open region started
-    /// (`Counters::events`), for the kernel's test of a quiet region. Only
-    /// the kernel's opens write it, and only the kernel reads it.
+    /// (`Counters::events`), for the kernel's test of a quiet region; in a
+    /// `CALL_DEVICE` call, the complement of those and the device's events
+    /// together (see `step`). Only the kernel's opens write it, and only the
+    /// kernel reads it.
     pub events: Cell<u64>,
+    /// A `CALL_DEVICE` call's open region: the thread's device bytes at its
+    /// start and the enclosing device watermark (unused in other calls).
+    pub device_start: Cell<i64>,
+    pub device_saved: Cell<i64>,
 }

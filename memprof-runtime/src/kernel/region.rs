@@ -5,7 +5,7 @@
 //! through the `owned` helpers, so that this stays a few instructions where
 //! it is compiled without optimization too (the pure-Rust fallback).
 
-use super::layout::{CallHead, Counters, LineCell, Slot};
+use super::layout::{CallHead, Counters, LineCell, NO_SAMPLE, Slot};
 use super::owned::{get, load_i64, load_u32, load_u64, max, set};
 use core::sync::atomic::{Ordering, fence};
 
@@ -115,6 +115,37 @@ pub fn close_quiet_in(t: &Counters, saved: i64) {
     set(&t.carry, saved);
 }
 
+/// Opens a thread-scope region on `t`'s device bytes: its start, and the
+/// enclosing region's watermark to restore at its close. The same scheme
+/// as [`open_in`], without contexts: device bytes are the thread's.
+#[inline(always)]
+pub fn open_device_in(t: &Counters) -> (i64, i64) {
+    let net = get(&t.device_net);
+    let saved = max(get(&t.device_peak), get(&t.device_carry));
+    set(&t.device_peak, net);
+    set(&t.device_carry, i64::MIN);
+    (net, saved)
+}
+
+/// Closes the device region that [`open_device_in`] opened at `start`:
+/// (increment, bytes after, highest rise), the figures of a row's GPU
+/// columns.
+#[inline(always)]
+pub fn close_device_in(t: &Counters, start: i64, saved: i64) -> (i64, i64, u64) {
+    let watermark = max(get(&t.device_peak), get(&t.device_carry));
+    set(&t.device_carry, max(saved, watermark));
+    let end = get(&t.device_net);
+    let rise = max(watermark, end) - start;
+    (end - start, end, if rise > 0 { rise as u64 } else { 0 })
+}
+
+/// [`close_device_in`] for a region in which the device bytes did not move
+/// (see [`close_quiet_in`]).
+#[inline(always)]
+pub fn close_device_quiet_in(t: &Counters, saved: i64) {
+    set(&t.device_carry, saved);
+}
+
 impl LineCell {
     /// An execution of the row starts (owner only).
     #[inline(always)]
@@ -148,10 +179,11 @@ impl LineCell {
     }
 
     /// [`LineCell::closed`] for an execution in which nothing was allocated
-    /// or freed: its occurrence and its Mem usage, the only figures such an
-    /// execution can move.
+    /// or freed: its occurrence and its Mem usage, and its device bytes
+    /// after (`NO_SAMPLE`: none), the only figures such an execution can
+    /// move.
     #[inline(always)]
-    pub(crate) fn closed_quiet(&self, mem_usage: i64) {
+    pub(crate) fn closed_quiet(&self, mem_usage: i64, device_usage: i64) {
         use Ordering::Relaxed;
         // SAFETY: only the owning thread touches `open`.
         let open = unsafe { &mut *self.open.get() };
@@ -161,6 +193,9 @@ impl LineCell {
             .store(load_u64(&self.occurrences) + 1, Relaxed);
         if mem_usage > load_i64(&self.mem_usage) {
             self.mem_usage.store(mem_usage, Relaxed);
+        }
+        if device_usage != NO_SAMPLE && device_usage > load_i64(&self.gpu_usage) {
+            self.gpu_usage.store(device_usage, Relaxed);
         }
         self.end_write(seq);
     }

@@ -2,9 +2,12 @@
 //! the quiet path (nothing allocated or freed since the row opened) in a
 //! few loads and stores.
 
-use super::layout::{CallHead, Counters, CursorHead, NO_CELL};
+use super::layout::{CALL_DEVICE, CallHead, Counters, CursorHead, NO_CELL, NO_SAMPLE};
 use super::owned::{get, set};
-use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in};
+use super::region::{
+    allocated_in, allocs_in, close_device_in, close_device_quiet_in, close_in, close_quiet_in,
+    open_device_in, open_in,
+};
 
 /// The statement step: closes the cursor's open row, if any, and opens row
 /// `next`, unless it is `NO_CELL`. Returns 0 when done, 1 when the call
@@ -44,7 +47,7 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         // together with `peak`, at least the start since this region
         // opened).
         call.row(cell)
-            .closed_quiet(get(&call.base) + get(&cursor.start));
+            .closed_quiet(get(&call.base) + get(&cursor.start), NO_SAMPLE);
         set(&cursor.cell, next);
         if next == NO_CELL {
             close_quiet_in(t, get(&cursor.saved));
@@ -53,8 +56,41 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         }
         return 0;
     }
-    step_loud(cursor, call, t, next);
+    if cell != NO_CELL && get(&call.flags) & CALL_DEVICE != 0 {
+        step_device(cursor, call, t, next);
+    } else {
+        step_loud(cursor, call, t, next);
+    }
     0
+}
+
+/// [`step`] of a call that counts device bytes (`CALL_DEVICE`), with a row
+/// open: its quiet path, where neither the heap nor the device bytes moved
+/// since the row opened (the row's device bytes after are then its start),
+/// or [`step_loud`].
+///
+/// PERF: out of line, as [`step_loud`], and apart from it, so that this
+/// path saves few registers. Such a call's rows keep the complement of the
+/// thread's heap and device events in `CursorHead::events`, which no count
+/// of heap events alone reaches (it would take 2^63 events): [`step`]'s
+/// quiet test fails for them, at no cost to the calls that count none.
+#[inline(never)]
+fn step_device(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32) {
+    if !all_events(t) != get(&cursor.events) {
+        return step_loud(cursor, call, t, next);
+    }
+    let cell = get(&cursor.cell);
+    call.row(cell).closed_quiet(
+        get(&call.base) + get(&cursor.start),
+        get(&cursor.device_start),
+    );
+    set(&cursor.cell, next);
+    if next == NO_CELL {
+        close_quiet_in(t, get(&cursor.saved));
+        close_device_quiet_in(t, get(&cursor.device_saved));
+    } else {
+        call.row(next).opened();
+    }
 }
 
 /// [`step`] where the open row's region saw an allocation or a free, or
@@ -75,8 +111,22 @@ fn step_loud(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32) {
         set(&cursor.saved, saved);
         set(&cursor.start_allocs, allocs_in(t));
         set(&cursor.start_allocated, allocated_in(t));
-        set(&cursor.events, t.events());
+        if get(&call.flags) & CALL_DEVICE != 0 {
+            let (device_start, device_saved) = open_device_in(t);
+            set(&cursor.device_start, device_start);
+            set(&cursor.device_saved, device_saved);
+            set(&cursor.events, !all_events(t));
+        } else {
+            set(&cursor.events, t.events());
+        }
     }
+}
+
+/// The thread's heap and device events together: any event of either moves
+/// it.
+#[inline(always)]
+fn all_events(t: &Counters) -> u64 {
+    t.events().wrapping_add(get(&t.device_events))
 }
 
 /// Closes the cursor's open row's region, which saw an allocation or a
@@ -90,6 +140,8 @@ fn close_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
         get(&cursor.start_allocs),
         get(&cursor.start_allocated),
     );
+    let device = (get(&call.flags) & CALL_DEVICE != 0)
+        .then(|| close_device_in(t, get(&cursor.device_start), get(&cursor.device_saved)));
     call.row(get(&cursor.cell))
-        .closed(&stats, get(&call.base) + stats.end);
+        .closed_with(&stats, get(&call.base) + stats.end, device);
 }
