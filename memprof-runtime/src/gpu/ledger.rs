@@ -16,8 +16,8 @@
 
 use crate::alloc::untracked;
 use crate::kernel::layout::Counters;
+use crate::kernel::region::{close_device_in, open_device_in};
 use crate::owned::{get, max, set};
-use crate::region::{close_device_in, open_device_in};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
