@@ -107,6 +107,68 @@ fn calls_the_kernel_enters_and_nested_calls_have_the_same_sites() {
     assert!(leaf.3.contains(&"sites::parse".to_owned()), "{leaf:?}");
 }
 
+/// Calls `parse` from a loop body. This function's only call is one the
+/// runtime enters (it hands out a table), and the body's cursor is the
+/// kernel's all the same.
+#[memprof::profile]
+#[inline(never)]
+fn parse_in_a_loop() -> usize {
+    let mut total = 0;
+    for _ in 0..6 {
+        total += parse(10);
+    }
+    total
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_parse_in_a_loop() {
+    if is_child() {
+        assert_eq!(parse_in_a_loop(), 120);
+    }
+}
+
+#[test]
+fn a_call_in_a_loop_body_of_a_call_the_runtime_entered_has_its_sites() {
+    let json = child::scratch_dir("sites").join("loop.json");
+    run_child(
+        "child_parse_in_a_loop",
+        &[
+            ("MEMPROF_SITES", "1"),
+            ("MEMPROF_REPORT", "exit"),
+            ("MEMPROF_JSON", json.to_str().unwrap()),
+        ],
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let function = |name: &str| {
+        report["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    // The walk of the side stack used to step over the body's cursor as a
+    // record of the runtime's, and lost every row above it: `parse`'s lines
+    // had no sites.
+    assert_eq!(
+        sites_of(&function("sites::parse"), "let local = top(n);"),
+        [
+            (
+                60,
+                60_000,
+                60_000,
+                names(&["sites::leaf", "sites::middle", "sites::top"])
+            ),
+            (6, 1440, 1440, names(&["sites::middle", "sites::top"])),
+        ]
+    );
+    let sites = sites_of(&function("sites::parse_in_a_loop"), "total += parse(10);");
+    let total: u64 = sites.iter().map(|s| s.1).sum();
+    assert_eq!(total, 6 * 30_992, "{sites:?}");
+}
+
 #[test]
 #[ignore = "a child run: this file's tests start it"]
 fn child_parse() {

@@ -106,7 +106,15 @@ pub(super) fn walk(rows: &mut Rows) -> usize {
                     let frame = unsafe { &*(first as *const crate::calls::Frame) };
                     push(frame.site_key(cell), get(&cursor.start_allocs));
                 }
-                at += cursor_room;
+                // The kernel makes the cursors of every call it steps (its
+                // counters are set), whoever entered the call; the runtime
+                // makes a whole record on the side stack only for the rest
+                // (see `probe::cursor_slowly`).
+                at += if get(&cursor.counters).is_null() {
+                    cursor_room
+                } else {
+                    CURSOR_ROOM
+                };
             }
             _ => break,
         }
