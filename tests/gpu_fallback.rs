@@ -119,6 +119,7 @@ fn cupti_is_found_in_the_cuda_toolkit_without_being_named() {
         "{}",
         child.stderr
     );
+    std::fs::remove_dir_all(&toolkit).unwrap();
 }
 
 /// A hot loop: 100,000 statements in one call.

@@ -376,7 +376,6 @@ fn json_counts_calls_from_exit_handlers_registered_before_memprofs() {
     };
     assert_eq!(calls("output::called_five_times"), 1, "{json}");
     assert_eq!(calls("output::called_from_an_exit_handler"), 1, "{json}");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -425,7 +424,6 @@ fn json_at_exit_matches_the_printed_table() {
             "{printed}"
         );
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -463,7 +461,6 @@ fn output_goes_to_stderr_or_a_file_and_falls_back_to_stderr() {
         "{err}"
     );
     assert!(err.contains("writing to stderr instead"));
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[profile]

@@ -59,7 +59,8 @@ fn child_parse_often() {
 
 #[test]
 fn calls_the_kernel_enters_and_nested_calls_have_the_same_sites() {
-    let json = child::scratch_dir("sites").join("often.json");
+    let dir = child::scratch_dir("sites-often");
+    let json = dir.join("often.json");
     run_child(
         "child_parse_often",
         &[
@@ -130,7 +131,8 @@ fn child_parse_in_a_loop() {
 
 #[test]
 fn a_call_in_a_loop_body_of_a_call_the_runtime_entered_has_its_sites() {
-    let json = child::scratch_dir("sites").join("loop.json");
+    let dir = child::scratch_dir("sites-loop");
+    let json = dir.join("loop.json");
     run_child(
         "child_parse_in_a_loop",
         &[
@@ -213,7 +215,8 @@ fn names(frames: &[&str]) -> Vec<String> {
 
 #[test]
 fn a_lines_sites_name_each_helper_and_add_up_to_the_line() {
-    let json = child::scratch_dir("sites").join("exact.json");
+    let dir = child::scratch_dir("sites-exact");
+    let json = dir.join("exact.json");
     let (out, _) = run_child(
         "child_parse",
         &[

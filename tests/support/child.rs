@@ -69,10 +69,30 @@ pub fn is_child() -> bool {
     std::env::var_os("MEMPROF_CHILD").is_some()
 }
 
-pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+/// A directory of this test process's own under the temporary directory,
+/// removed with what it holds when the value is dropped: bind it for as long
+/// as a child writes there.
+pub fn scratch_dir(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("memprof-output-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// See [`scratch_dir`].
+#[derive(Debug)]
+pub struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// What libtest printed of a child run with its output captured: the lines

@@ -391,14 +391,18 @@ mod tests {
     use super::*;
 
     fn annotate_text(text: &str, selection: &Selection) -> (String, Vec<String>, Tally) {
-        let dir = std::env::temp_dir().join(format!("cargo-memprof-unit-{}", std::process::id()));
+        // A directory per call: the tests run at once.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("cargo-memprof-unit-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let root = dir.join(format!("{}.rs", text.len()));
+        let root = dir.join("lib.rs");
         std::fs::write(&root, text).unwrap();
         let mut out = CrateAnnotation::default();
         let mut seen = Default::default();
         annotate_crate(&root, "demo", selection, &mut seen, &mut out).unwrap();
-        std::fs::remove_file(&root).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
         let annotated = out
             .files
             .get(&root)
