@@ -99,31 +99,37 @@ fn child_counted_async_lines() {
 fn an_async_fns_lines_count_as_a_synchronous_ones() {
     let child = run_counted("child_counted_async_lines", &[]);
     assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
-    // Two calls, each 0 → 256 → 512 → (1024) 512 → 256 → 0.
     let report = child.report();
     let f = "counted_async_lines";
-    assert_eq!(
-        counted(row(&report, f, "let a")),
-        (2 * 256 * MI, 256 * MIB, 256 * MIB)
-    );
-    assert_eq!(
-        counted(row(&report, f, "let b")),
-        (2 * 256 * MI, 512 * MIB, 256 * MIB)
-    );
-    assert_eq!(
-        counted(row(&report, f, "GIB / 2")),
-        (0, 512 * MIB, 512 * MIB)
-    );
+    assert_counted_lines(&report, f, 2);
     // A suspension moves nothing: the bytes after the first are those
     // after `let a`.
     assert_eq!(counted(row(&report, f, "Suspend")), (0, 256 * MIB, 0));
+}
+
+/// The GPU columns of [`counted_lines`]' rows, or its async copy's, in
+/// function `f` of `report`, after `calls` calls, each 0 → 256 → 512 →
+/// (1024) 512 → 256 → 0.
+fn assert_counted_lines(report: &serde_json::Value, f: &str, calls: i64) {
     assert_eq!(
-        counted(row(&report, f, "0, a)")),
-        (-2 * 256 * MI, 256 * MIB, 0)
+        counted(row(report, f, "let a")),
+        (calls * 256 * MI, 256 * MIB, 256 * MIB)
     );
-    assert_eq!(counted(row(&report, f, "0, b)")), (-2 * 256 * MI, 0, 0));
     assert_eq!(
-        counted(row(&report, f, "fn counted_async_lines")),
+        counted(row(report, f, "let b")),
+        (calls * 256 * MI, 512 * MIB, 256 * MIB)
+    );
+    assert_eq!(
+        counted(row(report, f, "GIB / 2")),
+        (0, 512 * MIB, 512 * MIB)
+    );
+    assert_eq!(
+        counted(row(report, f, "0, a)")),
+        (-calls * 256 * MI, 256 * MIB, 0)
+    );
+    assert_eq!(counted(row(report, f, "0, b)")), (-calls * 256 * MI, 0, 0));
+    assert_eq!(
+        counted(row(report, f, &format!("fn {f}"))),
         (0, 0, 1024 * MIB)
     );
 }
@@ -162,30 +168,10 @@ fn counted_columns_show_each_lines_allocations_and_peak_exactly() {
     );
     assert_eq!(child.value("subscriptions"), "1");
 
-    // Three calls, each 0 → 256 → 512 → (1024) 512 → 256 → 0.
+    // Three calls.
     let report = child.report();
     let f = "counted_lines";
-    assert_eq!(
-        counted(row(&report, f, "let a")),
-        (3 * 256 * MI, 256 * MIB, 256 * MIB)
-    );
-    assert_eq!(
-        counted(row(&report, f, "let b")),
-        (3 * 256 * MI, 512 * MIB, 256 * MIB)
-    );
-    assert_eq!(
-        counted(row(&report, f, "GIB / 2")),
-        (0, 512 * MIB, 512 * MIB)
-    );
-    assert_eq!(
-        counted(row(&report, f, "0, a)")),
-        (-3 * 256 * MI, 256 * MIB, 0)
-    );
-    assert_eq!(counted(row(&report, f, "0, b)")), (-3 * 256 * MI, 0, 0));
-    assert_eq!(
-        counted(row(&report, f, "fn counted_lines")),
-        (0, 0, 1024 * MIB)
-    );
+    assert_counted_lines(&report, f, 3);
     // The callback's bookkeeping never shows in the heap columns.
     for needle in ["let a", "let b", "GIB / 2", "0, a)", "0, b)"] {
         assert_eq!(row(&report, f, needle)["increment"], 0, "{needle}");

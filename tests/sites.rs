@@ -59,43 +59,13 @@ fn child_parse_often() {
 
 #[test]
 fn calls_the_kernel_enters_and_nested_calls_have_the_same_sites() {
-    let dir = child::scratch_dir("sites-often");
-    let json = dir.join("often.json");
-    run_child(
-        "child_parse_often",
-        &[
-            ("MEMPROF_SITES", "1"),
-            ("MEMPROF_REPORT", "exit"),
-            ("MEMPROF_JSON", json.to_str().unwrap()),
-        ],
-    );
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let function = |name: &str| {
-        report["functions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == name)
-            .unwrap()
-            .clone()
-    };
-    let parse = function("sites::parse");
+    let report = exit_report("child_parse_often", "sites-often");
+    let parse = function(&report, "sites::parse");
     assert_eq!(parse["calls"], 6);
-    assert_eq!(
-        sites_of(&parse, "let local = top(n);"),
-        [
-            (
-                60,
-                60_000,
-                60_000,
-                names(&["sites::leaf", "sites::middle", "sites::top"])
-            ),
-            (6, 1440, 1440, names(&["sites::middle", "sites::top"])),
-        ]
-    );
+    assert_eq!(sites_of(&parse, "let local = top(n);"), parse_local_sites());
     // The calling line's sites go through `parse`, its frames included;
     // nothing is live when the line ends (each call drops its vectors).
-    let often = function("sites::parse_often");
+    let often = function(&report, "sites::parse_often");
     let sites = sites_of(&often, "map(|_| parse(10))");
     let total: u64 = sites.iter().map(|s| s.1).sum();
     assert_eq!(total, 6 * 30_992, "{sites:?}");
@@ -131,42 +101,18 @@ fn child_parse_in_a_loop() {
 
 #[test]
 fn a_call_in_a_loop_body_of_a_call_the_runtime_entered_has_its_sites() {
-    let dir = child::scratch_dir("sites-loop");
-    let json = dir.join("loop.json");
-    run_child(
-        "child_parse_in_a_loop",
-        &[
-            ("MEMPROF_SITES", "1"),
-            ("MEMPROF_REPORT", "exit"),
-            ("MEMPROF_JSON", json.to_str().unwrap()),
-        ],
-    );
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let function = |name: &str| {
-        report["functions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == name)
-            .unwrap()
-            .clone()
-    };
+    let report = exit_report("child_parse_in_a_loop", "sites-loop");
     // The walk of the side stack used to step over the body's cursor as a
     // record of the runtime's, and lost every row above it: `parse`'s lines
     // had no sites.
     assert_eq!(
-        sites_of(&function("sites::parse"), "let local = top(n);"),
-        [
-            (
-                60,
-                60_000,
-                60_000,
-                names(&["sites::leaf", "sites::middle", "sites::top"])
-            ),
-            (6, 1440, 1440, names(&["sites::middle", "sites::top"])),
-        ]
+        sites_of(&function(&report, "sites::parse"), "let local = top(n);"),
+        parse_local_sites()
     );
-    let sites = sites_of(&function("sites::parse_in_a_loop"), "total += parse(10);");
+    let sites = sites_of(
+        &function(&report, "sites::parse_in_a_loop"),
+        "total += parse(10);",
+    );
     let total: u64 = sites.iter().map(|s| s.1).sum();
     assert_eq!(total, 6 * 30_992, "{sites:?}");
 }
@@ -177,6 +123,47 @@ fn child_parse() {
     if is_child() {
         assert_eq!(parse(10), 20);
     }
+}
+
+/// The JSON report of child run `child` with every allocation's site
+/// recorded, its tables at exit only.
+fn exit_report(child: &str, dir: &str) -> Value {
+    let dir = child::scratch_dir(dir);
+    let json = dir.join("report.json");
+    run_child(
+        child,
+        &[
+            ("MEMPROF_SITES", "1"),
+            ("MEMPROF_REPORT", "exit"),
+            ("MEMPROF_JSON", json.to_str().unwrap()),
+        ],
+    );
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+/// Function `name` of `report`.
+fn function(report: &Value, name: &str) -> Value {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {report}"))
+        .clone()
+}
+
+/// The sites of `parse`'s first line over its six calls: ten blocks of
+/// 1,000 bytes and their vector a call, all live when the line ends.
+fn parse_local_sites() -> Vec<(u64, u64, i64, Vec<String>)> {
+    vec![
+        (
+            60,
+            60_000,
+            60_000,
+            names(&["sites::leaf", "sites::middle", "sites::top"]),
+        ),
+        (6, 1440, 1440, names(&["sites::middle", "sites::top"])),
+    ]
 }
 
 /// A line's sites from the JSON: `(allocations, allocated, live, frames'

@@ -46,14 +46,7 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         // `carry` holds nothing above the start, which every close reads
         // together with `peak`, at least the start since this region
         // opened).
-        call.row(cell)
-            .closed_quiet(get(&call.base) + get(&cursor.start), NO_SAMPLE);
-        set(&cursor.cell, next);
-        if next == NO_CELL {
-            close_quiet_in(t, get(&cursor.saved));
-        } else {
-            call.row(next).opened();
-        }
+        step_quiet(cursor, call, t, next, false);
         return 0;
     }
     if cell != NO_CELL && get(&call.flags) & CALL_DEVICE != 0 {
@@ -79,15 +72,27 @@ fn step_device(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32) {
     if !all_events(t) != get(&cursor.events) {
         return step_loud(cursor, call, t, next);
     }
-    let cell = get(&cursor.cell);
-    call.row(cell).closed_quiet(
-        get(&call.base) + get(&cursor.start),
-        get(&cursor.device_start),
-    );
+    step_quiet(cursor, call, t, next, true);
+}
+
+/// Closes the cursor's open row, in whose region nothing moved, and opens
+/// row `next`, if any, where it started; `device`: the row counts device
+/// bytes too, whose bytes after are then its start.
+#[inline(always)]
+fn step_quiet(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32, device: bool) {
+    let device_usage = if device {
+        get(&cursor.device_start)
+    } else {
+        NO_SAMPLE
+    };
+    call.row(get(&cursor.cell))
+        .closed_quiet(get(&call.base) + get(&cursor.start), device_usage);
     set(&cursor.cell, next);
     if next == NO_CELL {
         close_quiet_in(t, get(&cursor.saved));
-        close_device_quiet_in(t, get(&cursor.device_saved));
+        if device {
+            close_device_quiet_in(t, get(&cursor.device_saved));
+        }
     } else {
         call.row(next).opened();
     }
