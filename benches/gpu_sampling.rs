@@ -13,6 +13,11 @@
 //! share of a sample; on a real GPU each NVML call adds the driver's time
 //! (microseconds) on top. A counted statement never calls CUPTI or the
 //! driver: its figure holds on hardware.
+//!
+//! On a machine with an NVIDIA GPU, `MEMPROF_BENCH_HARDWARE=1` runs the
+//! same rows on the real driver, NVML and libcupti instead (found as
+//! memprof finds them; the process makes a CUDA context first, as a CUDA
+//! program does, so that the driver lists it).
 
 #[path = "../tests/support/fake_cupti.rs"]
 mod fake_cupti;
@@ -37,20 +42,30 @@ summing_loop!(unsampled_loop #[memprof::profile(gpu = false)]);
 
 /// Set in the child runs: `alloc` or `statement`.
 const MODE: &str = "GPU_SAMPLING_BENCH_MODE";
+/// Set by the user: the real GPU's libraries, not the fakes.
+const HARDWARE: &str = "MEMPROF_BENCH_HARDWARE";
 
 fn main() {
+    let hardware = std::env::var_os(HARDWARE).is_some_and(|v| v == "1");
     let Ok(mode) = std::env::var(MODE) else {
         let exe = std::env::current_exe().unwrap();
-        let nvml = fake_nvml::library();
-        let cupti = fake_cupti::library();
-        println!("GPU sampling: {ROUNDS} rounds of {ITERATIONS} iterations; median round");
+        let source = if hardware {
+            "the real GPU"
+        } else {
+            "fake NVML and CUPTI"
+        };
+        println!(
+            "GPU sampling ({source}): {ROUNDS} rounds of {ITERATIONS} iterations; median round"
+        );
         for mode in ["alloc", "statement"] {
-            let status = std::process::Command::new(&exe)
-                .env(MODE, mode)
-                .env("MEMPROF_NVML_LIB", &nvml)
-                .env("MEMPROF_CUPTI_LIB", &cupti)
-                .status()
-                .unwrap();
+            let mut child = std::process::Command::new(&exe);
+            child.env(MODE, mode);
+            if !hardware {
+                child
+                    .env("MEMPROF_NVML_LIB", fake_nvml::library())
+                    .env("MEMPROF_CUPTI_LIB", fake_cupti::library());
+            }
+            let status = child.status().unwrap();
             assert!(status.success(), "the {mode} run failed: {status}");
         }
         return;
@@ -61,13 +76,18 @@ fn main() {
         std::env::set_var("MEMPROF_GPU_MEMORY", "process");
         std::env::set_var("MEMPROF_GPU_SAMPLE", &mode);
     }
-    let fake = fake_nvml::FakeNvml::new();
     // This process holds device memory, as a CUDA program does, so each
     // sample takes both NVML calls of the process list (count, then list).
-    fake.alloc(0, std::process::id(), 1 << 20);
+    let fake = (!hardware).then(|| {
+        let fake = fake_nvml::FakeNvml::new();
+        fake.alloc(0, std::process::id(), 1 << 20);
+        fake
+    });
+    let _context = hardware.then(|| cudarc::driver::CudaContext::new(0).unwrap());
     // Device allocation calls as the driver plays them, before memprof
     // subscribes (no profiled call yet) and after.
-    let cupti = (mode == "alloc").then(fake_cupti::FakeCupti::new);
+    let cupti = (mode == "alloc" && !hardware).then(fake_cupti::FakeCupti::new);
+    let queries = || fake.as_ref().map_or(0, |fake| fake.query_count());
     let pairs = |cupti: &fake_cupti::FakeCupti| {
         let start = Instant::now();
         for _ in 0..ITERATIONS {
@@ -78,18 +98,23 @@ fn main() {
     };
     let unsubscribed = cupti.as_ref().map(pairs);
 
+    // A real NVML read takes microseconds: a tenth of the loop.
+    let iterations = match (hardware, mode.as_str()) {
+        (true, "statement") => ITERATIONS / 10,
+        _ => ITERATIONS,
+    };
     let mut per_statement = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
         let start = Instant::now();
-        black_box(unsampled_loop(black_box(ITERATIONS)));
+        black_box(unsampled_loop(black_box(iterations)));
         let unsampled = start.elapsed();
-        let queries = fake.query_count();
+        let queries_before = queries();
         let start = Instant::now();
-        black_box(sampled_loop(black_box(ITERATIONS)));
+        black_box(sampled_loop(black_box(iterations)));
         let sampled = start.elapsed();
         // Two statements per iteration.
-        let statements = (2 * ITERATIONS) as f64;
-        let queries = (fake.query_count() - queries) as f64 / statements;
+        let statements = (2 * iterations) as f64;
+        let queries = (queries() - queries_before) as f64 / statements;
         per_statement.push((
             sampled.as_secs_f64() * 1e9 / statements,
             unsampled.as_secs_f64() * 1e9 / statements,
@@ -98,6 +123,11 @@ fn main() {
     }
     per_statement.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (sampled, unsampled, queries) = per_statement[ROUNDS / 2];
+    // The real NVML's queries are not counted.
+    let queries = match hardware {
+        true => String::new(),
+        false => format!("; {queries:.2} NVML queries per statement"),
+    };
     // A row of the summary table that `benches/overhead.rs` starts.
     if let (Some(cupti), Some(unsubscribed)) = (&cupti, unsubscribed) {
         let subscribed = pairs(cupti);
@@ -110,16 +140,18 @@ fn main() {
     }
     if mode == "alloc" {
         println!(
-            "| `#[profile]` probe with CUPTI counting (fake CUPTI), ns per statement | \
-             {sampled:.1} | {unsampled:.1} heap-only (`gpu = false`): +{:.1} ns; \
-             {queries:.2} NVML queries per statement | |",
+            "| `#[profile]` probe with CUPTI counting ({}), ns per statement | \
+             {sampled:.1} | {unsampled:.1} heap-only (`gpu = false`): +{:.1} ns\
+             {queries} | |",
+            if hardware { "real CUPTI" } else { "fake CUPTI" },
             sampled - unsampled
         );
     } else {
         println!(
-            "| `#[profile]` probe with per-statement NVML sampling (fake NVML), ns per \
-             statement | {sampled:.0} | {unsampled:.1} heap-only (`gpu = false`); \
-             {queries:.2} NVML queries per statement | |"
+            "| `#[profile]` probe with per-statement NVML sampling ({}), ns per \
+             statement | {sampled:.0} | {unsampled:.1} heap-only (`gpu = false`)\
+             {queries} | |",
+            if hardware { "real NVML" } else { "fake NVML" }
         );
     }
 }

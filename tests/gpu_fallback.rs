@@ -334,6 +334,45 @@ fn a_process_listed_late_gets_its_own_figures_once_listed() {
     assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
 }
 
+/// The process's CUDA context ends: the driver lists it no longer and
+/// keeps 3 MiB of its own (an H200 showed this with examples/gpu).
+#[profile]
+fn context_gone(fake: &FakeNvml) {
+    fake.free(0, pid(), 400 * MIB);
+    fake.set_baseline(0, 503 * MIB);
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_context_gone() {
+    if is_child() {
+        let fake = FakeNvml::new();
+        makes_its_context_late(&fake);
+        after_the_context(&fake);
+        context_gone(&fake);
+        print_report();
+    }
+}
+
+/// Once listed, a process the driver no longer lists holds nothing: its
+/// own figure reads 0 and the header stays its own, not the devices'
+/// (which it read before: 503 MiB, "the driver does not list this
+/// process").
+#[test]
+fn a_process_whose_context_is_gone_reads_its_own_zero() {
+    let child = run_child("child_context_gone", &[]);
+    let report = child.report();
+    assert_eq!(
+        function(&report, "context_gone")["gpu"],
+        "GPU: this process's memory on device 0 (Fake GPU 0)"
+    );
+    assert_eq!(
+        gpu(row(&report, "context_gone", "fn context_gone")),
+        (-400 * MI, 0)
+    );
+    assert!(!child.stderr.contains("memprof:"), "{}", child.stderr);
+}
+
 /// Counted columns keep CUPTI's header whatever NVML's view shows; the
 /// driver view's line says whose memory that view reads now.
 #[test]

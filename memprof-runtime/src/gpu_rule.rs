@@ -15,6 +15,10 @@
 //!    its CUDA context late, often inside a profiled call). Decided at each
 //!    sample. Never a silent 0. This holds under `process` too: a forced
 //!    choice that would show 0 is not kept.
+//! 4. Once the driver has listed a watched process, being unlisted means
+//!    holding nothing (its CUDA context is gone): this process's figures
+//!    stay, at 0, even though the devices' memory moved (the driver keeps
+//!    a few MiB after a context goes, and other processes come and go).
 
 /// What the user asked for (`MEMPROF_GPU_MEMORY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,10 +86,13 @@ pub fn at_start(asked: Asked, pids_match: bool) -> Whose {
 
 /// Whose figures after a sample in which the driver did (`listed`) or did
 /// not list a watched process with a figure, and the devices' used memory
-/// did or did not differ from its value at the start (`device_moved`).
-pub fn after_sample(now: Whose, listed: bool, device_moved: bool) -> Whose {
+/// did or did not differ from its value at the start (`device_moved`);
+/// `listed_before`: whether an earlier sample listed one.
+pub fn after_sample(now: Whose, listed: bool, device_moved: bool, listed_before: bool) -> Whose {
     match now {
-        Whose::Process if !listed && device_moved => Whose::Device(WhyDevice::Unlisted),
+        Whose::Process if !listed && device_moved && !listed_before => {
+            Whose::Device(WhyDevice::Unlisted)
+        }
         Whose::Device(WhyDevice::Unlisted) if listed => Whose::Process,
         whose => whose,
     }
@@ -131,20 +138,33 @@ mod tests {
     #[test]
     fn process_figures_give_way_only_while_unlisted_and_the_device_moved() {
         let unlisted = Whose::Device(WhyDevice::Unlisted);
-        assert_eq!(after_sample(Whose::Process, true, true), Whose::Process);
-        assert_eq!(after_sample(Whose::Process, false, false), Whose::Process);
-        assert_eq!(after_sample(Whose::Process, false, true), unlisted);
-        assert_eq!(after_sample(unlisted, false, true), unlisted);
+        assert_eq!(
+            after_sample(Whose::Process, true, true, false),
+            Whose::Process
+        );
+        assert_eq!(
+            after_sample(Whose::Process, false, false, false),
+            Whose::Process
+        );
+        assert_eq!(after_sample(Whose::Process, false, true, false), unlisted);
+        assert_eq!(after_sample(unlisted, false, true, false), unlisted);
         // Once the driver lists the process (its CUDA context made late),
         // the figures are its own again.
-        assert_eq!(after_sample(unlisted, true, true), Whose::Process);
+        assert_eq!(after_sample(unlisted, true, true, false), Whose::Process);
+        // Unlisted after that, the process holds nothing: its own 0, not
+        // the devices' figures (an H200 read the driver's leftover 3.2 MiB
+        // once examples/gpu's context was gone).
+        assert_eq!(
+            after_sample(Whose::Process, false, true, true),
+            Whose::Process
+        );
         assert!(asks_for_processes(unlisted));
         // Asked for, or PIDs that cannot be ours: the devices' for good.
         let asked = Whose::Device(WhyDevice::Asked);
-        assert_eq!(after_sample(asked, true, true), asked);
+        assert_eq!(after_sample(asked, true, true, true), asked);
         assert!(!asks_for_processes(asked));
         let namespace = Whose::Device(WhyDevice::OtherPidNamespace);
-        assert_eq!(after_sample(namespace, true, true), namespace);
+        assert_eq!(after_sample(namespace, true, true, true), namespace);
     }
 
     #[test]

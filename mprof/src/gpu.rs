@@ -23,6 +23,9 @@ pub struct GpuSampler {
     /// The devices' used memory at the start, to tell when it moves while
     /// the driver does not list the program.
     baseline: u64,
+    /// The driver has listed one of the program's processes: unlisted
+    /// after that, it holds nothing (its CUDA context is gone).
+    listed_before: bool,
 }
 
 impl GpuSampler {
@@ -67,6 +70,7 @@ impl GpuSampler {
             nvml,
             whose,
             baseline: 0,
+            listed_before: false,
         };
         sampler.baseline = sampler.devices_used();
         Some(sampler)
@@ -109,7 +113,8 @@ impl GpuSampler {
         let was = self.whose;
         let used = (!listed).then(|| self.devices_used());
         let moved = used.is_some_and(|used| used != self.baseline);
-        self.whose = gpu_rule::after_sample(was, listed, moved);
+        self.whose = gpu_rule::after_sample(was, listed, moved, self.listed_before);
+        self.listed_before |= listed;
         match (was, self.whose) {
             (Whose::Process, Whose::Device(why)) => note_whole_gpu(why),
             (Whose::Device(_), Whose::Process) => eprintln!(

@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 /// The figures are the devices' (see [`Gpu::read`]): set while the devices'
 /// memory has moved and the driver does not list this process.
 pub(super) static WIDENED: AtomicBool = AtomicBool::new(false);
+/// The driver has listed this process with a figure: set once.
+static LISTED_ONCE: AtomicBool = AtomicBool::new(false);
 
 /// What the GPU figures count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,17 +76,25 @@ impl Gpu {
             listed |= seen;
         }
         // Never a silent 0: the device's memory moved while the driver
-        // gives no figure for this process. Listed again, its own.
+        // gives no figure for this process, and never has. Listed again,
+        // its own.
         let now = match WIDENED.load(Relaxed) {
             true => Whose::Device(gpu_rule::WhyDevice::Unlisted),
             false => Whose::Process,
         };
+        let before = match listed {
+            true => LISTED_ONCE.swap(true, Relaxed),
+            false => LISTED_ONCE.load(Relaxed),
+        };
         let (whose, used) = match (listed, self.baseline) {
-            (false, Some(baseline)) => {
+            (false, Some(baseline)) if !before => {
                 let used = self.device_used()?;
-                (gpu_rule::after_sample(now, listed, used != baseline), used)
+                (
+                    gpu_rule::after_sample(now, listed, used != baseline, before),
+                    used,
+                )
             }
-            _ => (gpu_rule::after_sample(now, listed, false), total),
+            _ => (gpu_rule::after_sample(now, listed, false, before), total),
         };
         let widened = whose != Whose::Process;
         if widened != WIDENED.load(Relaxed) {

@@ -29,7 +29,9 @@
 //! that makes its CUDA context late: device 0 holds `<other MiB>` of
 //! unlisted processes; from the `<moved>`th process-list query on, `<MiB>`
 //! more, still unlisted (the context being made); from the `<listed>`th
-//! on, the loader's child processes are listed with `<MiB>` each.
+//! on, the loader's child processes are listed with `<MiB>` each; with a
+//! fifth field `:<released>`, from that query on they are unlisted again
+//! and the driver keeps 3 MiB (their contexts ended).
 //!
 //! NOTE: nothing here may unwind into the C caller. Every export runs its body
 //! under `catch_unwind` and answers `NVML_ERROR_UNKNOWN` if it panicked, and
@@ -193,7 +195,7 @@ fn init() -> Result<(), NvmlReturn> {
         if late.is_none() {
             let _ = writeln!(
                 std::io::stderr(),
-                "fake-nvml: FAKE_NVML_LATE_CHILDREN={value:?} is not <other MiB>:<MiB>:<moved>:<listed>"
+                "fake-nvml: FAKE_NVML_LATE_CHILDREN={value:?} is not <other MiB>:<MiB>:<moved>:<listed>[:<released>]"
             );
             return Err(NVML_ERROR_UNKNOWN);
         }

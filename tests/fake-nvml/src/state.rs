@@ -36,6 +36,9 @@ pub(crate) struct LateChildren {
     pub(crate) bytes: u64,
     pub(crate) moved: u64,
     pub(crate) listed: u64,
+    /// From this query on, the children are gone from the list again and
+    /// the driver keeps 3 MiB (a CUDA context ended); `u64::MAX`: never.
+    pub(crate) released: u64,
     /// Process-list queries so far.
     pub(crate) queries: u64,
 }
@@ -49,6 +52,7 @@ impl LateChildren {
             bytes: next()? << 20,
             moved: next()?,
             listed: next()?,
+            released: next().unwrap_or(u64::MAX),
             queries: 0,
         })
     }
@@ -56,7 +60,10 @@ impl LateChildren {
     /// Device 0 after one more process-list query.
     pub(crate) fn step(&mut self, device: &mut DeviceState) {
         self.queries += 1;
-        if self.queries >= self.listed {
+        if self.queries >= self.released {
+            device.baseline = self.other + (3 << 20);
+            device.processes.clear();
+        } else if self.queries >= self.listed {
             device.baseline = self.other;
             for pid in children() {
                 device.processes.insert(pid, self.bytes);
