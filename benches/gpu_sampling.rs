@@ -1,10 +1,11 @@
 //! The cost of a profiled statement with the GPU watched:
 //! `cargo bench --bench gpu_sampling`.
 //!
-//! Two rows, each from a run of this program in a child process (the GPU
+//! Three rows, each from a run of this program in a child process (the GPU
 //! mode is chosen once per process): device allocations counted through
-//! CUPTI (the default), and NVML sampled at each statement
-//! (`MEMPROF_GPU_SAMPLE=statement`). Each is set against the same loop with
+//! CUPTI (the default), NVML sampled at each statement
+//! (`MEMPROF_GPU_SAMPLE=statement`), and a framework's pool read at each
+//! statement (`memprof::watch_pool`) beside CUPTI's counts. Each is set against the same loop with
 //! `gpu = false`, the heap-only probe.
 //!
 //! No GPU is needed: NVML and CUPTI are the fake libraries from
@@ -57,7 +58,7 @@ fn main() {
         println!(
             "GPU sampling ({source}): {ROUNDS} rounds of {ITERATIONS} iterations; median round"
         );
-        for mode in ["alloc", "statement"] {
+        for mode in ["alloc", "statement", "pool"] {
             let mut child = std::process::Command::new(&exe);
             child.env(MODE, mode);
             if !hardware {
@@ -74,7 +75,21 @@ fn main() {
     unsafe {
         std::env::set_var("MEMPROF_REPORT", "off");
         std::env::set_var("MEMPROF_GPU_MEMORY", "process");
-        std::env::set_var("MEMPROF_GPU_SAMPLE", &mode);
+        let sample = if mode == "pool" { "alloc" } else { &mode };
+        std::env::set_var("MEMPROF_GPU_SAMPLE", sample);
+    }
+    // A framework's pool, as cheap as a reader can be: its own cost is
+    // the runtime's statement step that such calls take.
+    static POOL: [std::sync::atomic::AtomicU64; 2] =
+        [const { std::sync::atomic::AtomicU64::new(0) }; 2];
+    if mode == "pool" {
+        memprof::watch_pool("bench", || {
+            use std::sync::atomic::Ordering::Relaxed;
+            Some(memprof::PoolUsage {
+                allocated: POOL[0].load(Relaxed),
+                reserved: POOL[1].load(Relaxed),
+            })
+        });
     }
     // This process holds device memory, as a CUDA program does, so each
     // sample takes both NVML calls of the process list (count, then list).
@@ -144,6 +159,13 @@ fn main() {
              {sampled:.1} | {unsampled:.1} heap-only (`gpu = false`): +{:.1} ns\
              {queries} | |",
             if hardware { "real CUPTI" } else { "fake CUPTI" },
+            sampled - unsampled
+        );
+    } else if mode == "pool" {
+        println!(
+            "| `#[profile]` probe reading a framework's pool (`watch_pool`, a reader of \
+             two atomics; CUPTI counting beside), ns per statement | {sampled:.1} | \
+             {unsampled:.1} heap-only (`gpu = false`): +{:.1} ns | |",
             sampled - unsampled
         );
     } else {

@@ -463,9 +463,41 @@ pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
 pub const ENABLED: bool = cfg!(feature = "enabled");
 
 pub use memprof_runtime::{
-    Allocator, FunctionReport, FunctionSummary, LineReport, Measurement, Report, Scope, Site,
-    SiteFrame, Summary, TopLine, TopSite, process_heap, report, reset,
+    Allocator, FunctionReport, FunctionSummary, LineReport, Measurement, PoolUsage, Report, Scope,
+    Site, SiteFrame, Summary, TopLine, TopSite, process_heap, report, reset, unwatch_pool,
 };
+
+/// Reads a training framework's own memory pool at every statement of the
+/// profiled calls that watch the GPU, from the next call on: their tables
+/// gain `Pool allocated` (bytes in live tensors, after the line: PyTorch's
+/// `torch.cuda.memory_allocated`), `Pool increment` and `Pool reserved`
+/// (bytes the framework's pools hold from the driver: `memory_reserved`),
+/// and the JSON `pool_allocated`, `pool_increment` and `pool_reserved`.
+///
+/// CUPTI's `GPU alloc` counts what a pool takes from the driver, which for
+/// a framework that pools its memory (burn and cubecl; PyTorch) is the
+/// reserve: only the framework knows what its tensors hold. `read` is
+/// called at each statement boundary of such calls (they take the
+/// runtime's step, as NVML sampling does), untracked; it answers `None`
+/// when it cannot read. One reader at a time: a second call replaces the
+/// first; [`unwatch_pool`] removes it. The figures are the framework's for
+/// the whole process, whatever the call's `scope`. See docs/deep-learning.md
+/// for burn's reader.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+/// static IN_USE: AtomicU64 = AtomicU64::new(0);
+/// memprof::watch_pool("my framework", || {
+///     Some(memprof::PoolUsage { allocated: IN_USE.load(Relaxed), reserved: 64 << 20 })
+/// });
+/// memprof::unwatch_pool();
+/// ```
+pub fn watch_pool(
+    name: impl Into<String>,
+    read: impl Fn() -> Option<PoolUsage> + Send + Sync + 'static,
+) {
+    memprof_runtime::watch_pool(name, read);
+}
 
 #[cfg(feature = "global-allocator")]
 #[global_allocator]

@@ -29,6 +29,9 @@ fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memp
         gpu_peak: None,
         gpu_driver_usage: None,
         gpu_driver_increment: None,
+        pool_allocated: None,
+        pool_increment: None,
+        pool_reserved: None,
         contents: contents.to_owned(),
         sites: None,
     }
@@ -42,6 +45,7 @@ fn function(name: &str, lines: Vec<memprof::LineReport>) -> memprof::FunctionRep
         running: 0,
         gpu: None,
         gpu_driver: None,
+        pool: None,
         lines,
     }
 }

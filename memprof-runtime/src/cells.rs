@@ -24,6 +24,9 @@ pub(crate) struct RowFigures {
     pub(crate) gpu: Option<(i64, i64, u64)>,
     /// The driver's view, (increment, usage), if read (`fn` rows).
     pub(crate) driver: Option<(i64, i64)>,
+    /// A framework's pool, (allocated increment, allocated, reserved), if
+    /// read (see `pool`).
+    pub(crate) pool: Option<(i64, i64, i64)>,
 }
 
 impl RowFigures {
@@ -46,6 +49,10 @@ impl RowFigures {
             (Some((i, u)), Some((j, v))) => Some((i.saturating_add(j), u.max(v))),
             (a, b) => a.or(b),
         };
+        self.pool = match (self.pool, other.pool) {
+            (Some((i, a, r)), Some((j, b, s))) => Some((i.saturating_add(j), a.max(b), r.max(s))),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -60,6 +67,7 @@ impl Default for RowFigures {
             mem_usage: i64::MIN,
             gpu: None,
             driver: None,
+            pool: None,
         }
     }
 }
@@ -103,12 +111,33 @@ impl LineCell {
         self.end_write(seq);
     }
 
+    /// Adds one execution's pool figures, (allocated increment, allocated,
+    /// reserved) from [`crate::pool::figures`] (owner only), under the
+    /// recursion rule; before [`LineCell::closed`].
+    pub(crate) fn closed_pool(&self, (increment, allocated, reserved): (i64, i64, i64)) {
+        // SAFETY: only the owning thread touches `open`.
+        let nested = unsafe { *self.open.get() } > 1;
+        let seq = self.begin_write();
+        if !nested {
+            self.pool_increment
+                .store(load_i64(&self.pool_increment) + increment, Relaxed);
+        }
+        self.pool_allocated.store(
+            owned::max(allocated, load_i64(&self.pool_allocated)),
+            Relaxed,
+        );
+        self.pool_reserved
+            .store(owned::max(reserved, load_i64(&self.pool_reserved)), Relaxed);
+        self.end_write(seq);
+    }
+
     /// A consistent copy of the row, whatever its owner is doing.
     pub(crate) fn read(&self) -> RowFigures {
         loop {
             let before = self.seq.load(std::sync::atomic::Ordering::Acquire);
             let usage = self.gpu_usage.load(Relaxed);
             let driver_usage = self.driver_usage.load(Relaxed);
+            let pool_allocated = self.pool_allocated.load(Relaxed);
             let figures = RowFigures {
                 occurrences: self.occurrences.load(Relaxed),
                 increment: self.increment.load(Relaxed),
@@ -125,6 +154,13 @@ impl LineCell {
                 }),
                 driver: (driver_usage != NO_SAMPLE)
                     .then(|| (self.driver_increment.load(Relaxed), driver_usage)),
+                pool: (pool_allocated != NO_SAMPLE).then(|| {
+                    (
+                        self.pool_increment.load(Relaxed),
+                        pool_allocated,
+                        self.pool_reserved.load(Relaxed),
+                    )
+                }),
             };
             fence(std::sync::atomic::Ordering::Acquire);
             if before & 1 == 0 && self.seq.load(Relaxed) == before {
@@ -180,5 +216,10 @@ impl LineCell {
         let (driver_increment, driver_usage) = f.driver.unwrap_or((0, NO_SAMPLE));
         self.driver_increment.store(driver_increment, Relaxed);
         self.driver_usage.store(driver_usage, Relaxed);
+        let (pool_increment, pool_allocated, pool_reserved) =
+            f.pool.unwrap_or((0, NO_SAMPLE, NO_SAMPLE));
+        self.pool_increment.store(pool_increment, Relaxed);
+        self.pool_allocated.store(pool_allocated, Relaxed);
+        self.pool_reserved.store(pool_reserved, Relaxed);
     }
 }

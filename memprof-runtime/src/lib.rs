@@ -12,7 +12,8 @@
 //!    `stdio` (stdout and stderr, written without panicking);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
 //!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
-//!    a stand-in answering "no GPU" without the `gpu` feature);
+//!    a stand-in answering "no GPU" without the `gpu` feature), and a
+//!    framework's own pool figures, `pool`;
 //! 3. per-statement recording: `region`, `cells`;
 //! 4. calls, the side stack their state lives on, and their per-thread
 //!    aggregates: `calls`; `measure`;
@@ -56,6 +57,7 @@ pub mod live_rule;
 mod measure;
 use kernel::owned;
 mod output;
+mod pool;
 mod probe;
 mod region;
 mod render;
@@ -75,10 +77,27 @@ pub mod units;
 pub use alloc::{Allocator, process_heap};
 pub use calls::AUTO_CALL_TABLES;
 pub use measure::Measurement;
+pub use pool::{PoolUsage, unwatch_pool};
 pub use region::Scope;
 pub use report::{FunctionReport, LineReport, Report, report, reset};
 pub use sites::{Site, SiteFrame};
 pub use summary::{FunctionSummary, Summary, TopLine, TopSite, line_calls};
+
+/// Reads a framework's pool at the statements of profiled calls.
+/// Documented at `memprof::watch_pool`.
+pub fn watch_pool(
+    name: impl Into<String>,
+    read: impl Fn() -> Option<PoolUsage> + Send + Sync + 'static,
+) {
+    pool::watch(name, read);
+    // A function's fast entry skips the runtime's step, which reads the
+    // pool: later calls take the runtime's entry again.
+    alloc::untracked(|| {
+        for meta in report::registered() {
+            meta.withdraw_fast_entry();
+        }
+    });
+}
 
 /// Runs `f` and measures the heap it used on the calling thread (or async
 /// task), without printing anything. Documented at `memprof::measure`.

@@ -85,6 +85,9 @@ pub struct FunctionReport {
     /// view shows (NVML, read at call entry and exit), e.g. `GPU driver
     /// view: this process's memory on device 0 (NVIDIA H100)`.
     pub gpu_driver: Option<String>,
+    /// While a framework's pool is read (`memprof::watch_pool`): what the
+    /// `Pool` columns show, e.g. `Pool: cubecl's own figures: ...`.
+    pub pool: Option<String>,
     /// One row per source line, from the attribute to the closing brace.
     pub lines: Vec<LineReport>,
 }
@@ -132,6 +135,15 @@ pub struct LineReport {
     /// `fn` row, while counting: the driver's view at call exit minus entry,
     /// summed over calls.
     pub gpu_driver_increment: Option<i64>,
+    /// A framework's pool (`memprof::watch_pool`): bytes its live tensors
+    /// held after the line, highest over executions.
+    pub pool_allocated: Option<u64>,
+    /// Sum over executions of the pool's allocated bytes after the line
+    /// minus before.
+    pub pool_increment: Option<i64>,
+    /// Bytes the framework's pools held from the driver after the line,
+    /// highest over executions.
+    pub pool_reserved: Option<u64>,
     /// The source text of the line.
     pub contents: String,
     /// Where the line's allocations came from, most bytes allocated first
@@ -156,6 +168,9 @@ impl LineReport {
             gpu_peak: None,
             gpu_driver_usage: None,
             gpu_driver_increment: None,
+            pool_allocated: None,
+            pool_increment: None,
+            pool_reserved: None,
             contents,
             sites: None,
         }
@@ -194,6 +209,13 @@ impl LineReport {
             driver: self
                 .gpu_driver_usage
                 .map(|usage| (self.gpu_driver_increment.unwrap_or(0), signed(usage))),
+            pool: self.pool_allocated.map(|allocated| {
+                (
+                    self.pool_increment.unwrap_or(0),
+                    signed(allocated),
+                    signed(self.pool_reserved.unwrap_or(0)),
+                )
+            }),
         }
     }
 
@@ -215,6 +237,10 @@ impl LineReport {
         let driver = f.driver.filter(|_| ran);
         self.gpu_driver_increment = driver.map(|(increment, _)| increment);
         self.gpu_driver_usage = driver.map(|(_, usage)| unsigned(usage));
+        let pool = f.pool.filter(|_| ran);
+        self.pool_increment = pool.map(|(increment, _, _)| increment);
+        self.pool_allocated = pool.map(|(_, allocated, _)| unsigned(allocated));
+        self.pool_reserved = pool.map(|(_, _, reserved)| unsigned(reserved));
     }
 }
 
@@ -258,6 +284,7 @@ impl FunctionReport {
         self.calls += other.calls;
         self.gpu = self.gpu.take().or_else(|| other.gpu.clone());
         self.gpu_driver = self.gpu_driver.take().or_else(|| other.gpu_driver.clone());
+        self.pool = self.pool.take().or_else(|| other.pool.clone());
         for line in &other.lines {
             match self.lines.iter_mut().find(|l| l.line == line.line) {
                 Some(mine) => mine.add(line),
@@ -358,6 +385,7 @@ pub(crate) fn function_report(
     }
     let sampled = lines.iter().any(|l| l.gpu_usage.is_some());
     let driven = lines.iter().any(|l| l.gpu_driver_usage.is_some());
+    let pooled = lines.iter().any(|l| l.pool_allocated.is_some());
     FunctionReport {
         name: meta.name().to_owned(),
         file: meta.file.to_owned(),
@@ -365,6 +393,7 @@ pub(crate) fn function_report(
         running: 0,
         gpu: gpu.filter(|_| sampled).map(str::to_owned),
         gpu_driver: driver_description.filter(|_| driven).map(str::to_owned),
+        pool: pooled.then(crate::pool::description).flatten(),
         lines,
     }
 }
@@ -504,6 +533,7 @@ mod tests {
             mem_usage: 10_000,
             gpu: Some((1 << 20, 3 << 20, 2 << 20)),
             driver: None,
+            pool: Some((4 << 20, 40 << 20, 64 << 20)),
         };
         let b = RowFigures {
             occurrences: 5,
@@ -514,6 +544,7 @@ mod tests {
             mem_usage: 12_000,
             gpu: Some((-(1 << 20), 1 << 20, 4 << 20)),
             driver: Some((64, 700 << 20)),
+            pool: Some((-(1 << 20), 36 << 20, 96 << 20)),
         };
         let mut threads = a;
         threads.add(&b);
@@ -543,6 +574,14 @@ mod tests {
         assert_eq!(
             (processes.gpu_driver_increment, processes.gpu_driver_usage),
             (Some(64), Some(700 << 20))
+        );
+        assert_eq!(
+            (
+                processes.pool_increment,
+                processes.pool_allocated,
+                processes.pool_reserved
+            ),
+            (Some(3 << 20), Some(40 << 20), Some(96 << 20))
         );
         // A line that never ran in either stays without figures.
         let mut never = shown(&RowFigures::default(), false);

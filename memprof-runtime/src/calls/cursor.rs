@@ -45,6 +45,8 @@ struct CursorRest {
     gpu: Cell<Option<GpuMark>>,
     /// Process scope: the open watch.
     watch: Cell<(u32, i64)>,
+    /// Where the current region's pool figures started, if read.
+    pool: Cell<Option<crate::pool::PoolUsage>>,
 }
 
 impl CursorRest {
@@ -53,6 +55,7 @@ impl CursorRest {
     const UNSET: CursorRest = CursorRest {
         gpu: Cell::new(None),
         watch: Cell::new((u32::MAX, 0)),
+        pool: Cell::new(None),
     };
 }
 
@@ -241,8 +244,9 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// [`Cursor::step`] with NVML sampling or a process-wide region: one GPU
-    /// sample ends the current region and starts the next.
+    /// [`Cursor::step`] with NVML sampling, a framework's pool or a
+    /// process-wide region: one GPU sample, and one pool reading, end the
+    /// current region and start the next.
     #[cold]
     #[inline(never)]
     fn step_sampled(&self, frame: &Frame, next: u32) {
@@ -253,10 +257,19 @@ impl<'a> Cursor<'a> {
         } else {
             crate::gpu::step(get(&self.rest().gpu), frame.meta.scope == Scope::Process)
         };
+        let pool = match get(&frame.state().pool) {
+            true => crate::pool::read(),
+            false => None,
+        };
         let cell = get(&self.head.cell);
         if cell != NO_CELL {
             let mut region = self.region();
             let stats = region.close();
+            if let (Some(start), Some(end)) = (get(&self.rest().pool), pool) {
+                frame
+                    .row(cell)
+                    .closed_pool(crate::pool::figures(start, end));
+            }
             frame.row(cell).closed_with(
                 &stats,
                 get(&frame.head.base) + stats.end,
@@ -265,6 +278,7 @@ impl<'a> Cursor<'a> {
         }
         set(&self.head.cell, next);
         set(&self.rest().gpu, next_gpu);
+        set(&self.rest().pool, pool.filter(|_| next != NO_CELL));
         if next != NO_CELL {
             frame.row(next).opened();
             let region = Region::open(frame.meta.scope);

@@ -15,6 +15,7 @@
 //! prints under the same rules as a synchronous call: its rows are its own
 //! whether or not it was handed a table (`nth` 0 when not).
 
+use super::beside::Beside;
 use super::meta::{FnMeta, switch_on_entry, table_every_call, tables_per_thread};
 use super::thread::{ThreadFn, set_published, thread_fn};
 use crate::alloc::{self, ThreadCounters};
@@ -53,7 +54,10 @@ pub(crate) struct FrameState {
     /// Which per-call table this is (1 for the first); 0 for none.
     nth: Cell<u64>,
     pub(crate) gpu: Cell<bool>,
-    /// Statements take the slow step: NVML sampling or process scope.
+    /// Statements read a framework's pool (`crate::pool`).
+    pub(crate) pool: Cell<bool>,
+    /// Statements take the slow step: NVML sampling, a framework's pool or
+    /// process scope.
     pub(crate) slow: Cell<bool>,
     /// A synchronous call that no open call of the function encloses.
     outermost: Cell<bool>,
@@ -79,6 +83,7 @@ impl FrameState {
         own: Cell::new(None),
         nth: Cell::new(0),
         gpu: Cell::new(false),
+        pool: Cell::new(false),
         slow: Cell::new(false),
         outermost: Cell::new(false),
         nested_count: Cell::new(false),
@@ -133,10 +138,8 @@ unsafe impl Send for Frame {}
 #[derive(Debug)]
 pub(crate) struct Entry {
     region: Region,
-    /// Where the call's GPU figures started, when it watches GPU memory.
-    gpu_start: Option<crate::gpu::GpuMark>,
-    /// The driver's view at the call's entry, while counting.
-    driver_start: Option<i64>,
+    /// Its GPU region, driver view and pool at entry.
+    beside: Beside,
     /// The thread was unwinding already when the call began (a call made by
     /// a destructor), so unwinding at its end is no panic of its own.
     unwinding_at_entry: bool,
@@ -403,7 +406,10 @@ impl Frame {
         // PERF: counted device bytes of a thread-scope call stay on the
         // kernel's step, which reads them from this thread's counters.
         let sampled = statements_gpu && !crate::gpu::counted();
-        let slow = sampled || meta.scope == Scope::Process;
+        // A framework's pool is read at every statement, by the runtime.
+        let pool = meta.gpu && crate::pool::watched();
+        set(&self.state().pool, pool);
+        let slow = sampled || pool || meta.scope == Scope::Process;
         set(&self.state().slow, slow);
         // The kernel's step takes the thread-scope calls of a known thread
         // that sample no NVML; the runtime's, the rest.
@@ -415,11 +421,7 @@ impl Frame {
             0
         };
         set(&self.head.flags, flags);
-        let gpu_start = if gpu {
-            crate::gpu::begin(meta.scope == Scope::Process)
-        } else {
-            None
-        };
+        let mut beside = Beside::open_gpu(gpu, meta.scope == Scope::Process);
         self.row(0).opened();
         let unwinding_at_entry = std::thread::panicking();
         let region = match (meta.scope, self.counters()) {
@@ -439,13 +441,10 @@ impl Frame {
         if meta.scope == Scope::Thread {
             set(&self.head.base, alloc::process_net() - region.start);
         }
-        // NOTE: after the regions open, so that NVML's own work is no
-        // part of the call's figures.
-        let driver_start = if gpu { crate::gpu::driver() } else { None };
+        beside.read_after_open(gpu, pool);
         self.state().entry.set(Some(Entry {
             region,
-            gpu_start,
-            driver_start,
+            beside,
             unwinding_at_entry,
         }));
         // Allocation sites read the open rows from the side stack (see
@@ -497,14 +496,7 @@ impl Frame {
             self.meta.saw_others_move();
         }
         let fn_row = self.row(0);
-        if let Some(gpu) = entry.gpu_start.and_then(crate::gpu::end) {
-            fn_row.closed_gpu(gpu.increment, gpu.usage, gpu.peak);
-        }
-        if let Some(start) = entry.driver_start
-            && let Some(end) = crate::gpu::driver()
-        {
-            fn_row.closed_driver(end - start, end);
-        }
+        entry.beside.close(fn_row);
         fn_row.closed(&stats, get(&self.head.base) + stats.end);
         // SAFETY: a non-null aggregate lives as long as this thread.
         let thread_fn = unsafe { get(&self.state().thread_fn).as_ref() };

@@ -184,6 +184,12 @@ impl FnMeta {
         self.retired_running.load(Relaxed)
     }
 
+    /// Sends later calls through the runtime's entry, which decides again
+    /// whether the kernel may enter them (`memprof::watch_pool`).
+    pub(crate) fn withdraw_fast_entry(&self) {
+        self.head.fast.store(false, Relaxed);
+    }
+
     /// Clears every figure and call count (`memprof::reset`). Live threads'
     /// aggregates are left to their owners (see `generation`), so that only
     /// a cell's owner ever writes it.

@@ -1,11 +1,13 @@
 //! Calls of profiled functions: what the macro emits for each function
-//! ([`FnMeta`]), one call's state ([`Frame`]), its statement cursors, the
-//! thread's side stack where synchronous calls keep both (`stack`), the
-//! per-thread aggregates the calls record into, and `async fn` polling.
+//! ([`FnMeta`]), one call's state ([`Frame`]) and what it reads beside the
+//! heap (`beside`), its statement cursors, the thread's side stack where
+//! synchronous calls keep both (`stack`), the per-thread aggregates the
+//! calls record into, and `async fn` polling.
 //!
 //! Nothing here prints: a finished call hands its own table, if it has one,
 //! to the layer above.
 
+mod beside;
 mod cursor;
 mod frame;
 mod meta;

@@ -122,6 +122,13 @@ pub struct LineCell {
     /// entry, summed, and at exit, highest; `NO_SAMPLE` when never read.
     pub(crate) driver_increment: AtomicI64,
     pub(crate) driver_usage: AtomicI64,
+    /// A framework's pool (`pool`), read at the row's ends: allocated after
+    /// minus before, summed; allocated and reserved after, highest over
+    /// executions (`NO_SAMPLE` when never read). Only the runtime's step
+    /// writes them.
+    pub(crate) pool_increment: AtomicI64,
+    pub(crate) pool_allocated: AtomicI64,
+    pub(crate) pool_reserved: AtomicI64,
 }
 
 /// No GPU sample.
@@ -144,6 +151,9 @@ impl LineCell {
             gpu_peak: AtomicU64::new(0),
             driver_increment: AtomicI64::new(0),
             driver_usage: AtomicI64::new(NO_SAMPLE),
+            pool_increment: AtomicI64::new(0),
+            pool_allocated: AtomicI64::new(NO_SAMPLE),
+            pool_reserved: AtomicI64::new(NO_SAMPLE),
         }
     }
 }

@@ -102,6 +102,14 @@ pub(crate) fn table(
     } else if gpu {
         columns.extend([("GPU usage", unsigned), ("GPU increment", signed)]);
     }
+    let pool = function.pool.is_some();
+    if pool {
+        columns.extend([
+            ("Pool allocated", unsigned),
+            ("Pool increment", signed),
+            ("Pool reserved", unsigned),
+        ]);
+    }
     let figures = columns.len();
     let fn_row = function.lines.iter().position(|l| l.increment.is_some());
     let mut records: Vec<Vec<String>> = Vec::new();
@@ -137,6 +145,11 @@ pub(crate) fn table(
             if counted {
                 record.push(figure(line.gpu_peak.map(|v| v as i64)));
             }
+        }
+        if pool {
+            record.push(figure(line.pool_allocated.map(as_i64)));
+            record.push(figure(line.pool_increment));
+            record.push(figure(line.pool_reserved.map(as_i64)));
         }
         // NOTE: tabs would throw the columns off.
         record.push(truncate(
@@ -196,6 +209,10 @@ pub(crate) fn table(
                 ""
             },
         ));
+    }
+    if let Some(description) = &function.pool {
+        out.push_str(description);
+        out.push('\n');
     }
     out.push('\n');
     out.push_str(&table);

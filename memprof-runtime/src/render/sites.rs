@@ -234,6 +234,7 @@ mod tests {
                 running: 0,
                 gpu: None,
                 gpu_driver: None,
+                pool: None,
                 lines,
             }],
         };
