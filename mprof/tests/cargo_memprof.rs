@@ -174,25 +174,42 @@ fn readme_shows_what_cargo_memprof_test_prints() {
 #[test]
 fn a_failing_test_shows_its_tables_and_cargos_status() {
     let dir = fixture("failing", 2);
-    let run = {
+    let failing = |report: Option<&str>| {
         let _turn = turn();
         let before = snapshot(&dir);
-        let out = command(&dir, &["test", "--offline", "-p", "helper"])
-            .env("FIXTURE_FAIL", "1")
-            .output()
-            .unwrap();
+        let mut command = command(&dir, &["test", "--offline", "-p", "helper"]);
+        command.env("FIXTURE_FAIL", "1");
+        if let Some(report) = report {
+            command.env("MEMPROF_REPORT", report);
+        }
+        let out = command.output().unwrap();
         assert!(before == snapshot(&dir));
         out
     };
+    // By default the test binaries print no tables of their own: the
+    // failing test's output is its panic, and the merged report's summary
+    // and heaviest tables follow cargo's, the failing test's among them.
+    let run = failing(None);
     assert_eq!(run.status.code(), Some(101));
     let stdout = String::from_utf8_lossy(&run.stdout);
-    // libtest shows the failing test's own output: its table.
+    let own = stdout
+        .split("---- tests::squares_has_n stdout ----")
+        .nth(1)
+        .and_then(|rest| rest.split("\nfailures:").next())
+        .unwrap();
+    assert!(!own.contains("Function:"), "{own}");
+    let summary = stdout.split("Summary: ").nth(1).unwrap();
     assert!(
-        stdout.contains("---- tests::squares_has_n stdout ----"),
+        summary.contains("Function: helper::tests::squares_has_n"),
         "{stdout}"
     );
+    // MEMPROF_REPORT=auto asks for each test's first calls' tables: libtest
+    // shows the failing test's own.
+    let run = failing(Some("auto"));
+    assert_eq!(run.status.code(), Some(101));
+    let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
-        stdout.contains("Function: helper::tests::squares_has_n"),
+        stdout.contains("---- tests::squares_has_n stdout ----"),
         "{stdout}"
     );
     // Its own table's first row is the user's line: the test's macro, which
@@ -202,6 +219,10 @@ fn a_failing_test_shows_its_tables_and_cargos_status() {
         .nth(1)
         .and_then(|rest| rest.split("\nfailures:").next())
         .unwrap();
+    assert!(
+        own.contains("Function: helper::tests::squares_has_n"),
+        "{own}"
+    );
     assert!(
         own.contains("             1       fn squares_has_n() {\n"),
         "{own}"

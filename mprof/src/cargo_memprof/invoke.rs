@@ -133,9 +133,11 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
     if let Some(sites) = &invocation.sites {
         command.env("MEMPROF_SITES", sites);
     }
-    if options.subcommand == Subcommand::Run && std::env::var_os("MEMPROF_REPORT").is_none() {
-        // The program's own tables would be one per function; the merged
-        // report is printed at the end instead.
+    if std::env::var_os("MEMPROF_REPORT").is_none() {
+        // The program's own tables would be one per function, and a test
+        // binary's the first calls' of every function on every test's
+        // thread, rendered for libtest to drop (most of a profiled suite's
+        // time); the merged report is printed at the end instead.
         command.env("MEMPROF_REPORT", "off");
     }
     command.stderr(Stdio::piped());
