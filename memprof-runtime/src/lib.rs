@@ -126,7 +126,7 @@ pub mod __private {
     pub use crate::kernel::library as kernel_library;
     pub use crate::measure::MeasureGuard;
     pub use crate::probe::{
-        CallFrame, CallGuard, Probe, StackCursor, StackTail, SyncCall, statement,
+        CallFrame, CallGuard, Probe, QuietCall, StackCursor, StackTail, SyncCall, statement,
     };
     pub use crate::region::Scope;
     pub use crate::report::reports_built;

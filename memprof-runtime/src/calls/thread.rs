@@ -7,7 +7,7 @@
 use super::meta::{FnMeta, ThreadFnPtr};
 use crate::alloc::untracked;
 use crate::cells::{LineCell, RowFigures};
-use crate::kernel::layout::ThreadFnHead;
+use crate::kernel::layout::{ThreadFnHead, WITH_ROWS};
 use crate::owned::load_u64;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -77,6 +77,8 @@ impl ThreadFn {
     fn restart(&self, generation: u64) {
         self.cells().iter().for_each(LineCell::clear);
         self.calls.store(0, Relaxed);
+        self.streak.set(0);
+        self.quiet.set(WITH_ROWS);
         self.generation.store(generation, Relaxed);
         if self.tables.get() != 0 {
             // Tables are to be handed out again: the kernel must leave this
@@ -225,6 +227,8 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
                 calls: AtomicU64::new(0),
                 generation: AtomicU64::new(meta.head.generation.load(Relaxed)),
                 depth: Cell::new(0),
+                streak: Cell::new(0),
+                quiet: Cell::new(WITH_ROWS),
                 target: Cell::new(std::ptr::null()),
                 cells: padded[PAD..].as_ptr(),
             },

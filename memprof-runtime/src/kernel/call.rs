@@ -32,7 +32,7 @@ pub fn process_net(g: &Globals) -> i64 {
 /// Takes `size` bytes (a multiple of 16) off the thread's side stack, or
 /// returns null when it has no room (or none yet).
 #[inline(always)]
-fn push(t: &Counters, size: usize) -> *mut u8 {
+pub(super) fn push(t: &Counters, size: usize) -> *mut u8 {
     let top = get(&t.stack_top);
     if (get(&t.stack_end) as usize).wrapping_sub(top as usize) < size || top.is_null() {
         return core::ptr::null_mut();
@@ -187,8 +187,10 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         }
         close_quiet_in(t, get(&call.saved));
         call.row(0).closed_quiet(get(&call.base) + start, NO_SAMPLE);
+        super::quiet::after_call(tf, false);
     } else {
         exit_loud(cursor, call, t);
+        super::quiet::after_call(tf, true);
     }
     set(&tf.depth, get(&tf.depth) - 1);
     if get(&call.outermost) {

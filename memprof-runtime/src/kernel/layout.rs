@@ -198,11 +198,44 @@ pub struct ThreadFnHead {
     pub generation: AtomicU64,
     /// Synchronous calls of the function open on the owner's stack.
     pub depth: Cell<u32>,
+    /// The owner's latest calls in a row, entered by the kernel with rows,
+    /// during which nothing was allocated or freed (see `quiet`).
+    pub streak: Cell<u32>,
+    /// How the kernel enters the owner's calls: [`WITH_ROWS`] until
+    /// [`QUIET_AFTER`] calls in a row moved nothing, then [`QUIET`] until a
+    /// quiet call moves the heap, then [`WITH_ROWS_AGAIN`] for good.
+    pub quiet: Cell<u32>,
     /// Where the outermost open call records its rows, for the calls nested
     /// in it: this aggregate's cells, or that call's own table.
     pub target: Cell<*const LineCell>,
     /// This aggregate's rows.
     pub cells: *const LineCell,
+}
+
+/// `ThreadFnHead::quiet`: calls record their statements' rows.
+pub const WITH_ROWS: u32 = 0;
+/// `ThreadFnHead::quiet`: calls of a function whose declaration allows it
+/// (generated code asks, see `quiet`) run as written, counted in the `fn`
+/// row only.
+pub const QUIET: u32 = 1;
+/// `ThreadFnHead::quiet`: a quiet call moved the heap; calls record their
+/// rows from then on.
+pub const WITH_ROWS_AGAIN: u32 = 2;
+/// Calls in a row that moved nothing after which a thread's calls of a
+/// function go quiet.
+pub const QUIET_AFTER: u32 = 64;
+
+/// A quiet call (see `quiet`), on the thread's side stack: its thread's
+/// counters and aggregate, and its region's start.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+pub struct QuietHead {
+    pub counters: *const Counters,
+    pub thread_fn: *const ThreadFnHead,
+    pub start: i64,
+    pub saved: i64,
+    pub start_allocs: u64,
+    pub start_allocated: u64,
 }
 
 /// The process-wide state the kernel's call entry reads, each owned by its

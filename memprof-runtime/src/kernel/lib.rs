@@ -9,12 +9,13 @@
 mod call;
 mod layout;
 mod owned;
+mod quiet;
 mod region;
 mod step;
 mod thread;
 
 use core::sync::atomic::{AtomicPtr, Ordering};
-use layout::{CursorHead, FnHead, Globals};
+use layout::{CursorHead, FnHead, Globals, QuietHead};
 
 /// [`step::step`].
 ///
@@ -97,6 +98,29 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_enter(
 pub unsafe extern "C" fn memprof_kernel_0_1_0_exit(top: *const CursorHead) -> u32 {
     // SAFETY: as the caller promises.
     unsafe { call::exit(top) }
+}
+
+/// [`quiet::enter`].
+///
+/// # Safety
+/// As [`quiet::enter`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memprof_kernel_0_1_0_quiet_enter(
+    meta: *const FnHead,
+    g: *const Globals,
+) -> *mut QuietHead {
+    // SAFETY: as the caller promises.
+    unsafe { quiet::enter(meta, g) }
+}
+
+/// [`quiet::exit`].
+///
+/// # Safety
+/// As [`quiet::exit`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memprof_kernel_0_1_0_quiet_exit(head: *const QuietHead, g: *const Globals) {
+    // SAFETY: as the caller promises.
+    unsafe { quiet::exit(head, g) }
 }
 
 /// [`call::cursor`].

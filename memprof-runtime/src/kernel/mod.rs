@@ -24,12 +24,13 @@
 //! library's statement step calls for the calls the kernel leaves to the
 //! runtime. Both
 //! builds compile `layout` (the `repr(C)` state shared with the runtime),
-//! `owned`, `region`, `step` and `call`, so the two sides agree on every field by
+//! `owned`, `region`, `step`, `call` and `quiet`, so the two sides agree on every field by
 //! construction.
 
 pub(crate) mod call;
 pub(crate) mod layout;
 pub(crate) mod owned;
+pub(crate) mod quiet;
 pub(crate) mod region;
 pub(crate) mod step;
 pub(crate) mod thread;
@@ -62,7 +63,7 @@ const _: () = {
 
 #[cfg(memprof_kernel)]
 mod entry {
-    use super::layout::{CursorHead, FnHead, Globals};
+    use super::layout::{CursorHead, FnHead, Globals, QuietHead};
 
     // SAFETY: these are the library's functions built from `lib.rs` with
     // the same signatures.
@@ -76,6 +77,12 @@ mod entry {
         /// [`super::call::exit`], optimized.
         #[link_name = "memprof_kernel_0_1_0_exit"]
         pub(crate) fn exit(top: *const CursorHead) -> u32;
+        /// [`super::quiet::enter`], optimized.
+        #[link_name = "memprof_kernel_0_1_0_quiet_enter"]
+        pub(crate) fn quiet_enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead;
+        /// [`super::quiet::exit`], optimized.
+        #[link_name = "memprof_kernel_0_1_0_quiet_exit"]
+        pub(crate) fn quiet_exit(head: *const QuietHead, g: *const Globals);
         /// [`super::call::cursor`], optimized.
         #[link_name = "memprof_kernel_0_1_0_cursor"]
         pub(crate) fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead;
@@ -92,7 +99,8 @@ mod entry {
     //! caller, they made memchr's profiled test build (opt-level 3) take
     //! many minutes to compile, for a few nanoseconds a call.
     use super::call;
-    use super::layout::{CursorHead, FnHead, Globals};
+    use super::layout::{CursorHead, FnHead, Globals, QuietHead};
+    use super::quiet;
     use super::step as statement;
 
     /// [`statement::step`].
@@ -120,6 +128,20 @@ mod entry {
         unsafe { call::exit(top) }
     }
 
+    /// [`quiet::enter`].
+    #[inline(never)]
+    pub(crate) unsafe fn quiet_enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
+        // SAFETY: as the caller promises.
+        unsafe { quiet::enter(meta, g) }
+    }
+
+    /// [`quiet::exit`].
+    #[inline(never)]
+    pub(crate) unsafe fn quiet_exit(head: *const QuietHead, g: *const Globals) {
+        // SAFETY: as the caller promises.
+        unsafe { quiet::exit(head, g) }
+    }
+
     /// [`call::cursor`].
     #[inline(never)]
     pub(crate) unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
@@ -141,4 +163,4 @@ pub fn library() -> bool {
     cfg!(memprof_kernel)
 }
 
-pub(crate) use entry::{cursor, cursor_end, enter, exit, step};
+pub(crate) use entry::{cursor, cursor_end, enter, exit, quiet_enter, quiet_exit, step};

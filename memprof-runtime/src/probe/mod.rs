@@ -6,6 +6,9 @@
 //! printed tables.
 
 mod open_rows;
+mod quiet;
+
+pub use quiet::QuietCall;
 
 use crate::alloc::KERNEL_GLOBALS;
 use crate::calls::stack::{self, Place};

@@ -1,0 +1,251 @@
+//! What profiling a whole crate costs: `cargo bench --bench whole_crate`.
+//!
+//! Builds `benches/crates/parser-shape` (a crate shaped like a Markdown
+//! parser: tens of millions of calls to tiny functions that never allocate,
+//! a few that build large buffers) three ways, all in release: as written,
+//! with dhat's heap profiler (its `dhat` feature, `main` edited as dhat
+//! asks), and through `cargo memprof run --release`, every function
+//! profiled. Then runs them in interleaved rounds and prints each one's
+//! median wall time as a ratio to the plain binary's: the profiled binary
+//! as `cargo memprof` runs it (`MEMPROF_REPORT=off`, its report written to
+//! `MEMPROF_JSON`), with `MEMPROF_SITES=sample` and `MEMPROF_SITES=1`, under
+//! `MEMPROF=off`, and dhat. heaptrack's ratio comes from `heaptrack` on the
+//! plain binary where it is installed (`scripts/install-peers`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// Megabytes of generated document each run parses and renders.
+const MEGABYTES: &str = "8";
+const ROUNDS: usize = 5;
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn fixture() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixture = root.join("benches/crates/parser-shape");
+    // The workspace's exact dependency versions, with nothing to resolve
+    // but dhat's.
+    std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock"))
+        .expect("fixture is writable");
+    fixture
+}
+
+fn target() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("parser-shape")
+}
+
+/// Builds the fixture in release, with `features`, into `dir`.
+fn build(fixture: &Path, dir: &str, features: &[&str]) -> PathBuf {
+    let target = target().join(dir);
+    let status = cargo()
+        .args(["build", "--quiet", "--release", "--manifest-path"])
+        .arg(fixture.join("Cargo.toml"))
+        .args(features.iter().flat_map(|f| ["--features", f]))
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the fixture ({dir}) failed");
+    target.join("release/memprof-parser-shape")
+}
+
+/// Builds the fixture through `cargo memprof run --release` (which runs it
+/// once) and returns the profiled binary.
+fn build_profiled(fixture: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tools = target().join("tools");
+    let status = cargo()
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "mprof",
+            "--bin",
+            "cargo-memprof",
+        ])
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", &tools)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building cargo-memprof failed");
+    let target = target().join("profiled");
+    let out = Command::new(tools.join("release/cargo-memprof"))
+        .args(["memprof", "run", "--release", "--", "1"])
+        .current_dir(fixture)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("cargo-memprof runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // cargo-memprof builds its copy of the crate under the target directory.
+    let found = find(&target.join("memprof"), "memprof-parser-shape");
+    found.expect("the profiled binary")
+}
+
+fn find(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = find(&path, name) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|n| n == name)
+            && path.parent().is_some_and(|p| p.ends_with("target/release"))
+        {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// A way to run the fixture: a fresh command each time.
+type Run<'a> = Box<dyn Fn() -> Command + 'a>;
+
+/// Seconds one run of `command` takes; its output must be `expected`.
+fn time(mut command: Command, expected: &str) -> f64 {
+    let start = Instant::now();
+    let out = command.output().expect("the fixture runs");
+    let seconds = start.elapsed().as_secs_f64();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().next(),
+        Some(expected)
+    );
+    seconds
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let fixture = fixture();
+    let plain = build(&fixture, "plain", &[]);
+    let dhat = build(&fixture, "dhat", &["dhat"]);
+    let profiled = build_profiled(&fixture);
+    let json = target().join("report.json");
+    let expected = {
+        let out = Command::new(&plain).arg(MEGABYTES).output().expect("runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let heaptrack = Command::new("heaptrack")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let runs: Vec<(&str, Run)> = vec![
+        (
+            "plain",
+            Box::new(|| {
+                let mut c = Command::new(&plain);
+                c.arg(MEGABYTES);
+                c
+            }),
+        ),
+        (
+            "cargo memprof run --release (the profiled binary, as it runs it)",
+            Box::new(|| {
+                let mut c = Command::new(&profiled);
+                c.arg(MEGABYTES)
+                    .env("MEMPROF_REPORT", "off")
+                    .env("MEMPROF_JSON", &json);
+                c
+            }),
+        ),
+        (
+            "the same with --sites=sample",
+            Box::new(|| {
+                let mut c = Command::new(&profiled);
+                c.arg(MEGABYTES)
+                    .env("MEMPROF_REPORT", "off")
+                    .env("MEMPROF_JSON", &json);
+                c.env("MEMPROF_SITES", "sample");
+                c
+            }),
+        ),
+        (
+            "the same with --sites (every allocation)",
+            Box::new(|| {
+                let mut c = Command::new(&profiled);
+                c.arg(MEGABYTES)
+                    .env("MEMPROF_REPORT", "off")
+                    .env("MEMPROF_JSON", &json);
+                c.env("MEMPROF_SITES", "1");
+                c
+            }),
+        ),
+        (
+            "the profiled binary under MEMPROF=off",
+            Box::new(|| {
+                let mut c = Command::new(&profiled);
+                c.arg(MEGABYTES)
+                    .env("MEMPROF", "off")
+                    .env("MEMPROF_REPORT", "off");
+                c
+            }),
+        ),
+        (
+            "dhat (main edited)",
+            Box::new(|| {
+                let mut c = Command::new(&dhat);
+                c.arg(MEGABYTES).current_dir(target());
+                c
+            }),
+        ),
+    ];
+    let mut runs = runs;
+    if heaptrack {
+        let out = target().join("heaptrack.%p.zst");
+        let plain = plain.clone();
+        runs.push((
+            "heaptrack (no edits)",
+            Box::new(move || {
+                let mut c = Command::new("heaptrack");
+                c.arg("-o").arg(&out).arg(&plain).arg(MEGABYTES);
+                c
+            }),
+        ));
+    }
+    let mut times = vec![Vec::new(); runs.len()];
+    for _ in 0..ROUNDS {
+        for (i, (name, command)) in runs.iter().enumerate() {
+            // heaptrack prints its own lines first: check the program's
+            // output on the other runs only.
+            let seconds = if name.starts_with("heaptrack") {
+                let start = Instant::now();
+                let status = command()
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .expect("runs");
+                assert!(status.success());
+                start.elapsed().as_secs_f64()
+            } else {
+                time(command(), &expected)
+            };
+            times[i].push(seconds);
+        }
+    }
+    let plain_time = median(times[0].clone());
+    println!("parser-shape, {MEGABYTES} MB, median of {ROUNDS} interleaved rounds:");
+    for ((name, _), t) in runs.iter().zip(times) {
+        let t = median(t);
+        println!("| {name} | {t:.3} s | {:.2}× |", t / plain_time);
+    }
+    if !heaptrack {
+        println!("(heaptrack is not installed: scripts/install-peers installs it)");
+    }
+}

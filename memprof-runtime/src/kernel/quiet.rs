@@ -1,0 +1,154 @@
+//! Quiet calls: a thread's calls of a function whose latest
+//! [`QUIET_AFTER`] calls allocated and freed nothing run as written, in a
+//! call region without rows, counted in the `fn` row only. A quiet call
+//! during which the heap moved records its figures in the `fn` row, whole,
+//! and the thread's later calls record their rows again, for good.
+//!
+//! PERF: a function that never allocates (a scanner, an accessor) is most
+//! of a crate's calls, which the plain build inlines to nothing; a profiled
+//! call with rows costs tens of nanoseconds, a quiet one a few.
+
+use super::call::{process_net, push};
+use super::layout::{
+    Counters, FnHead, Globals, NO_SAMPLE, QUIET, QuietHead, ThreadFnHead, WITH_ROWS,
+    WITH_ROWS_AGAIN,
+};
+use super::owned::{get, load_u64, set};
+use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
+use core::sync::atomic::Ordering;
+
+/// The side stack's room for a quiet call's head.
+const QUIET_ROOM: usize = core::mem::size_of::<QuietHead>().next_multiple_of(16);
+
+/// Enters a call quietly if this thread's calls of `meta`'s function are
+/// quiet and the kernel may enter them (its `fast` permit, the thread's
+/// aggregate of the current generation, room on the side stack): returns
+/// the call's head on the side stack, or null, having done nothing.
+///
+/// # Safety
+/// `meta` is a function's head and `g` the runtime's globals.
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
+    // SAFETY: as the caller promises.
+    let (meta, g) = unsafe { (&*meta, &*g) };
+    let no = core::ptr::null_mut();
+    if !meta.fast.load(Ordering::Relaxed) {
+        return no;
+    }
+    // SAFETY: as the caller promises.
+    let offset = unsafe { &*g.tls_offset }.load(Ordering::Relaxed);
+    let tp = super::thread::pointer();
+    if offset == 0 || tp == 0 {
+        return no;
+    }
+    // SAFETY: as in `call::enter`.
+    let t = unsafe { &*(tp.wrapping_add_signed(offset) as *const Counters) };
+    let index = (meta.id.load(Ordering::Relaxed) as usize).wrapping_sub(1);
+    if index >= get(&t.fns_len) {
+        return no;
+    }
+    // SAFETY: `fns` holds `fns_len` entries (see `calls::thread`).
+    let thread_fn = unsafe { *get(&t.fns).add(index) };
+    // SAFETY: a listed aggregate lives as long as this thread.
+    let Some(tf) = (unsafe { thread_fn.as_ref() }) else {
+        return no;
+    };
+    if get(&tf.quiet) != QUIET {
+        return no;
+    }
+    let depth = get(&tf.depth);
+    if depth == 0 {
+        if load_u64(&tf.generation) != meta.generation.load(Ordering::Relaxed) {
+            return no;
+        }
+        // A call with rows nested in this one records into the aggregate.
+        set(&tf.target, tf.cells);
+    }
+    let head = push(t, QUIET_ROOM).cast::<QuietHead>();
+    if head.is_null() {
+        return no;
+    }
+    set(&tf.depth, depth + 1);
+    // The `fn` row's execution opens, so that a call nested in this one
+    // (recursion) counts under the recursion rule.
+    // SAFETY: the function's rows; row 0 is the `fn` line's.
+    unsafe { row_at(tf.cells, 0) }.opened();
+    let (start, saved) = open_in(t);
+    // SAFETY: fresh room on this thread's side stack, aligned to 16.
+    unsafe {
+        head.write(QuietHead {
+            counters: t,
+            thread_fn,
+            start,
+            saved,
+            start_allocs: allocs_in(t),
+            start_allocated: allocated_in(t),
+        })
+    };
+    head
+}
+
+/// Ends a quiet call that [`enter`] entered at `head`: counts it in the
+/// `fn` row, with its figures if the heap moved during it, which ends the
+/// thread's quiet calls of the function, and takes it off the side stack.
+///
+/// # Safety
+/// `head` is the innermost quiet call of this thread, which [`enter`]
+/// filled, and `g` the runtime's globals.
+#[cfg_attr(memprof_kernel, allow(dead_code))]
+#[inline(always)]
+pub unsafe fn exit(head: *const QuietHead, g: *const Globals) {
+    // SAFETY: as the caller promises.
+    let (head, g) = unsafe { (&*head, &*g) };
+    // SAFETY: `enter` filled both pointers with this thread's.
+    let (t, tf): (&Counters, &ThreadFnHead) = unsafe { (&*head.counters, &*head.thread_fn) };
+    // SAFETY: the function's rows; row 0 is the `fn` line's.
+    let row = unsafe { row_at(tf.cells, 0) };
+    if quiet_in(t, head.start, head.start_allocs) {
+        close_quiet_in(t, head.saved);
+        // A quiet call's Mem usage is not read: no process total per call.
+        row.closed_quiet(i64::MIN, NO_SAMPLE);
+    } else {
+        moved(head, t, tf, g);
+    }
+    let depth = get(&tf.depth) - 1;
+    set(&tf.depth, depth);
+    if depth == 0 {
+        tf.calls.store(load_u64(&tf.calls) + 1, Ordering::Relaxed);
+    }
+    // Everything above it (nested calls) is gone already.
+    set(&t.stack_top, head as *const QuietHead as *mut u8);
+}
+
+/// [`exit`] for a quiet call during which the heap moved: its figures, whole,
+/// in the `fn` row, and rows again for the thread's later calls.
+#[inline(never)]
+fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, g: &Globals) {
+    let stats = close_in(
+        t,
+        head.start,
+        head.saved,
+        head.start_allocs,
+        head.start_allocated,
+    );
+    // SAFETY: the function's rows; row 0 is the `fn` line's.
+    unsafe { row_at(tf.cells, 0) }.closed(&stats, process_net(g));
+    set(&tf.quiet, WITH_ROWS_AGAIN);
+}
+
+/// After a call entered with rows ends: `moved` if the heap moved during
+/// it. Counts the thread's calls in a row that moved nothing, and makes its
+/// later calls quiet after [`QUIET_AFTER`](super::layout::QUIET_AFTER).
+#[inline(always)]
+pub fn after_call(tf: &ThreadFnHead, moved: bool) {
+    if moved {
+        set(&tf.streak, 0);
+        return;
+    }
+    let streak = get(&tf.streak) + 1;
+    set(&tf.streak, streak);
+    if streak == super::layout::QUIET_AFTER && get(&tf.quiet) == WITH_ROWS {
+        set(&tf.quiet, QUIET);
+    }
+}

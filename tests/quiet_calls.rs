@@ -1,0 +1,73 @@
+//! Quiet calls: once 64 calls in a row of a function on one thread moved
+//! nothing, that thread's later calls run as written, counted in `Calls`
+//! and the `fn` row only; the first quiet call that moves the heap is
+//! recorded whole in the `fn` row, and the thread's calls take their rows
+//! again (docs/reference.md, "Calls that move nothing go quiet").
+
+#[path = "support/tables.rs"]
+mod tables;
+
+use memprof::profile;
+use std::hint::black_box;
+use tables::{figures, row, table};
+
+#[profile]
+fn scan(bytes: &[u8], at: usize) -> bool {
+    let b = bytes[at % bytes.len()];
+    b == b'\n'
+}
+
+#[profile]
+fn maybe_grow(grow: bool) -> usize {
+    let v: Vec<u8> = if grow { vec![1; 1000] } else { Vec::new() };
+    black_box(v).len()
+}
+
+#[test]
+fn a_function_that_moves_nothing_keeps_its_calls_and_loses_its_statement_counts() {
+    let text = b"line\nline\n";
+    let newlines = (0..10_000).filter(|&i| scan(black_box(text), i)).count();
+    assert_eq!(newlines, 2_000);
+    let t = table("quiet_calls::scan");
+    assert_eq!(t.calls, 10_000);
+    assert_eq!(figures(&t, "fn scan"), (0, 0, 10_000));
+    // The calls before the thread's quiet ones: those the runtime enters
+    // (the first 3, with a table of their own in a test binary, and the one
+    // that lets the kernel enter the rest), then 64 that moved nothing.
+    let rowed = row(&t, "let b = bytes").occurrences;
+    assert_eq!(rowed, 4 + 64);
+    assert_eq!(figures(&t, "b == b'\\n'"), (0, 0, rowed));
+}
+
+#[test]
+fn the_quiet_call_that_allocates_is_counted_whole_and_ends_the_quiet() {
+    std::thread::spawn(|| {
+        for _ in 0..100 {
+            assert_eq!(maybe_grow(false), 0);
+        }
+        assert_eq!(maybe_grow(true), 1000);
+        assert_eq!(maybe_grow(true), 1000);
+        assert_eq!(maybe_grow(false), 0);
+    })
+    .join()
+    .unwrap();
+    let t = table("quiet_calls::maybe_grow");
+    assert_eq!(t.calls, 103);
+    // Both allocating calls: 1,000 bytes each, freed within the call.
+    let fn_row = row(&t, "fn maybe_grow");
+    assert_eq!(fn_row.occurrences, 103);
+    assert_eq!((fn_row.increment, fn_row.peak), (Some(0), Some(1000)));
+    assert_eq!(
+        (fn_row.allocations, fn_row.allocated_bytes),
+        (Some(2), Some(2000))
+    );
+    // The first was quiet: its statements' rows saw the second only, and
+    // the calls with rows (4 the runtime entered, 64 until quiet, the last two).
+    let grow = row(&t, "let v: Vec<u8>");
+    assert_eq!(grow.occurrences, 4 + 64 + 2);
+    assert_eq!((grow.increment, grow.peak), (Some(1000), Some(1000)));
+    assert_eq!(
+        (grow.allocations, grow.allocated_bytes),
+        (Some(1), Some(1000))
+    );
+}
