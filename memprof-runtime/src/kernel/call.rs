@@ -2,7 +2,8 @@
 //! stack: a synchronous call's entry and exit, and a nested block's cursor.
 
 use super::layout::{
-    CALL_KERNEL, CallHead, Counters, CursorHead, FnHead, Globals, NO_CELL, NO_SAMPLE,
+    CALL_KERNEL, CallHead, Counters, CursorHead, FnHead, Globals, NO_CELL, NO_SAMPLE, QUIET,
+    QUIET_AFTER, ThreadFnHead, WITH_ROWS,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
@@ -187,10 +188,10 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         }
         close_quiet_in(t, get(&call.saved));
         call.row(0).closed_quiet(get(&call.base) + start, NO_SAMPLE);
-        super::quiet::after_call(tf, false);
+        count_streak(tf, false);
     } else {
         exit_loud(cursor, call, t);
-        super::quiet::after_call(tf, true);
+        count_streak(tf, true);
     }
     set(&tf.depth, get(&tf.depth) - 1);
     if get(&call.outermost) {
@@ -199,6 +200,22 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
     // Everything above the frame (its blocks' cursors) is gone already.
     set(&t.stack_top, call as *const CallHead as *mut u8);
     0
+}
+
+/// After a call with rows ends, `moved` if the heap moved during it:
+/// counts the thread's calls in a row that moved nothing, and makes its
+/// later calls quiet (see `quiet`) after [`QUIET_AFTER`].
+#[inline(always)]
+fn count_streak(tf: &ThreadFnHead, moved: bool) {
+    if moved {
+        set(&tf.streak, 0);
+        return;
+    }
+    let streak = get(&tf.streak) + 1;
+    set(&tf.streak, streak);
+    if streak == QUIET_AFTER && get(&tf.quiet) == WITH_ROWS {
+        set(&tf.quiet, QUIET);
+    }
 }
 
 /// [`exit`]'s closes for a call during which something was allocated or

@@ -1,5 +1,5 @@
 //! Quiet calls: a thread's calls of a function whose latest
-//! [`QUIET_AFTER`] calls allocated and freed nothing run as written, in a
+//! [`QUIET_AFTER`](super::layout::QUIET_AFTER) calls allocated and freed nothing run as written, in a
 //! call region without rows, counted in the `fn` row only. A quiet call
 //! during which the heap moved records its figures in the `fn` row, whole,
 //! and the thread's later calls record their rows again, for good.
@@ -10,8 +10,7 @@
 
 use super::call::{process_net, push};
 use super::layout::{
-    Counters, FnHead, Globals, NO_SAMPLE, QUIET, QuietHead, ThreadFnHead, WITH_ROWS,
-    WITH_ROWS_AGAIN,
+    Counters, FnHead, Globals, NO_SAMPLE, QUIET, QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
@@ -135,20 +134,4 @@ fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, g: &Globals) {
     // SAFETY: the function's rows; row 0 is the `fn` line's.
     unsafe { row_at(tf.cells, 0) }.closed(&stats, process_net(g));
     set(&tf.quiet, WITH_ROWS_AGAIN);
-}
-
-/// After a call entered with rows ends: `moved` if the heap moved during
-/// it. Counts the thread's calls in a row that moved nothing, and makes its
-/// later calls quiet after [`QUIET_AFTER`](super::layout::QUIET_AFTER).
-#[inline(always)]
-pub fn after_call(tf: &ThreadFnHead, moved: bool) {
-    if moved {
-        set(&tf.streak, 0);
-        return;
-    }
-    let streak = get(&tf.streak) + 1;
-    set(&tf.streak, streak);
-    if streak == super::layout::QUIET_AFTER && get(&tf.quiet) == WITH_ROWS {
-        set(&tf.quiet, QUIET);
-    }
 }
