@@ -3,7 +3,7 @@
 //! Builds `benches/crates/call-cost`, a crate of its own shaped like a user's
 //! (no profile settings), in the dev profile that `cargo test` uses and in
 //! the release profile, and runs each: once as it is, once under
-//! `MEMPROF=off`. Each run times a 3-statement function with and without
+//! `MEMPROF=off`, and once with its calls gone quiet (`MEMPROF_QUIET` unset; the other runs set it off, so that calls keep their rows). Each run times a 3-statement function with and without
 //! `#[profile]` on one thread and on two at once, a loop whose body binds
 //! a local (per probe and per statement), the call through a function pointer,
 //! and a recursive function, in interleaved rounds; a figure is the median over rounds of the
@@ -43,13 +43,18 @@ fn build(profile: &str) -> PathBuf {
 }
 
 /// Runs `bin` and returns its `name value` lines.
-fn run(bin: &Path, calls: u64, rounds: u64, off: bool) -> HashMap<String, f64> {
+/// Calls with rows (`MEMPROF_QUIET=off`) unless `quiet`: the fixture's
+/// functions allocate nothing, so their calls would go quiet.
+fn run(bin: &Path, calls: u64, rounds: u64, off: bool, quiet: bool) -> HashMap<String, f64> {
     let mut cmd = Command::new(bin);
     cmd.args([calls.to_string(), rounds.to_string()])
         .env("MEMPROF_REPORT", "off")
         .env_remove("MEMPROF");
     if off {
         cmd.env("MEMPROF", "off");
+    }
+    if !quiet {
+        cmd.env("MEMPROF_QUIET", "off");
     }
     let out = cmd.output().expect("the fixture runs");
     assert!(out.status.success(), "{out:?}");
@@ -69,10 +74,12 @@ fn main() {
     let mut rows = Vec::new();
     for (profile, calls, rounds) in [("release", 4_000_000, 9), ("dev", 400_000, 7)] {
         let bin = build(profile);
-        let on = run(&bin, calls, rounds, false);
-        let off = run(&bin, calls, rounds, true);
+        let on = run(&bin, calls, rounds, false, false);
+        let off = run(&bin, calls, rounds, true, false);
+        let quiet = run(&bin, calls, rounds, false, true);
         println!("{profile}, MEMPROF unset: {on:?}");
         println!("{profile}, MEMPROF=off: {off:?}");
+        println!("{profile}, quiet calls: {quiet:?}");
         let one = on["call_overhead"];
         let two = on["call_overhead_2_threads"];
         let plain = on["plain_call"];
@@ -86,6 +93,12 @@ fn main() {
             format!("{one:.1} ns"),
             format!("plain call {plain:.1} ns"),
             target_call.to_owned(),
+        ));
+        rows.push((
+            format!("the same call gone quiet (it moves nothing), {profile} profile, 1 thread"),
+            format!("{:.1} ns", quiet["call_overhead"]),
+            format!("with rows {one:.1} ns"),
+            String::new(),
         ));
         rows.push((
             format!("the same, 2 threads calling it at once, {profile} (× the 1-thread overhead)"),

@@ -4,9 +4,13 @@
 //! recorded whole in the `fn` row, and the thread's calls take their rows
 //! again (docs/reference.md, "Calls that move nothing go quiet").
 
+#[path = "support/child.rs"]
+mod child;
+
 #[path = "support/tables.rs"]
 mod tables;
 
+use child::{is_child, run_child};
 use memprof::profile;
 use std::hint::black_box;
 use tables::{figures, row, table};
@@ -70,4 +74,35 @@ fn the_quiet_call_that_allocates_is_counted_whole_and_ends_the_quiet() {
         (grow.allocations, grow.allocated_bytes),
         (Some(1), Some(1000))
     );
+}
+
+#[profile]
+fn add_one(x: u64) -> u64 {
+    let y = x + 1;
+    black_box(y)
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_calls_add_one() {
+    if !is_child() {
+        return;
+    }
+    let sum: u64 = (0..1000).map(add_one).sum();
+    assert_eq!(sum, 500_500);
+    let t = table("quiet_calls::add_one");
+    let rowed = row(&t, "let y = x + 1").occurrences;
+    println!(
+        "calls {} fn {} rowed {rowed}",
+        t.calls,
+        row(&t, "fn add_one").occurrences
+    );
+}
+
+#[test]
+fn memprof_quiet_off_keeps_every_calls_rows() {
+    let (out, _) = run_child("child_calls_add_one", &[("MEMPROF_QUIET", "off")]);
+    assert!(out.contains("calls 1000 fn 1000 rowed 1000\n"), "{out}");
+    let (out, _) = run_child("child_calls_add_one", &[]);
+    assert!(out.contains("calls 1000 fn 1000 rowed 68\n"), "{out}");
 }

@@ -148,6 +148,9 @@ pub(crate) struct Config {
     /// `MEMPROF=off` turns `#[profile]` into a near no-op: no figures, no
     /// tables, no budgets.
     pub(crate) enabled: bool,
+    /// `MEMPROF_QUIET=off`: every call takes its rows; none goes quiet
+    /// (`kernel::quiet`).
+    pub(crate) quiet: bool,
     pub(crate) report: ReportMode,
     pub(crate) render: RenderSettings,
     pub(crate) output: Output,
@@ -255,6 +258,9 @@ impl Vars<'_> {
 fn load(vars: &mut Vars<'_>) -> Config {
     let enabled = vars
         .parse("MEMPROF", "on or off", on_or_off)
+        .unwrap_or(true);
+    let quiet = vars
+        .parse("MEMPROF_QUIET", "on or off", on_or_off)
         .unwrap_or(true);
     let report = vars
         .parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
@@ -381,6 +387,7 @@ fn load(vars: &mut Vars<'_>) -> Config {
         .unwrap_or(crate::sites::DEFAULT_SEED);
     Config {
         enabled,
+        quiet,
         report,
         render: RenderSettings {
             unit,
