@@ -43,6 +43,29 @@ fn a_function_that_moves_nothing_keeps_its_calls_and_loses_its_statement_counts(
     assert_eq!(figures(&t, "b == b'\\n'"), (0, 0, rowed));
 }
 
+#[profile]
+fn shared(x: u64) -> u64 {
+    let y = x ^ 1;
+    black_box(y)
+}
+
+#[test]
+fn a_function_gone_quiet_on_one_thread_is_quiet_on_the_others() {
+    let run = || {
+        let sum: u64 = (0..100).map(shared).sum();
+        assert_eq!(sum, 4_950);
+    };
+    std::thread::spawn(run).join().unwrap();
+    std::thread::spawn(run).join().unwrap();
+    let t = table("quiet_calls::shared");
+    assert_eq!(t.calls, 200);
+    assert_eq!(row(&t, "fn shared").occurrences, 200);
+    // The first thread: 4 calls the runtime entered, 64 with rows until the
+    // function went quiet. The second: only its first 3 calls, which print
+    // a table of their own in a test binary, took rows.
+    assert_eq!(row(&t, "let y = x ^ 1").occurrences, 68 + 3);
+}
+
 #[test]
 fn the_quiet_call_that_allocates_is_counted_whole_and_ends_the_quiet() {
     std::thread::spawn(|| {

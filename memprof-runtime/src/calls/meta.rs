@@ -3,7 +3,7 @@
 
 use crate::cells::{LineCell, RowFigures};
 use crate::config::ReportMode;
-use crate::kernel::layout::{FnHead, ThreadFnHead};
+use crate::kernel::layout::{FnHead, ThreadFnHead, WITH_ROWS, WITH_ROWS_AGAIN};
 use crate::region::Scope;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
@@ -80,6 +80,7 @@ impl FnMeta {
                 fast: AtomicBool::new(false),
                 id: AtomicU32::new(0),
                 generation: AtomicU64::new(0),
+                quiet: AtomicU8::new(WITH_ROWS),
             },
             path,
             file,
@@ -202,6 +203,7 @@ impl FnMeta {
         self.tables.store(0, Relaxed);
         // Tables are to be handed out again: calls take the runtime's entry.
         self.head.fast.store(false, Relaxed);
+        self.head.quiet.store(first_quiet_state(), Relaxed);
         self.head.generation.fetch_add(1, Relaxed);
     }
 }
@@ -358,4 +360,14 @@ pub(crate) fn table_every_call() -> bool {
 pub(crate) fn tables_per_thread() -> bool {
     let settings = crate::settings::get();
     settings.test_binary && settings.report == ReportMode::Auto
+}
+
+/// Where a function's calls start: with rows, going quiet once they move
+/// nothing, unless `MEMPROF_QUIET=off` keeps every call's rows.
+pub(crate) fn first_quiet_state() -> u8 {
+    if crate::settings::get().quiet {
+        WITH_ROWS
+    } else {
+        WITH_ROWS_AGAIN
+    }
 }

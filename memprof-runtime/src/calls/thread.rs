@@ -4,10 +4,10 @@
 //! ends folds its figures into the function's `retired` rows and frees its
 //! aggregates.
 
-use super::meta::{FnMeta, ThreadFnPtr};
+use super::meta::{FnMeta, ThreadFnPtr, first_quiet_state};
 use crate::alloc::untracked;
 use crate::cells::{LineCell, RowFigures};
-use crate::kernel::layout::{ThreadFnHead, WITH_ROWS, WITH_ROWS_AGAIN};
+use crate::kernel::layout::ThreadFnHead;
 use crate::owned::load_u64;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -78,7 +78,6 @@ impl ThreadFn {
         self.cells().iter().for_each(LineCell::clear);
         self.calls.store(0, Relaxed);
         self.streak.set(0);
-        self.quiet.set(first_quiet_state());
         self.generation.store(generation, Relaxed);
         if self.tables.get() != 0 {
             // Tables are to be handed out again: the kernel must leave this
@@ -86,16 +85,6 @@ impl ThreadFn {
             self.tables.set(0);
             set_published(self.meta, false);
         }
-    }
-}
-
-/// Where a thread's calls of a function start: with rows, going quiet once
-/// they move nothing, unless `MEMPROF_QUIET=off` keeps every call's rows.
-fn first_quiet_state() -> u32 {
-    if crate::settings::get().quiet {
-        WITH_ROWS
-    } else {
-        WITH_ROWS_AGAIN
     }
 }
 
@@ -226,7 +215,10 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
         if id == 0 {
             let fresh = NEXT_ID.fetch_add(1, Relaxed);
             id = match meta.head.id.compare_exchange(0, fresh, Relaxed, Relaxed) {
-                Ok(_) => fresh,
+                Ok(_) => {
+                    meta.head.quiet.store(first_quiet_state(), Relaxed);
+                    fresh
+                }
                 Err(winner) => winner,
             };
         }
@@ -238,7 +230,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
                 generation: AtomicU64::new(meta.head.generation.load(Relaxed)),
                 depth: Cell::new(0),
                 streak: Cell::new(0),
-                quiet: Cell::new(first_quiet_state()),
+                head: &meta.head,
                 target: Cell::new(std::ptr::null()),
                 cells: padded[PAD..].as_ptr(),
             },

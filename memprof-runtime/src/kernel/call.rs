@@ -203,8 +203,8 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
 }
 
 /// After a call with rows ends, `moved` if the heap moved during it:
-/// counts the thread's calls in a row that moved nothing, and makes its
-/// later calls quiet (see `quiet`) after [`QUIET_AFTER`].
+/// counts the thread's calls in a row that moved nothing, and makes the
+/// function's later calls quiet (see `quiet`) after [`QUIET_AFTER`].
 #[inline(always)]
 fn count_streak(tf: &ThreadFnHead, moved: bool) {
     if moved {
@@ -213,9 +213,17 @@ fn count_streak(tf: &ThreadFnHead, moved: bool) {
     }
     let streak = get(&tf.streak) + 1;
     set(&tf.streak, streak);
-    if streak == QUIET_AFTER && get(&tf.quiet) == WITH_ROWS {
-        set(&tf.quiet, QUIET);
+    if streak == QUIET_AFTER {
+        go_quiet(tf);
     }
+}
+
+#[cold]
+fn go_quiet(tf: &ThreadFnHead) {
+    // SAFETY: an aggregate's head is its function's, a static.
+    let quiet = &unsafe { &*tf.head }.quiet;
+    // Only from calls with rows: never back from rows again.
+    let _ = quiet.compare_exchange(WITH_ROWS, QUIET, Ordering::Relaxed, Ordering::Relaxed);
 }
 
 /// [`exit`]'s closes for a call during which something was allocated or

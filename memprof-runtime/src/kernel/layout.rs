@@ -7,7 +7,7 @@
 //! invariants; the kernel only runs the fast path over it.
 
 use core::cell::{Cell, UnsafeCell};
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicIsize, AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicIsize, AtomicU8, AtomicU32, AtomicU64};
 
 /// No region open, or no scope-end row.
 pub const NO_CELL: u32 = u32::MAX;
@@ -184,6 +184,11 @@ pub struct FnHead {
     /// Bumped by `memprof::reset`: a thread's aggregate of an older
     /// generation counts as empty, and its owner clears it at its next call.
     pub generation: AtomicU64,
+    /// How the kernel enters the function's calls: [`WITH_ROWS`] until
+    /// [`QUIET_AFTER`] calls in a row on one thread moved nothing, then
+    /// [`QUIET`] until a quiet call moves the heap, then [`WITH_ROWS_AGAIN`]
+    /// for good (and from the start under `MEMPROF_QUIET=off`).
+    pub quiet: AtomicU8,
 }
 
 /// The head of one thread's aggregate of one function (`ThreadFn`, owned by
@@ -199,12 +204,10 @@ pub struct ThreadFnHead {
     /// Synchronous calls of the function open on the owner's stack.
     pub depth: Cell<u32>,
     /// The owner's latest calls in a row, entered by the kernel with rows,
-    /// during which nothing was allocated or freed (see `quiet`).
+    /// during which nothing was allocated or freed (see `FnHead::quiet`).
     pub streak: Cell<u32>,
-    /// How the kernel enters the owner's calls: [`WITH_ROWS`] until
-    /// [`QUIET_AFTER`] calls in a row moved nothing, then [`QUIET`] until a
-    /// quiet call moves the heap, then [`WITH_ROWS_AGAIN`] for good.
-    pub quiet: Cell<u32>,
+    /// The function's head.
+    pub head: *const FnHead,
     /// Where the outermost open call records its rows, for the calls nested
     /// in it: this aggregate's cells, or that call's own table.
     pub target: Cell<*const LineCell>,
@@ -212,17 +215,17 @@ pub struct ThreadFnHead {
     pub cells: *const LineCell,
 }
 
-/// `ThreadFnHead::quiet`: calls record their statements' rows.
-pub const WITH_ROWS: u32 = 0;
-/// `ThreadFnHead::quiet`: calls of a function whose declaration allows it
+/// `FnHead::quiet`: calls record their statements' rows.
+pub const WITH_ROWS: u8 = 0;
+/// `FnHead::quiet`: calls of a function whose declaration allows it
 /// (generated code asks, see `quiet`) run as written, counted in the `fn`
 /// row only.
-pub const QUIET: u32 = 1;
-/// `ThreadFnHead::quiet`: a quiet call moved the heap; calls record their
+pub const QUIET: u8 = 1;
+/// `FnHead::quiet`: a quiet call moved the heap; calls record their
 /// rows from then on.
-pub const WITH_ROWS_AGAIN: u32 = 2;
-/// Calls in a row that moved nothing after which a thread's calls of a
-/// function go quiet.
+pub const WITH_ROWS_AGAIN: u8 = 2;
+/// Calls in a row on one thread that moved nothing after which a
+/// function's calls go quiet.
 pub const QUIET_AFTER: u32 = 64;
 
 /// A quiet call (see `quiet`), on the thread's side stack: its thread's

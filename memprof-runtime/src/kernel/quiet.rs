@@ -1,8 +1,9 @@
-//! Quiet calls: a thread's calls of a function whose latest
-//! [`QUIET_AFTER`](super::layout::QUIET_AFTER) calls allocated and freed nothing run as written, in a
-//! call region without rows, counted in the `fn` row only. A quiet call
-//! during which the heap moved records its figures in the `fn` row, whole,
-//! and the thread's later calls record their rows again, for good.
+//! Quiet calls: once [`QUIET_AFTER`](super::layout::QUIET_AFTER) calls in
+//! a row of a function on one thread allocated and freed nothing, the
+//! function's calls run as written, in a call region without rows, counted
+//! in the `fn` row only. A quiet call during which the heap moved records
+//! its figures in the `fn` row, whole, and the function's later calls
+//! record their rows again, for good.
 //!
 //! PERF: a function that never allocates (a scanner, an accessor) is most
 //! of a crate's calls, which the plain build inlines to nothing; a profiled
@@ -19,8 +20,8 @@ use core::sync::atomic::Ordering;
 /// The side stack's room for a quiet call's head.
 const QUIET_ROOM: usize = core::mem::size_of::<QuietHead>().next_multiple_of(16);
 
-/// Enters a call quietly if this thread's calls of `meta`'s function are
-/// quiet and the kernel may enter them (its `fast` permit, the thread's
+/// Enters a call quietly if `meta`'s function's calls are quiet and the
+/// kernel may enter them (its `fast` permit, the thread's
 /// aggregate of the current generation, room on the side stack): returns
 /// the call's head on the side stack, or null, having done nothing.
 ///
@@ -32,7 +33,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
     // SAFETY: as the caller promises.
     let (meta, g) = unsafe { (&*meta, &*g) };
     let no = core::ptr::null_mut();
-    if !meta.fast.load(Ordering::Relaxed) {
+    if meta.quiet.load(Ordering::Relaxed) != QUIET || !meta.fast.load(Ordering::Relaxed) {
         return no;
     }
     // SAFETY: as the caller promises.
@@ -53,9 +54,6 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
     let Some(tf) = (unsafe { thread_fn.as_ref() }) else {
         return no;
     };
-    if get(&tf.quiet) != QUIET {
-        return no;
-    }
     let depth = get(&tf.depth);
     if depth == 0 {
         if load_u64(&tf.generation) != meta.generation.load(Ordering::Relaxed) {
@@ -90,7 +88,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
 
 /// Ends a quiet call that [`enter`] entered at `head`: counts it in the
 /// `fn` row, with its figures if the heap moved during it, which ends the
-/// thread's quiet calls of the function, and takes it off the side stack.
+/// function's quiet calls, and takes it off the side stack.
 ///
 /// # Safety
 /// `head` is the innermost quiet call of this thread, which [`enter`]
@@ -121,7 +119,7 @@ pub unsafe fn exit(head: *const QuietHead, g: *const Globals) {
 }
 
 /// [`exit`] for a quiet call during which the heap moved: its figures, whole,
-/// in the `fn` row, and rows again for the thread's later calls.
+/// in the `fn` row, and rows again for the function's later calls.
 #[inline(never)]
 fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, g: &Globals) {
     let stats = close_in(
@@ -133,5 +131,8 @@ fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, g: &Globals) {
     );
     // SAFETY: the function's rows; row 0 is the `fn` line's.
     unsafe { row_at(tf.cells, 0) }.closed(&stats, process_net(g));
-    set(&tf.quiet, WITH_ROWS_AGAIN);
+    // SAFETY: an aggregate's head is its function's, a static.
+    unsafe { &*tf.head }
+        .quiet
+        .store(WITH_ROWS_AGAIN, Ordering::Relaxed);
 }

@@ -4,7 +4,7 @@
 
 use crate::alloc::KERNEL_GLOBALS;
 use crate::calls::FnMeta;
-use crate::kernel::layout::QuietHead;
+use crate::kernel::layout::{QUIET, QuietHead};
 
 /// A quiet call of a profiled function, whose head the kernel keeps on the
 /// thread's side stack (null: a call under `MEMPROF=off`, which records
@@ -16,8 +16,8 @@ pub struct QuietCall(*const QuietHead);
 
 impl QuietCall {
     /// Whether generated code runs a call of `meta`'s function as written:
-    /// under `MEMPROF=off` (a call that records nothing), or when this
-    /// thread's calls of it are quiet (a quiet call). `None`: the call takes
+    /// under `MEMPROF=off` (a call that records nothing), or when its calls
+    /// are quiet (a quiet call). `None`: the call takes
     /// its rows.
     ///
     /// PERF: under `MEMPROF=off`, one load and a test, as `is_off`;
@@ -26,6 +26,10 @@ impl QuietCall {
     pub fn as_written(meta: &'static FnMeta) -> Option<QuietCall> {
         if crate::calls::is_off() {
             return Some(QuietCall(std::ptr::null()));
+        }
+        // PERF: a call with rows reads one more static, with no call.
+        if crate::kernel::thread::load_relaxed(&meta.head.quiet) != QUIET {
+            return None;
         }
         Self::start(meta)
     }

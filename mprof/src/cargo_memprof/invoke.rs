@@ -125,6 +125,15 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
         // Test binaries run in their package's directory: the copy's.
         command.current_dir(here.map_or_else(|| layout.tree.clone(), |d| layout.mirror(&d)));
     }
+    // PERF: memprof's runtime optimized in every profile (in a dev build
+    // it was most of a test suite's cost: each test's thread sets up and
+    // merges its functions' rows), the user's crates as their profiles
+    // build them.
+    for profile in ["dev", "test"] {
+        command.arg("--config").arg(format!(
+            "profile.{profile}.package.memprof-runtime.opt-level=3"
+        ));
+    }
     command.args(cargo_args(&options.cargo_args, layout));
     command.env("CARGO_TARGET_DIR", target_dir(layout));
     command.env("MEMPROF_JSON", invocation.report);
