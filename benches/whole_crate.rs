@@ -229,6 +229,7 @@ fn main() {
                 let start = Instant::now();
                 let status = command()
                     .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
                     .status()
                     .expect("runs");
                 assert!(status.success());

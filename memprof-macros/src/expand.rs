@@ -224,13 +224,15 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         quote!(::memprof::__private::Instrumented::new(async move { #body }).await)
     } else if kept == AsWritten::Kept {
         // PERF: under `MEMPROF=off` a call costs one load and a branch,
-        // in unoptimized builds too; a quiet call (see `QuietCall`), one
-        // call into the kernel on the way in and one on the way out. The
-        // binding ends the quiet call where `SyncCall` ends a call with
-        // rows: after the body's locals, before the arguments.
+        // in unoptimized builds too (no guard to drop, hence the body's
+        // second copy); a quiet call (see `QuietCall`), one call into the
+        // kernel on the way in and one on the way out. The binding ends
+        // the quiet call where `SyncCall` ends a call with rows: after the
+        // body's locals, before the arguments.
         quote! {
-            if let ::core::option::Option::Some(__memprof_quiet) =
-                ::memprof::__private::QuietCall::as_written(&__MEMPROF_META)
+            if ::memprof::__private::is_off() #as_written
+            else if let ::core::option::Option::Some(__memprof_quiet) =
+                ::memprof::__private::QuietCall::start(&__MEMPROF_META)
             #as_written else { #body }
         }
     } else if kept == AsWritten::KeptOptimized {
