@@ -6,7 +6,8 @@
 //! Records are taken and given back in the order calls and blocks begin and
 //! end (last in, first out), by the kernel for the calls it enters and by
 //! the runtime for the rest, both through the thread's `stack_top`. The
-//! memory is mapped apart from the heap, so it never shows in a figure.
+//! memory is mapped apart from the heap, so it never shows in a figure, and
+//! an ended thread's goes to the next thread (up to 16 kept).
 //! Where the side stack is full (or gone, as the thread ends), the runtime
 //! puts a record on the heap instead, outside every figure.
 
@@ -99,18 +100,32 @@ pub(crate) fn release() {
     }
 }
 
+/// Side stacks of threads that ended, kept for the next threads (their base
+/// addresses; 0: none), so that a program that starts a thread per task (a
+/// test harness: one per test) does not map and unmap one each time, nor
+/// fault its first pages in again.
+///
+/// NOTE: at most this many, 5 MiB of address space with no thread; the
+/// rest are unmapped, so `RLIMIT_AS` sees what it would without the pool.
+#[cfg(unix)]
+static SPARE: [std::sync::atomic::AtomicUsize; 16] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; 16];
+
 #[cfg(unix)]
 fn map(t: &crate::kernel::layout::Counters) -> bool {
-    // SAFETY: a fresh private anonymous mapping; nothing else is touched.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            SIZE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
+    let base = match take(&SPARE) {
+        Some(base) => base as *mut libc::c_void,
+        // SAFETY: a fresh private anonymous mapping; nothing else is touched.
+        None => unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        },
     };
     if base == libc::MAP_FAILED {
         t.stack_top.set(std::ptr::dangling_mut());
@@ -125,8 +140,25 @@ fn map(t: &crate::kernel::layout::Counters) -> bool {
 
 #[cfg(unix)]
 fn unmap(base: *mut u8) {
-    // SAFETY: the mapping `map` made, which no record uses any more.
-    unsafe { libc::munmap(base.cast(), SIZE) };
+    if !keep(&SPARE, base as usize) {
+        // SAFETY: the mapping `map` made, which no record uses any more.
+        unsafe { libc::munmap(base.cast(), SIZE) };
+    }
+}
+
+/// A spare side stack's base from `pool`, if it holds one.
+#[cfg_attr(not(unix), allow(dead_code))]
+fn take(pool: &[std::sync::atomic::AtomicUsize]) -> Option<usize> {
+    use std::sync::atomic::Ordering::Acquire;
+    pool.iter().map(|s| s.swap(0, Acquire)).find(|&b| b != 0)
+}
+
+/// Puts a side stack's base into `pool`; false when it is full.
+#[cfg_attr(not(unix), allow(dead_code))]
+fn keep(pool: &[std::sync::atomic::AtomicUsize], base: usize) -> bool {
+    use std::sync::atomic::Ordering::{Relaxed, Release};
+    pool.iter()
+        .any(|s| s.compare_exchange(0, base, Release, Relaxed).is_ok())
 }
 
 /// No side stack here: every record goes on the heap.
@@ -144,6 +176,22 @@ fn unmap(_: *mut u8) {}
 mod tests {
     use super::*;
     use crate::kernel::call::{CALL_ROOM, CURSOR_ROOM};
+
+    #[test]
+    fn a_pool_of_spare_side_stacks_holds_its_size_and_gives_each_back_once() {
+        use std::sync::atomic::AtomicUsize;
+        let pool = [const { AtomicUsize::new(0) }; 2];
+        assert_eq!(take(&pool), None);
+        assert!(keep(&pool, 0x1000));
+        assert!(keep(&pool, 0x2000));
+        assert!(!keep(&pool, 0x3000), "full: the caller unmaps it");
+        let mut taken = [take(&pool), take(&pool)];
+        taken.sort();
+        assert_eq!(taken, [Some(0x1000), Some(0x2000)]);
+        assert_eq!(take(&pool), None);
+        assert!(keep(&pool, 0x3000));
+        assert_eq!(take(&pool), Some(0x3000));
+    }
 
     #[test]
     fn the_side_stack_holds_2048_kernel_calls() {
