@@ -13,6 +13,12 @@ fn main() {
     println!("cargo::rerun-if-env-changed=MEMPROF_KERNEL");
     println!("cargo::rustc-check-cfg=cfg(memprof_kernel)");
     println!("cargo::rustc-check-cfg=cfg(memprof_unoptimized)");
+    println!("cargo::rustc-check-cfg=cfg(memprof_frame_pointers)");
+    // Allocation sites walk the frame pointers where the crates are built
+    // with them (see `src/sites/frames.rs`): the flags reach every crate.
+    if frame_pointers() {
+        println!("cargo::rustc-cfg=memprof_frame_pointers");
+    }
     // PERF: an optimized build without debug assertions (release) compiles
     // the same kernel into the runtime, its calls direct rather than
     // through the GOT. An unoptimized one (the dev profile of `cargo
@@ -43,6 +49,34 @@ fn main() {
             "cargo::warning=memprof: {why}; using the pure-Rust kernel (same figures, slower profiled calls in unoptimized builds)"
         ),
     }
+}
+
+/// Whether the crate is built with `-C force-frame-pointers` on (its last
+/// word wins, as rustc's does).
+fn frame_pointers() -> bool {
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    let mut on = false;
+    let mut after_c = false;
+    for flag in flags.split('\x1f') {
+        let option = match flag.strip_prefix("-C") {
+            Some("") => {
+                after_c = true;
+                continue;
+            }
+            Some(option) => option,
+            None if after_c => flag,
+            None => "",
+        };
+        after_c = false;
+        match option.split_once('=') {
+            Some(("force-frame-pointers", value)) => {
+                on = matches!(value, "yes" | "y" | "on" | "true");
+            }
+            None if option == "force-frame-pointers" => on = true,
+            _ => {}
+        }
+    }
+    on
 }
 
 fn build() -> Result<PathBuf, String> {

@@ -14,6 +14,7 @@
 //! a build without sites. On, statements and calls still run as they do
 //! without it; each thread's allocations take the allocator's slow path.
 
+mod frames;
 mod recorder;
 mod resolve;
 mod tables;

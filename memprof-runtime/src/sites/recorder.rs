@@ -8,7 +8,7 @@
 //! allocated if it is open now and started before it, by the thread's
 //! allocation count (`clock`), which each row keeps at its start.
 //!
-//! Nothing here allocates or locks: stacks are taken with the unwinder into
+//! Nothing here allocates or locks: stacks are taken (see `frames`) into
 //! a buffer on the stack, and figures go into the thread's [`Tables`].
 
 use super::tables::{COUNT_UNIT, Key, MAX_FRAMES, MAX_OPEN, NO_STACK, Tables};
@@ -199,16 +199,7 @@ pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
             return;
         };
         let mut frames = [0usize; MAX_FRAMES];
-        let mut len = 0;
-        // SAFETY: no other unwinding runs on this thread meanwhile (a
-        // nested allocation finds counting paused and does not come here).
-        unsafe {
-            backtrace::trace_unsynchronized(|frame| {
-                frames[len] = frame.ip() as usize;
-                len += 1;
-                len < MAX_FRAMES
-            });
-        }
+        let len = super::frames::take(&mut frames);
         let stack = t.intern(&frames[..len]);
         let signed = i64::try_from(bytes).unwrap_or(i64::MAX);
         for row in rows {

@@ -99,6 +99,35 @@ fn mirrored(path: &Path, layout: &Layout) -> PathBuf {
 
 extern "C" fn ignore(_: libc::c_int) {}
 
+/// The flag that builds every crate with frame pointers, which allocation
+/// sites walk (`--sites`: a few loads a frame, where the unwinder takes
+/// microseconds a stack). Always, so that `--sites` rebuilds nothing.
+const FRAME_POINTERS: &str = "-Cforce-frame-pointers=yes";
+
+/// Adds [`FRAME_POINTERS`] to the flags cargo passes rustc: to the
+/// environment's, which override the configuration's, or else to the
+/// configuration's `build.rustflags` (where a `target.<triple>.rustflags`
+/// of the user's overrides it, sites take the unwinder: slower, the same).
+fn frame_pointers(command: &mut Command) {
+    if let Some(flags) = std::env::var_os("CARGO_ENCODED_RUSTFLAGS") {
+        let mut flags = flags;
+        if !flags.is_empty() {
+            flags.push("\x1f");
+        }
+        flags.push(FRAME_POINTERS);
+        command.env("CARGO_ENCODED_RUSTFLAGS", flags);
+    } else if let Some(flags) = std::env::var_os("RUSTFLAGS") {
+        let mut flags = flags;
+        flags.push(" ");
+        flags.push(FRAME_POINTERS);
+        command.env("RUSTFLAGS", flags);
+    } else {
+        command
+            .arg("--config")
+            .arg(format!("build.rustflags=[\"{FRAME_POINTERS}\"]"));
+    }
+}
+
 /// Runs cargo; returns its exit status (128 + the signal that ended it).
 pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
     let options = invocation.options;
@@ -134,6 +163,7 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
             "profile.{profile}.package.memprof-runtime.opt-level=3"
         ));
     }
+    frame_pointers(&mut command);
     command.args(cargo_args(&options.cargo_args, layout));
     command.env("CARGO_TARGET_DIR", target_dir(layout));
     command.env("MEMPROF_JSON", invocation.report);
