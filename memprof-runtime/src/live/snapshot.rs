@@ -35,7 +35,9 @@ pub(super) fn json() -> String {
 /// When the next numbered snapshot is due (`MEMPROF_SNAPSHOT_EVERY`).
 pub(super) struct Schedule {
     every: Option<Duration>,
-    next: Instant,
+    /// `None` with an interval the clock cannot reach from now (a huge
+    /// `MEMPROF_SNAPSHOT_EVERY`): never due.
+    next: Option<Instant>,
     /// The number the next file gets, from 1.
     number: u64,
 }
@@ -44,17 +46,17 @@ impl Schedule {
     pub(super) fn new(every: Option<Duration>) -> Self {
         Schedule {
             every,
-            next: Instant::now() + every.unwrap_or_default(),
+            next: Instant::now().checked_add(every.unwrap_or_default()),
             number: 1,
         }
     }
 
     /// `poll`'s timeout: until the next snapshot, or -1 (none).
     pub(super) fn timeout_ms(&self) -> i32 {
-        match self.every {
-            None => -1,
-            Some(_) => {
-                let left = self.next.saturating_duration_since(Instant::now());
+        match (self.every, self.next) {
+            (None, _) | (_, None) => -1,
+            (Some(_), Some(next)) => {
+                let left = next.saturating_duration_since(Instant::now());
                 // Rounded up, so that the wait does not end just before.
                 left.as_millis().saturating_add(1).min(i32::MAX as u128) as i32
             }
@@ -63,16 +65,22 @@ impl Schedule {
 
     /// Writes the next numbered snapshot if it is due.
     pub(super) fn write_if_due(&mut self) {
-        let Some(every) = self.every else { return };
+        let (Some(every), Some(mut next)) = (self.every, self.next) else {
+            return;
+        };
         let now = Instant::now();
-        if now < self.next {
+        if now < next {
             return;
         }
         // From the deadline, so that snapshots do not drift; one snapshot
         // for deadlines missed (a stopped process), not one for each.
-        while self.next <= now {
-            self.next += every;
+        while next <= now {
+            match next.checked_add(every) {
+                Some(later) => next = later,
+                None => break,
+            }
         }
+        self.next = (next > now).then_some(next);
         let path = numbered(crate::settings::get().json.as_deref(), self.number);
         self.number += 1;
         if let Err(err) = crate::safe_file::write(&path, json().as_bytes()) {
@@ -106,6 +114,20 @@ fn numbered(json: Option<&Path>, number: u64) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_past_what_the_clock_reaches_is_never_due() {
+        // `MEMPROF_SNAPSHOT_EVERY=9223372036854775807s`: the live thread
+        // panicked adding it to the clock, and SIGTERM was then ignored.
+        let mut schedule = Schedule::new(Some(Duration::from_secs(i64::MAX as u64)));
+        assert_eq!(schedule.timeout_ms(), -1);
+        schedule.write_if_due();
+        assert_eq!(schedule.number, 1);
+        let mut hourly = Schedule::new(Some(Duration::from_secs(3600)));
+        assert!(hourly.timeout_ms() > 0);
+        hourly.write_if_due();
+        assert_eq!(hourly.number, 1);
+    }
 
     #[test]
     fn snapshots_are_numbered_beside_memprof_json() {
