@@ -20,24 +20,50 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Writes `bytes` to a new file in `dir` and renames it over `path`.
+///
+/// The new file is `.NAME.PID.tmp`, or `.NAME.PID.N.tmp` where a file of
+/// that name is there already (a stale one of an earlier process with this
+/// pid): memprof never writes into, nor deletes, a file it did not create.
 pub(crate) fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> io::Result<()> {
     let name = path
         .file_name()
         .unwrap_or(path.as_os_str())
         .to_string_lossy();
-    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
+    let pid = std::process::id();
+    let mut created = None;
+    for attempt in 0..16 {
+        let temporary = match attempt {
+            0 => dir.join(format!(".{name}.{pid}.tmp")),
+            n => dir.join(format!(".{name}.{pid}.{n}.tmp")),
+        };
         // `create_new`: never through a link planted at the temporary name.
-        let mut file = OpenOptions::new()
+        match OpenOptions::new()
             .write(true)
             .create_new(true)
-            .open(&temporary)?;
+            .open(&temporary)
+        {
+            Ok(file) => {
+                created = Some((temporary, file));
+                break;
+            }
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(err) => return Err(err),
+        }
+    }
+    let Some((temporary, mut file)) = created else {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "16 temporary files of this process's id are in the way",
+        ));
+    };
+    let written = (|| {
         file.write_all(bytes)?;
         file.flush()?;
         // A rename replaces a link planted meanwhile, not its target.
         std::fs::rename(&temporary, path)
     })();
     if written.is_err() {
+        // Ours: `create_new` made it.
         let _ = std::fs::remove_file(&temporary);
     }
     written
@@ -60,5 +86,31 @@ pub(crate) fn refused_if_link(err: io::Error) -> io::Error {
     match err.raw_os_error() {
         Some(libc::ELOOP) => link_refused(),
         _ => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_temporary_file_is_left_alone_and_the_report_still_written() {
+        let dir = std::env::temp_dir().join(format!("memprof-safe-file-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let report = dir.join("r.json");
+        let stale = dir.join(format!(".r.json.{}.tmp", std::process::id()));
+        std::fs::write(&stale, "not memprof's").unwrap();
+        write(&report, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&report).unwrap(), "{}");
+        assert_eq!(std::fs::read_to_string(&stale).unwrap(), "not memprof's");
+        // Nothing of memprof's is left beside them.
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 2, "{names:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
