@@ -21,7 +21,7 @@
 //! the file, as before.
 
 use crate::report::Report;
-use crate::safe_file::{refuse_link, refused_if_link, replace};
+use crate::safe_file::{refuse_link, refuse_special, refused_if_link, replace};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
@@ -31,6 +31,7 @@ use std::path::Path;
 /// wrote there.
 pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
     refuse_link(path)?;
+    refuse_special(path)?;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),

@@ -12,6 +12,7 @@ use std::path::Path;
 /// Writes `bytes` to `path`, replacing what was there, by the rules above.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     refuse_link(path)?;
+    refuse_special(path)?;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -57,6 +58,11 @@ pub(crate) fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> io::Result<()> {
         ));
     };
     let written = (|| {
+        // The file it replaces keeps its permissions (a read-only report
+        // stays read-only).
+        if let Ok(meta) = std::fs::metadata(path) {
+            file.set_permissions(meta.permissions())?;
+        }
         file.write_all(bytes)?;
         file.flush()?;
         // A rename replaces a link planted meanwhile, not its target.
@@ -67,6 +73,18 @@ pub(crate) fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     written
+}
+
+/// An error if `path` is there and not a regular file: a device (`/dev/null`
+/// replaced by a file, were memprof run as root), a FIFO (whose open waits
+/// for a writer, and the exit with it), a socket or a directory.
+pub(crate) fn refuse_special(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() && !meta.file_type().is_symlink() => Err(
+            io::Error::other("it is not a regular file, which memprof does not replace"),
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// An error if `path` is a symbolic link.
@@ -111,6 +129,32 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names.len(), 2, "{names:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_fifo_is_refused_and_a_read_only_report_stays_read_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("memprof-special-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("r.json");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let err = write(&fifo, b"{}").unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let meta = std::fs::symlink_metadata(&fifo).unwrap();
+        assert!(!meta.file_type().is_file(), "the FIFO is still there");
+        std::fs::remove_file(&fifo).unwrap();
+        let report = dir.join("kept.json");
+        std::fs::write(&report, "old").unwrap();
+        std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o444)).unwrap();
+        write(&report, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&report).unwrap(), "new");
+        let mode = std::fs::metadata(&report).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o444);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
