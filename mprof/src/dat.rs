@@ -196,9 +196,13 @@ fn number(field: Option<&str>) -> Option<f64> {
     field?.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// A memory figure: a number, never below zero.
+/// The largest memory figure a line may hold, in MiB: 2^64 bytes, past which
+/// no process's memory goes and memprof's JSON reader refuses byte figures.
+const MAX_MIB: f64 = 17_592_186_044_416.0;
+
+/// A memory figure: a number, never below zero nor above [`MAX_MIB`].
 fn memory(field: Option<&str>) -> Option<f64> {
-    number(field).filter(|mib| *mib >= 0.0)
+    number(field).filter(|mib| (0.0..=MAX_MIB).contains(mib))
 }
 
 /// `<MiB> <time>`.
@@ -359,6 +363,16 @@ mod tests {
         assert_eq!(p.mem.len(), 2);
         assert_eq!(skipped.count, 5);
         assert_eq!(skipped.first.unwrap().0, 2);
+    }
+
+    #[test]
+    fn a_memory_figure_past_two_to_the_64_bytes_is_a_malformed_line() {
+        assert_eq!(MAX_MIB, (1u128 << 64) as f64 / 1_048_576.0);
+        let text = "MEM 1e308 1.0\nMEM 17592186044417 1.5\nMEM 17592186044416 2.0\nMEM 2.0 3.0\n";
+        let (p, skipped) = Profile::parse(Path::new("x.dat"), text);
+        assert_eq!(skipped.count, 2);
+        assert_eq!(p.mem.len(), 2);
+        assert_eq!(p.peak().unwrap().mib, MAX_MIB);
     }
 
     #[test]
