@@ -105,8 +105,36 @@ fn find(dir: &Path, name: &str) -> Option<PathBuf> {
     None
 }
 
-/// A way to run the fixture: a fresh command each time.
-type Run<'a> = Box<dyn Fn() -> Command + 'a>;
+/// A way to run the fixture: the program, the arguments before the
+/// fixture's own (a wrapper's), and the environment.
+struct Run<'a> {
+    name: &'a str,
+    program: PathBuf,
+    args: Vec<std::ffi::OsString>,
+    env: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Run<'a> {
+    fn new(name: &'a str, program: &Path, env: Vec<(&'a str, &'a str)>) -> Self {
+        Run {
+            name,
+            program: program.to_owned(),
+            args: Vec::new(),
+            env,
+        }
+    }
+
+    /// A fresh command for one run, in the target directory (where dhat
+    /// writes its profile).
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.program);
+        c.args(&self.args)
+            .arg(MEGABYTES)
+            .envs(self.env.iter().copied())
+            .current_dir(target());
+        c
+    }
+}
 
 /// Seconds one run of `command` takes; its output must be `expected`.
 fn time(mut command: Command, expected: &str) -> f64 {
@@ -147,104 +175,72 @@ fn main() {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    let runs: Vec<(&str, Run)> = vec![
-        (
-            "plain",
-            Box::new(|| {
-                let mut c = Command::new(&plain);
-                c.arg(MEGABYTES);
-                c
-            }),
-        ),
-        (
+    let json = json.display().to_string();
+    let as_cargo_memprof = [("MEMPROF_REPORT", "off"), ("MEMPROF_JSON", json.as_str())];
+    let with = |extra: (&'static str, &'static str)| {
+        let mut env = as_cargo_memprof.to_vec();
+        env.push(extra);
+        env
+    };
+    let mut runs = vec![
+        Run::new("plain", &plain, vec![]),
+        Run::new(
             "cargo memprof run --release (the profiled binary, as it runs it)",
-            Box::new(|| {
-                let mut c = Command::new(&profiled);
-                c.arg(MEGABYTES)
-                    .env("MEMPROF_REPORT", "off")
-                    .env("MEMPROF_JSON", &json);
-                c
-            }),
+            &profiled,
+            as_cargo_memprof.to_vec(),
         ),
-        (
+        Run::new(
             "the same with --sites=sample",
-            Box::new(|| {
-                let mut c = Command::new(&profiled);
-                c.arg(MEGABYTES)
-                    .env("MEMPROF_REPORT", "off")
-                    .env("MEMPROF_JSON", &json);
-                c.env("MEMPROF_SITES", "sample");
-                c
-            }),
+            &profiled,
+            with(("MEMPROF_SITES", "sample")),
         ),
-        (
+        Run::new(
             "the same with --sites (every allocation)",
-            Box::new(|| {
-                let mut c = Command::new(&profiled);
-                c.arg(MEGABYTES)
-                    .env("MEMPROF_REPORT", "off")
-                    .env("MEMPROF_JSON", &json);
-                c.env("MEMPROF_SITES", "1");
-                c
-            }),
+            &profiled,
+            with(("MEMPROF_SITES", "1")),
         ),
-        (
+        Run::new(
             "the profiled binary under MEMPROF=off",
-            Box::new(|| {
-                let mut c = Command::new(&profiled);
-                c.arg(MEGABYTES)
-                    .env("MEMPROF", "off")
-                    .env("MEMPROF_REPORT", "off");
-                c
-            }),
+            &profiled,
+            vec![("MEMPROF", "off"), ("MEMPROF_REPORT", "off")],
         ),
-        (
-            "dhat (main edited)",
-            Box::new(|| {
-                let mut c = Command::new(&dhat);
-                c.arg(MEGABYTES).current_dir(target());
-                c
-            }),
-        ),
+        Run::new("dhat (main edited)", &dhat, vec![]),
     ];
-    let mut runs = runs;
     if heaptrack {
-        let out = target().join("heaptrack.%p.zst");
-        let plain = plain.clone();
-        runs.push((
-            "heaptrack (no edits)",
-            Box::new(move || {
-                let mut c = Command::new("heaptrack");
-                c.arg("-o").arg(&out).arg(&plain).arg(MEGABYTES);
-                c
-            }),
-        ));
+        let mut run = Run::new("heaptrack (no edits)", Path::new("heaptrack"), vec![]);
+        run.args = vec![
+            "-o".into(),
+            target().join("heaptrack.%p.zst").into(),
+            plain.clone().into(),
+        ];
+        runs.push(run);
     }
     let mut times = vec![Vec::new(); runs.len()];
     for _ in 0..ROUNDS {
-        for (i, (name, command)) in runs.iter().enumerate() {
-            // heaptrack prints its own lines first: check the program's
-            // output on the other runs only.
-            let seconds = if name.starts_with("heaptrack") {
+        for (i, run) in runs.iter().enumerate() {
+            // A wrapper (heaptrack) prints lines of its own: the program's
+            // output is checked on direct runs only.
+            let seconds = if run.args.is_empty() {
+                time(run.command(), &expected)
+            } else {
                 let start = Instant::now();
-                let status = command()
+                let status = run
+                    .command()
                     .stdout(std::process::Stdio::null())
                     .stderr(std::process::Stdio::null())
                     .status()
                     .expect("runs");
                 assert!(status.success());
                 start.elapsed().as_secs_f64()
-            } else {
-                time(command(), &expected)
             };
             times[i].push(seconds);
         }
     }
     let plain_time = median(times[0].clone());
     println!("parser-shape, {MEGABYTES} MB, median of {ROUNDS} interleaved rounds:");
-    for ((name, _), t) in runs.iter().zip(times) {
+    for (run, t) in runs.iter().zip(times) {
         let t = median(t);
-        println!("| {name} | {t:.3} s | {:.2}× |", t / plain_time);
+        println!("| {} | {t:.3} s | {:.2}× |", run.name, t / plain_time);
     }
     if !heaptrack {
         println!("(heaptrack is not installed: scripts/install-peers installs it)");

@@ -47,6 +47,46 @@ pub(super) fn push(t: &Counters, size: usize) -> *mut u8 {
 pub const CALL_ROOM: usize = core::mem::size_of::<CallHead>().next_multiple_of(16);
 pub const CURSOR_ROOM: usize = core::mem::size_of::<CursorHead>().next_multiple_of(16);
 
+/// Where a call of `meta`'s function may be entered by the kernel: the
+/// calling thread's counters, its aggregate of the function and the calls
+/// of it open on the thread; `None` without the function's `fast` permit,
+/// the thread's counters or aggregate, or (no call open) with an aggregate
+/// of an older generation, which the runtime renews.
+///
+/// # Safety
+/// `g` is the runtime's globals; the references last no longer than the
+/// calling thread.
+#[inline(always)]
+pub(super) unsafe fn thread_fn<'t>(
+    meta: &FnHead,
+    g: &Globals,
+) -> Option<(&'t Counters, &'t ThreadFnHead, u32)> {
+    if !meta.fast.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: as the caller promises.
+    let offset = unsafe { &*g.tls_offset }.load(Ordering::Relaxed);
+    let tp = super::thread::pointer();
+    if offset == 0 || tp == 0 {
+        return None;
+    }
+    // SAFETY: a non-zero offset leads from the thread pointer to this
+    // thread's counters (see `tls`), which live as long as the thread.
+    let t = unsafe { &*(tp.wrapping_add_signed(offset) as *const Counters) };
+    let index = (meta.id.load(Ordering::Relaxed) as usize).wrapping_sub(1);
+    if index >= get(&t.fns_len) {
+        return None;
+    }
+    // SAFETY: `fns` holds `fns_len` entries (see `calls::thread`); a listed
+    // aggregate lives as long as this thread.
+    let tf = unsafe { (*get(&t.fns).add(index)).as_ref() }?;
+    let depth = get(&tf.depth);
+    if depth == 0 && load_u64(&tf.generation) != meta.generation.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some((t, tf, depth))
+}
+
 /// A synchronous call's entry, when the function's `fast` permit is set and
 /// this thread has its aggregate and room on its side stack: finds the
 /// thread's counters from the thread pointer, puts the call's head and its
@@ -64,33 +104,11 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
     // SAFETY: as the caller promises.
     let (meta, g) = unsafe { (&*meta, &*g) };
     let no = core::ptr::null_mut();
-    if !meta.fast.load(Ordering::Relaxed) {
-        return no;
-    }
     // SAFETY: as the caller promises.
-    let offset = unsafe { &*g.tls_offset }.load(Ordering::Relaxed);
-    let tp = super::thread::pointer();
-    if offset == 0 || tp == 0 {
+    let Some((t, tf, depth)) = (unsafe { thread_fn(meta, g) }) else {
         return no;
-    }
-    // SAFETY: a non-zero offset leads from the thread pointer to this
-    // thread's counters (see `tls`), which live as long as the thread.
-    let t = unsafe { &*(tp.wrapping_add_signed(offset) as *const Counters) };
-    let index = (meta.id.load(Ordering::Relaxed) as usize).wrapping_sub(1);
-    if index >= get(&t.fns_len) {
-        return no;
-    }
-    // SAFETY: `fns` holds `fns_len` entries (see `calls::thread`).
-    let thread_fn = unsafe { *get(&t.fns).add(index) };
-    if thread_fn.is_null() {
-        return no;
-    }
-    // SAFETY: a listed aggregate lives as long as this thread.
-    let tf = unsafe { &*thread_fn };
-    let depth = get(&tf.depth);
-    if depth == 0 && load_u64(&tf.generation) != meta.generation.load(Ordering::Relaxed) {
-        return no;
-    }
+    };
+    let thread_fn: *const ThreadFnHead = tf;
     let record = push(t, CALL_ROOM + CURSOR_ROOM).cast::<CallHead>();
     if record.is_null() {
         return no;

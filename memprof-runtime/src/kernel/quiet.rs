@@ -9,9 +9,9 @@
 //! of a crate's calls, which the plain build inlines to nothing; a profiled
 //! call with rows costs tens of nanoseconds, a quiet one a few.
 
-use super::call::{process_net, push};
+use super::call::{process_net, push, thread_fn};
 use super::layout::{
-    Counters, FnHead, Globals, NO_SAMPLE, QUIET, QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
+    Counters, FnHead, Globals, LineCell, NO_SAMPLE, QUIET, QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
@@ -33,32 +33,14 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
     // SAFETY: as the caller promises.
     let (meta, g) = unsafe { (&*meta, &*g) };
     let no = core::ptr::null_mut();
-    if meta.quiet.load(Ordering::Relaxed) != QUIET || !meta.fast.load(Ordering::Relaxed) {
+    if meta.quiet.load(Ordering::Relaxed) != QUIET {
         return no;
     }
     // SAFETY: as the caller promises.
-    let offset = unsafe { &*g.tls_offset }.load(Ordering::Relaxed);
-    let tp = super::thread::pointer();
-    if offset == 0 || tp == 0 {
-        return no;
-    }
-    // SAFETY: as in `call::enter`.
-    let t = unsafe { &*(tp.wrapping_add_signed(offset) as *const Counters) };
-    let index = (meta.id.load(Ordering::Relaxed) as usize).wrapping_sub(1);
-    if index >= get(&t.fns_len) {
-        return no;
-    }
-    // SAFETY: `fns` holds `fns_len` entries (see `calls::thread`).
-    let thread_fn = unsafe { *get(&t.fns).add(index) };
-    // SAFETY: a listed aggregate lives as long as this thread.
-    let Some(tf) = (unsafe { thread_fn.as_ref() }) else {
+    let Some((t, tf, depth)) = (unsafe { thread_fn(meta, g) }) else {
         return no;
     };
-    let depth = get(&tf.depth);
     if depth == 0 {
-        if load_u64(&tf.generation) != meta.generation.load(Ordering::Relaxed) {
-            return no;
-        }
         // A call with rows nested in this one records into the aggregate.
         set(&tf.target, tf.cells);
     }
@@ -76,7 +58,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
     unsafe {
         head.write(QuietHead {
             counters: t,
-            thread_fn,
+            thread_fn: tf,
             start,
             saved,
             start_allocs: allocs_in(t),
@@ -107,7 +89,7 @@ pub unsafe fn exit(head: *const QuietHead, g: *const Globals) {
         // A quiet call's Mem usage is not read: no process total per call.
         row.closed_quiet(i64::MIN, NO_SAMPLE);
     } else {
-        moved(head, t, tf, g);
+        moved(head, t, tf, row, g);
     }
     let depth = get(&tf.depth) - 1;
     set(&tf.depth, depth);
@@ -121,7 +103,7 @@ pub unsafe fn exit(head: *const QuietHead, g: *const Globals) {
 /// [`exit`] for a quiet call during which the heap moved: its figures, whole,
 /// in the `fn` row, and rows again for the function's later calls.
 #[inline(never)]
-fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, g: &Globals) {
+fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, row: &LineCell, g: &Globals) {
     let stats = close_in(
         t,
         head.start,
@@ -129,8 +111,7 @@ fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, g: &Globals) {
         head.start_allocs,
         head.start_allocated,
     );
-    // SAFETY: the function's rows; row 0 is the `fn` line's.
-    unsafe { row_at(tf.cells, 0) }.closed(&stats, process_net(g));
+    row.closed(&stats, process_net(g));
     // SAFETY: an aggregate's head is its function's, a static.
     unsafe { &*tf.head }
         .quiet
