@@ -2,7 +2,8 @@
 //! at `MEMPROF_JSON` or `MEMPROF_OUTPUT` is refused with a warning, never
 //! written through (its target, or a dangling link's, stays as it was), and
 //! `MEMPROF_JSON` is written to a new file and renamed over the old one, so
-//! that a process killed while writing it leaves the old report whole.
+//! that a process killed while writing it leaves the old report whole. A
+//! path that is not a regular file (a FIFO, a device) is refused too.
 
 #[path = "support/child.rs"]
 mod child;
@@ -142,4 +143,42 @@ fn a_process_killed_while_writing_memprof_json_leaves_the_old_report() {
         .map(|f| f["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["output_files::keeps"]);
+}
+
+#[test]
+fn a_fifo_at_memprof_json_is_refused_and_the_program_exits() {
+    let dir = scratch_dir("json-fifo");
+    let fifo = dir.join("report.json");
+    let _ = std::fs::remove_file(&fifo);
+    let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = child_command(&exe, "child_profiled", &[("MEMPROF_REPORT", "exit")]);
+    cmd.env("MEMPROF_JSON", &fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    // The open of a FIFO for reading waited for a writer forever: a
+    // deadline far past any loaded machine's exit catches that hang.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the program did not exit with a FIFO at MEMPROF_JSON");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "memprof: cannot write MEMPROF_JSON={}: it is not a regular file, which memprof does not replace",
+            fifo.display()
+        )),
+        "{err}"
+    );
+    let meta = fifo.symlink_metadata().unwrap();
+    assert!(!meta.file_type().is_file(), "the FIFO is still there");
 }
