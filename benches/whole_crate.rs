@@ -9,7 +9,7 @@
 //! median wall time as a ratio to the plain binary's: the profiled binary
 //! as `cargo memprof` runs it (`MEMPROF_REPORT=off`, its report written to
 //! `MEMPROF_JSON`), with `MEMPROF_SITES=sample` and `MEMPROF_SITES=1`, under
-//! `MEMPROF=off`, and dhat. heaptrack's ratio comes from `heaptrack` on the
+//! `MEMPROF=off`, under `mprof run`, and dhat. heaptrack's ratio comes from `heaptrack` on the
 //! plain binary where it is installed (`scripts/install-peers`).
 
 use std::path::{Path, PathBuf};
@@ -66,6 +66,8 @@ fn build_profiled(fixture: &Path) -> PathBuf {
             "mprof",
             "--bin",
             "cargo-memprof",
+            "--bin",
+            "mprof",
         ])
         .current_dir(root)
         .env("CARGO_TARGET_DIR", &tools)
@@ -87,6 +89,11 @@ fn build_profiled(fixture: &Path) -> PathBuf {
     // cargo-memprof builds its copy of the crate under the target directory.
     let found = find(&target.join("memprof"), "memprof-parser-shape");
     found.expect("the profiled binary")
+}
+
+/// `mprof`, built beside cargo-memprof by [`build_profiled`].
+fn mprof() -> PathBuf {
+    target().join("tools/release/mprof")
 }
 
 fn find(dir: &Path, name: &str) -> Option<PathBuf> {
@@ -206,6 +213,18 @@ fn main() {
         ),
         Run::new("dhat (main edited)", &dhat, vec![]),
     ];
+    let mut recorded = Run::new(
+        "mprof run of the profiled binary (compare with its direct run above)",
+        &mprof(),
+        as_cargo_memprof.to_vec(),
+    );
+    recorded.args = vec![
+        "run".into(),
+        "-o".into(),
+        target().join("run.dat").into(),
+        profiled.clone().into(),
+    ];
+    runs.push(recorded);
     if heaptrack {
         let mut run = Run::new("heaptrack (no edits)", Path::new("heaptrack"), vec![]);
         run.args = vec![

@@ -21,7 +21,10 @@ use super::thread::{ThreadFn, set_published, thread_fn};
 use crate::alloc::{self, ThreadCounters};
 use crate::cells::LineCell;
 use crate::config::ReportMode;
-use crate::kernel::layout::{CALL_DEVICE, CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters};
+use crate::kernel::layout::{
+    CALL_DEVICE, CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters, FAST_ALL, FAST_NONE,
+    FAST_QUIET,
+};
 use crate::owned::{get, set};
 use crate::region::{Region, RegionStats, Scope, allocated_in, allocs_in, close_in, open_in};
 use std::cell::{Cell, UnsafeCell};
@@ -280,7 +283,7 @@ impl Frame {
             }
         }
         self.open();
-        if get(&self.state().nth) == 0 && !meta.head.fast.load(Relaxed) {
+        if get(&self.state().nth) == 0 && meta.head.fast.load(Relaxed) == FAST_NONE {
             self.grant_fast_entry();
         }
     }
@@ -305,10 +308,30 @@ impl Frame {
             && meta.scope == Scope::Thread
             && !watches_gpu
             && !get(&self.state().slow)
-            && !crate::timeline::recording()
             && !super::exit_report_taken_already();
         if alike {
-            meta.head.fast.store(true, Relaxed);
+            // The `mprof run` timeline times each call with rows, which the
+            // kernel's entry does not: there it enters quiet calls only.
+            let fast = match crate::timeline::recording() {
+                true => FAST_QUIET,
+                false => FAST_ALL,
+            };
+            meta.head.fast.store(fast, Relaxed);
+        }
+    }
+
+    /// After the runtime ended this call, while the kernel may enter only
+    /// the function's quiet calls (see `FnHead::fast`): counts it in the
+    /// thread's streak of calls that moved nothing, as the kernel counts
+    /// the calls it ends. `moved`: it did move the heap, or is to be timed
+    /// again.
+    pub(crate) fn count_streak(&self, moved: bool) {
+        if self.meta.head.fast.load(Relaxed) != FAST_QUIET {
+            return;
+        }
+        // SAFETY: a non-null aggregate lives as long as this thread.
+        if let Some(t) = unsafe { get(&self.state().thread_fn).as_ref() } {
+            crate::kernel::call::count_streak(t, moved);
         }
     }
 

@@ -3,7 +3,7 @@
 
 use crate::cells::{LineCell, RowFigures};
 use crate::config::ReportMode;
-use crate::kernel::layout::{FnHead, ThreadFnHead, WITH_ROWS, WITH_ROWS_AGAIN};
+use crate::kernel::layout::{FAST_NONE, FnHead, ThreadFnHead, WITH_ROWS, WITH_ROWS_AGAIN};
 use crate::region::Scope;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
@@ -77,7 +77,7 @@ impl FnMeta {
     ) -> Self {
         FnMeta {
             head: FnHead {
-                fast: AtomicBool::new(false),
+                fast: AtomicU8::new(FAST_NONE),
                 id: AtomicU32::new(0),
                 generation: AtomicU64::new(0),
                 quiet: AtomicU8::new(WITH_ROWS),
@@ -188,7 +188,7 @@ impl FnMeta {
     /// Sends later calls through the runtime's entry, which decides again
     /// whether the kernel may enter them (`memprof::watch_pool`).
     pub(crate) fn withdraw_fast_entry(&self) {
-        self.head.fast.store(false, Relaxed);
+        self.head.fast.store(FAST_NONE, Relaxed);
     }
 
     /// Clears every figure and call count (`memprof::reset`). Live threads'
@@ -202,7 +202,7 @@ impl FnMeta {
         self.others_moved.store(false, Relaxed);
         self.tables.store(0, Relaxed);
         // Tables are to be handed out again: calls take the runtime's entry.
-        self.head.fast.store(false, Relaxed);
+        self.head.fast.store(FAST_NONE, Relaxed);
         self.head.quiet.store(first_quiet_state(), Relaxed);
         self.head.generation.fetch_add(1, Relaxed);
     }
@@ -290,7 +290,7 @@ const WRITTEN: u8 = 3;
 pub(crate) fn exit_report_taken(metas: &[&'static FnMeta]) {
     EXIT_REPORT.store(TAKEN, Relaxed);
     for meta in metas {
-        meta.head.fast.store(false, Relaxed);
+        meta.head.fast.store(FAST_NONE, Relaxed);
     }
 }
 

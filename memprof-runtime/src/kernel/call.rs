@@ -2,8 +2,8 @@
 //! stack: a synchronous call's entry and exit, and a nested block's cursor.
 
 use super::layout::{
-    CALL_KERNEL, CallHead, Counters, CursorHead, FnHead, Globals, NO_CELL, NO_SAMPLE, QUIET,
-    QUIET_AFTER, ThreadFnHead, WITH_ROWS,
+    CALL_KERNEL, CallHead, Counters, CursorHead, FAST_ALL, FnHead, Globals, NO_CELL, NO_SAMPLE,
+    QUIET, QUIET_AFTER, ThreadFnHead, WITH_ROWS,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
@@ -49,9 +49,9 @@ pub const CURSOR_ROOM: usize = core::mem::size_of::<CursorHead>().next_multiple_
 
 /// Where a call of `meta`'s function may be entered by the kernel: the
 /// calling thread's counters, its aggregate of the function and the calls
-/// of it open on the thread; `None` without the function's `fast` permit,
-/// the thread's counters or aggregate, or (no call open) with an aggregate
-/// of an older generation, which the runtime renews.
+/// of it open on the thread; `None` without the function's `fast` permit
+/// at `least` this level, the thread's counters or aggregate, or (no call
+/// open) with an aggregate of an older generation, which the runtime renews.
 ///
 /// # Safety
 /// `g` is the runtime's globals; the references last no longer than the
@@ -60,8 +60,9 @@ pub const CURSOR_ROOM: usize = core::mem::size_of::<CursorHead>().next_multiple_
 pub(super) unsafe fn thread_fn<'t>(
     meta: &FnHead,
     g: &Globals,
+    least: u8,
 ) -> Option<(&'t Counters, &'t ThreadFnHead, u32)> {
-    if !meta.fast.load(Ordering::Relaxed) {
+    if meta.fast.load(Ordering::Relaxed) < least {
         return None;
     }
     // SAFETY: as the caller promises.
@@ -105,7 +106,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
     let (meta, g) = unsafe { (&*meta, &*g) };
     let no = core::ptr::null_mut();
     // SAFETY: as the caller promises.
-    let Some((t, tf, depth)) = (unsafe { thread_fn(meta, g) }) else {
+    let Some((t, tf, depth)) = (unsafe { thread_fn(meta, g, FAST_ALL) }) else {
         return no;
     };
     let thread_fn: *const ThreadFnHead = tf;
@@ -222,9 +223,11 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
 
 /// After a call with rows ends, `moved` if the heap moved during it:
 /// counts the thread's calls in a row that moved nothing, and makes the
-/// function's later calls quiet (see `quiet`) after [`QUIET_AFTER`].
+/// function's later calls quiet (see `quiet`) after [`QUIET_AFTER`]. The
+/// runtime counts the calls it entered itself while only quiet calls may
+/// take the kernel's entry (`FAST_QUIET`).
 #[inline(always)]
-fn count_streak(tf: &ThreadFnHead, moved: bool) {
+pub fn count_streak(tf: &ThreadFnHead, moved: bool) {
     if moved {
         set(&tf.streak, 0);
         return;

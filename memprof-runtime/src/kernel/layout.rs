@@ -7,7 +7,7 @@
 //! invariants; the kernel only runs the fast path over it.
 
 use core::cell::{Cell, UnsafeCell};
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicIsize, AtomicU8, AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicI64, AtomicIsize, AtomicU8, AtomicU32, AtomicU64};
 
 /// No region open, or no scope-end row.
 pub const NO_CELL: u32 = u32::MAX;
@@ -173,11 +173,13 @@ unsafe impl Sync for LineCell {}
 #[derive(Debug)]
 #[repr(C)]
 pub struct FnHead {
-    /// Set once every condition of a fast entry holds for the function and
-    /// cannot change but through `memprof::reset`, which clears it: the
-    /// switch is on, per-call tables are all handed out, no budget, thread
-    /// scope, no GPU sampling, no `mprof run` timeline.
-    pub fast: AtomicBool,
+    /// Which calls the kernel may enter: [`FAST_NONE`], then, once every
+    /// condition of a fast entry holds for the function and cannot change
+    /// but through `memprof::reset` (which withdraws it): the switch is on,
+    /// per-call tables are all handed out, no budget, thread scope, no GPU
+    /// sampling, [`FAST_ALL`]; or [`FAST_QUIET`] where only the `mprof
+    /// run` timeline, which times every call with rows, stands in the way.
+    pub fast: AtomicU8,
     /// This function's index in each thread's table, plus one; 0 until the
     /// first call.
     pub id: AtomicU32,
@@ -214,6 +216,15 @@ pub struct ThreadFnHead {
     /// This aggregate's rows.
     pub cells: *const LineCell,
 }
+
+/// `FnHead::fast`: the runtime enters every call.
+pub const FAST_NONE: u8 = 0;
+/// `FnHead::fast`: the kernel may enter quiet calls only (see `quiet`);
+/// calls with rows take the runtime's entry, which times them for `mprof
+/// run`.
+pub const FAST_QUIET: u8 = 1;
+/// `FnHead::fast`: the kernel may enter every call.
+pub const FAST_ALL: u8 = 2;
 
 /// `FnHead::quiet`: calls record their statements' rows.
 pub const WITH_ROWS: u8 = 0;

@@ -11,7 +11,8 @@
 
 use super::call::{process_net, push, thread_fn};
 use super::layout::{
-    Counters, FnHead, Globals, LineCell, NO_SAMPLE, QUIET, QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
+    Counters, FAST_QUIET, FnHead, Globals, LineCell, NO_SAMPLE, QUIET, QuietHead, ThreadFnHead,
+    WITH_ROWS_AGAIN,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
@@ -37,7 +38,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
         return no;
     }
     // SAFETY: as the caller promises.
-    let Some((t, tf, depth)) = (unsafe { thread_fn(meta, g) }) else {
+    let Some((t, tf, depth)) = (unsafe { thread_fn(meta, g, FAST_QUIET) }) else {
         return no;
     };
     if depth == 0 {

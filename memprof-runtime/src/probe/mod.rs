@@ -444,8 +444,11 @@ impl Drop for CallGuard<'_> {
 #[inline(never)]
 fn finish(frame: &Frame, mark: &CallMark, holds: bool) {
     let meta = frame.meta;
-    crate::timeline::call_end(mark, meta);
+    let drawn = crate::timeline::call_end(mark, meta);
     let exit = frame.exit();
+    // A call long enough to show on `mprof run`'s plot is not one to stop
+    // timing.
+    frame.count_streak(drawn || exit.stats.allocations != 0 || exit.stats.increment != 0);
     let over_budget = if meta.has_budget() {
         crate::budget::Budget::check(meta, &exit.stats)
     } else {

@@ -27,7 +27,11 @@
 //!   <seconds %.6f>`: the number of calls, and the wall time during which at
 //!   least one of them ran (not their sum, which counts overlapping calls
 //!   again), intervals too short to draw included. memory_profiler's reader
-//!   skips the prefix;
+//!   skips the prefix. A function whose calls went quiet (see
+//!   `kernel::quiet`: here, 64 calls in a row that moved no heap and were
+//!   too short to draw) is not timed any more: its quiet calls run without
+//!   the clock and are counted from its `Calls` into its slot of least
+//!   depth;
 //! - runs a sampler thread that, every interval, reads the process's RSS
 //!   from `/proc/self/statm` into [`RSS_BITS`], writes out the `FUNC` lines
 //!   buffered since the last interval, and appends
@@ -108,7 +112,9 @@ pub(crate) fn call_start(_nests: bool, _meta: &FnMeta) -> CallMark {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn call_end(_mark: &CallMark, _meta: &FnMeta) {}
+pub(crate) fn call_end(_mark: &CallMark, _meta: &FnMeta) -> bool {
+    false
+}
 
 #[cfg(target_os = "linux")]
 mod linux;

@@ -202,24 +202,47 @@ pub(super) fn slot_of(meta: &FnMeta, depth: u32) -> usize {
 /// One `CALLS <name> <depth> <calls> <covered seconds>` line per function
 /// and depth, at exit.
 pub(super) fn write_totals() {
-    let slots = INTERVALS.iter().filter_map(|s| Some((s.name()?, s)));
-    for (name, slot) in slots.chain([("(others)", &OTHERS)]) {
+    let untimed = untimed_calls();
+    let slots = INTERVALS.iter().enumerate();
+    let slots = slots.filter_map(|(index, s)| Some((s.name()?, s, untimed.get(&index))));
+    for (name, slot, untimed) in slots.chain([("(others)", &OTHERS, None)]) {
         let tally = slot.with(|t| *t);
-        if tally.calls == 0 {
+        let calls = tally.calls + untimed.copied().unwrap_or(0);
+        if calls == 0 {
             continue;
         }
         let mut line = LineBuf::new();
         line.push_str("CALLS ");
         line.push_name(name);
-        let _ = writeln!(
-            line,
-            " {} {} {:.6}",
-            slot.depth(),
-            tally.calls,
-            tally.covered
-        );
+        let _ = writeln!(line, " {} {calls} {:.6}", slot.depth(), tally.covered);
         line.write_to_dat();
     }
+}
+
+/// The calls that no slot timed, by slot: a function's quiet calls (see
+/// `kernel::quiet`), which run without a clock. Its own `Calls` count
+/// cannot tell at which depths they ran: they go to its slot of least
+/// depth.
+fn untimed_calls() -> std::collections::BTreeMap<usize, u64> {
+    let mut by_fn = std::collections::BTreeMap::<*const FnMeta, (u32, usize, u64)>::new();
+    for (index, slot) in INTERVALS.iter().enumerate() {
+        let meta = slot.meta.load(Acquire).cast_const();
+        if meta.is_null() {
+            continue;
+        }
+        let (depth, timed) = (slot.depth(), slot.with(|t| t.calls));
+        let least = by_fn.entry(meta).or_insert((depth, index, 0));
+        if depth < least.0 {
+            (least.0, least.1) = (depth, index);
+        }
+        least.2 += timed;
+    }
+    let untimed = by_fn.into_iter().map(|(meta, (_, index, timed))| {
+        // SAFETY: a slot's key is a profiled function's `FnMeta`, a static.
+        let (_, calls) = unsafe { &*meta }.totals();
+        (index, calls.saturating_sub(timed))
+    });
+    untimed.filter(|&(_, calls)| calls > 0).collect()
 }
 
 #[cfg(test)]

@@ -298,16 +298,18 @@ fn start_call(nests: bool, meta: &FnMeta) -> CallMark {
 
 /// Closes the call in its function's interval, and buffers the interval's
 /// `FUNC` line if it was the last open call and lasted long enough.
+/// Returns whether the call alone lasted long enough to draw.
 #[inline]
-pub(crate) fn call_end(mark: &CallMark, meta: &FnMeta) {
-    if let Some(start) = &mark.start {
-        end_call(start, meta);
+pub(crate) fn call_end(mark: &CallMark, meta: &FnMeta) -> bool {
+    match &mark.start {
+        Some(start) => end_call(start, meta),
+        None => false,
     }
 }
 
 #[cold]
 #[inline(never)]
-fn end_call(start: &Start, meta: &FnMeta) {
+fn end_call(start: &Start, meta: &FnMeta) -> bool {
     if start.nests {
         let _ = DEPTH.try_with(|d| d.set(start.depth));
     }
@@ -330,6 +332,7 @@ fn end_call(start: &Start, meta: &FnMeta) {
     if let Some(closed) = closed {
         write_interval(&closed, meta.name(), start.depth);
     }
+    time - start.time >= f64::from_bits(MIN_CALL_BITS.load(Relaxed))
 }
 
 /// Buffers an interval's `FUNC` line, if it is long enough to draw.
