@@ -1,9 +1,12 @@
 //! `MEMPROF_JSON=FILE cargo test` gathers every process of the run into the
 //! file: each test binary and each doctest adds its functions to what the
-//! run's earlier processes wrote, and a later run replaces the file.
+//! run's earlier processes wrote, and a later run replaces the file; so
+//! does `MEMPROF_JSON=FILE cargo run` with a program and the profiled
+//! processes it starts.
 //!
-//! The check runs `cargo test` on `tests/crates/json-run`, a crate of its own
-//! with two test binaries and a doctest, each calling a function of its own.
+//! The checks run `cargo test` on `tests/crates/json-run`, a crate of its own
+//! with two test binaries and a doctest, each calling a function of its own,
+//! and `cargo run` on its example that starts copies of itself.
 
 #[path = "support/fixture.rs"]
 mod fixture;
@@ -61,5 +64,27 @@ fn one_cargo_test_writes_every_binary_and_doctest_into_one_file() {
     // A second run replaces the first one's figures rather than adding to
     // them.
     cargo_test(&json);
+    assert_eq!(functions(&json), expected);
+}
+
+#[test]
+fn one_cargo_run_writes_the_program_and_its_children_into_one_file() {
+    let json = Path::new(env!("CARGO_TARGET_TMPDIR")).join("json-run-children.json");
+    let _ = std::fs::remove_file(&json);
+    let cargo_run = || {
+        // `cargo run` execs the program: no cargo is left above its
+        // children, which belong to its run all the same.
+        let mut cargo = fixture::cargo("run", "json-run", "disabled");
+        cargo
+            .args(["--quiet", "--example", "children"])
+            .env("MEMPROF_JSON", &json)
+            .env("MEMPROF_REPORT", "off");
+        fixture::succeed(cargo, "cargo run of the fixture's example");
+    };
+    // The program and its 20 children; a second run replaces the first.
+    let expected = vec![("memprof_json_run::from_first".to_owned(), 21, 0)];
+    cargo_run();
+    assert_eq!(functions(&json), expected);
+    cargo_run();
     assert_eq!(functions(&json), expected);
 }

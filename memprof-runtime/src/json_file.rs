@@ -15,10 +15,13 @@
 //! point the report at another file; a dangling link's target is not
 //! created either.
 //!
-//! A run is known by the nearest `cargo` process above this one (its pid and
-//! start time, so that a reused pid is another run). Without one, as for a
-//! program started directly, each process is a run of its own and replaces
-//! the file, as before.
+//! A run is known by the `cargo` process that started this one (its pid and
+//! start time, so that a reused pid is another run). A process that is to
+//! write the file names its run in [`RUN_VAR`] as it loads; the processes
+//! it starts, which cargo did not start, inherit it and belong to its run.
+//! A process that neither cargo nor a process of a run started, as a
+//! program started directly or by `cargo run` (which execs it, so that no
+//! `cargo` is left above it), is a run of its own.
 
 use crate::report::Report;
 use crate::safe_file::{refuse_link, refuse_special, refused_if_link, replace};
@@ -117,22 +120,49 @@ impl Drop for Lock<'_> {
     }
 }
 
-/// This process's run: `cargo:PID:START` for the nearest `cargo` above it,
-/// else `process:PID:START` for itself.
+/// The variable through which a process that is to write the file names
+/// its run for the processes it starts.
+const RUN_VAR: &str = "MEMPROF_RUN";
+
+// Names the run as the program loads, before its `main` and its threads:
+// changing the environment later could race with a thread reading it.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NAME_THE_RUN: extern "C" fn() = name_the_run;
+
+#[cfg(target_os = "linux")]
+extern "C" fn name_the_run() {
+    if std::env::var_os("MEMPROF_JSON").is_none_or(|v| v.is_empty()) {
+        return;
+    }
+    crate::alloc::untracked(|| {
+        let run = run_id();
+        // SAFETY: the program has not started: no other thread runs yet.
+        unsafe { std::env::set_var(RUN_VAR, run) };
+    });
+}
+
+/// This process's run: `cargo:PID:START` if `cargo` started it (a test
+/// binary; a doctest, through rustdoc; a test under `cargo nextest`);
+/// else the run that the process that started it named in [`RUN_VAR`];
+/// else `process:PID:START` for itself, as for a program that `cargo run`
+/// execs (no `cargo` is left above it).
 fn run_id() -> String {
     let own = std::process::id();
-    let mut pid = own;
-    // A test binary's parent is cargo; a doctest's is rustdoc, whose
-    // parent is cargo; `cargo nextest` sits between cargo and the test.
-    for _ in 0..8 {
+    let mut pid = Stat::read(own).map_or(0, |s| s.parent);
+    for _ in 0..3 {
         let Some(stat) = Stat::read(pid) else { break };
-        if pid != own && stat.command == "cargo" {
+        if stat.command == "cargo" {
             return format!("cargo:{pid}:{}", stat.start);
         }
-        if stat.parent <= 1 {
+        if !matches!(stat.command.as_str(), "rustdoc" | "cargo-nextest") {
             break;
         }
         pid = stat.parent;
+    }
+    if let Some(run) = std::env::var(RUN_VAR).ok().filter(|r| !r.is_empty()) {
+        return run;
     }
     let start = Stat::read(own).map_or(0, |s| s.start);
     format!("process:{own}:{start}")
