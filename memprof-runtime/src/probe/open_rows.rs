@@ -20,7 +20,10 @@ use crate::sites::{Key, MAX_OPEN, OpenRow, Rows};
 use std::mem::MaybeUninit;
 
 /// Fills `rows` with the rows open on this thread, outermost first: each
-/// call's `fn` row and each block's current statement. Returns how many.
+/// call's `fn` row and each block's current statement, each once (a
+/// recursion's outermost execution of it). Returns how many. Past
+/// `MAX_OPEN` distinct rows, the innermost takes the last place: the
+/// statement that allocates is always charged.
 pub(super) fn walk(rows: &mut Rows) -> usize {
     // SAFETY: null or this thread's counters.
     let Some(t) = (unsafe { crate::alloc::thread_counters().as_ref() }) else {
@@ -33,13 +36,24 @@ pub(super) fn walk(rows: &mut Rows) -> usize {
     let call_room = std::mem::size_of::<CallRecord>().next_multiple_of(16);
     let cursor_room = std::mem::size_of::<CursorRecord>().next_multiple_of(16);
     let mut n = 0;
+    // NOTE: each key once as the walk goes, not the first `MAX_OPEN` rows
+    // then each once: a recursion 10,000 deep opens the same few rows at
+    // every depth, and its innermost statement, the one that allocates,
+    // was past the first 256.
     let mut push = |key: Option<Key>, start: u64| {
-        if let Some(key) = key
-            && n < MAX_OPEN
+        let Some(key) = key else {
+            return;
+        };
+        // SAFETY: the first `n` are written.
+        if rows[..n]
+            .iter()
+            .any(|r| unsafe { r.assume_init_ref() }.key == key)
         {
-            rows[n] = MaybeUninit::new(OpenRow { key, start });
-            n += 1;
+            return;
         }
+        let at = n.min(MAX_OPEN - 1);
+        rows[at] = MaybeUninit::new(OpenRow { key, start });
+        n = at + 1;
     };
     let mut at = base;
     while at + 16 <= top {

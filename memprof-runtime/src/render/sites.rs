@@ -67,6 +67,24 @@ pub(crate) fn under_table(function: &FunctionReport, settings: &RenderSettings) 
         for site in sites.iter().take(settings.sites_top) {
             out.push_str(&site_text(site, approx, &b));
         }
+        // NOTE: a line's allocations made with more profiled calls open
+        // than the side stack holds (see `calls::stack`) are charged to no
+        // row's sites, as the walk cannot reach the rows past it. Exact
+        // figures only: sampled ones do not add up to the line's anyway.
+        let in_sites: u64 = sites.iter().map(|s| s.allocations).sum();
+        let missing = line.allocations.unwrap_or(0).saturating_sub(in_sites);
+        if !estimated && missing > 0 {
+            let in_sites_bytes: u64 = sites.iter().map(|s| s.allocated_bytes).sum();
+            let missing_bytes = line
+                .allocated_bytes
+                .unwrap_or(0)
+                .saturating_sub(in_sites_bytes);
+            out.push_str(&format!(
+                "    {missing} allocation{}, {}, in no site: made with more profiled calls open than memprof's side stack holds\n",
+                if missing == 1 { "" } else { "s" },
+                b(missing_bytes as i64),
+            ));
+        }
         if sites.len() > settings.sites_top {
             let rest = &sites[settings.sites_top..];
             let bytes_rest: u64 = rest.iter().map(|s| s.allocated_bytes).sum();

@@ -25,7 +25,8 @@ pub(crate) struct OpenRow {
 }
 
 /// Writes the rows open on the calling thread into the buffer, outermost
-/// first, and returns how many it wrote (from the start).
+/// first, each key once (a recursion's outermost execution), and returns
+/// how many it wrote (from the start).
 pub(crate) type Walker = fn(&mut Rows) -> usize;
 
 /// Room for the open rows. PERF: uninitialized, as it is made at each
@@ -53,20 +54,9 @@ fn open_rows(rows: &mut Rows) -> &[OpenRow] {
     // SAFETY: only `set_walker` stores here, a `Walker`.
     let walker: Walker = unsafe { std::mem::transmute::<usize, Walker>(walker) };
     let n = walker(rows).min(MAX_OPEN);
-    let mut kept = 0;
-    for i in 0..n {
-        // SAFETY: the walker wrote the first `n`.
-        let row = unsafe { rows[i].assume_init() };
-        // SAFETY: the first `kept` are written (`kept <= i`).
-        let seen = (0..kept).any(|j| unsafe { rows[j].assume_init_ref() }.key == row.key);
-        if !seen {
-            rows[kept] = MaybeUninit::new(row);
-            kept += 1;
-        }
-    }
-    // SAFETY: the first `kept` are written, and `MaybeUninit<T>` has `T`'s
-    // layout.
-    unsafe { std::slice::from_raw_parts(rows.as_ptr().cast::<OpenRow>(), kept) }
+    // SAFETY: the walker wrote the first `n`, and `MaybeUninit<T>` has
+    // `T`'s layout.
+    unsafe { std::slice::from_raw_parts(rows.as_ptr().cast::<OpenRow>(), n) }
 }
 
 /// One thread's recorder. No field needs drop: no TLS destructor.
