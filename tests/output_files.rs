@@ -145,33 +145,44 @@ fn a_process_killed_while_writing_memprof_json_leaves_the_old_report() {
     assert_eq!(names, ["output_files::keeps"]);
 }
 
-#[test]
-fn a_fifo_at_memprof_json_is_refused_and_the_program_exits() {
-    let dir = scratch_dir("json-fifo");
-    let fifo = dir.join("report.json");
-    let _ = std::fs::remove_file(&fifo);
-    let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+/// Runs the profiled child with `env` and its tables at exit; its stderr,
+/// once it exited, or a panic if it did not within a deadline far past any
+/// loaded machine's exit (`what` hangs it).
+fn exits_despite(env: &[(&str, &Path)], what: &str) -> String {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = child_command(&exe, "child_profiled", &[("MEMPROF_REPORT", "exit")]);
-    cmd.env("MEMPROF_JSON", &fifo)
+    cmd.envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    // The open of a FIFO for reading waited for a writer forever: a
-    // deadline far past any loaded machine's exit catches that hang.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while child.try_wait().unwrap().is_none() {
         if std::time::Instant::now() > deadline {
             child.kill().unwrap();
-            panic!("the program did not exit with a FIFO at MEMPROF_JSON");
+            panic!("the program did not exit with {what}");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
+    err
+}
+
+fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+fn a_fifo_at_memprof_json_is_refused_and_the_program_exits() {
+    let dir = scratch_dir("json-fifo");
+    let fifo = dir.join("report.json");
+    mkfifo(&fifo);
+    // The open of a FIFO for reading waited for a writer forever.
+    let err = exits_despite(&[("MEMPROF_JSON", &fifo)], "a FIFO at MEMPROF_JSON");
     assert!(
         err.contains(&format!(
             "memprof: cannot write MEMPROF_JSON={}: it is not a regular file, which memprof does not replace",
@@ -181,4 +192,49 @@ fn a_fifo_at_memprof_json_is_refused_and_the_program_exits() {
     );
     let meta = fifo.symlink_metadata().unwrap();
     assert!(!meta.file_type().is_file(), "the FIFO is still there");
+}
+
+#[test]
+fn a_fifo_that_no_process_reads_at_memprof_output_sends_the_tables_to_stderr() {
+    let dir = scratch_dir("output-fifo");
+    let fifo = dir.join("tables.txt");
+    mkfifo(&fifo);
+    // The open of a FIFO for writing waited for a reader forever, at the
+    // first table.
+    let err = exits_despite(&[("MEMPROF_OUTPUT", &fifo)], "a FIFO at MEMPROF_OUTPUT");
+    assert!(
+        err.contains(&format!(
+            "memprof: cannot open MEMPROF_OUTPUT={}: it is a FIFO that no process reads; writing to stderr instead",
+            fifo.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("Function: output_files::keeps"), "{err}");
+}
+
+#[test]
+fn a_directory_locked_by_another_process_costs_the_report_not_the_exit() {
+    use std::os::fd::AsRawFd;
+    let dir = scratch_dir("json-locked");
+    let report = dir.join("report.json");
+    let _ = std::fs::remove_file(&report);
+    // Another process's lock, as the processes of a run take to add their
+    // reports one at a time, held for longer than the child lives: it
+    // waited for it for as long as it was held.
+    let directory = std::fs::File::open(dir.join(".")).unwrap();
+    // SAFETY: an open descriptor, which outlives the lock.
+    assert_eq!(
+        unsafe { libc::flock(directory.as_raw_fd(), libc::LOCK_EX) },
+        0
+    );
+    let err = exits_despite(&[("MEMPROF_JSON", &report)], "its directory locked");
+    assert!(
+        err.contains(&format!(
+            "memprof: cannot write MEMPROF_JSON={}: its directory stayed locked by another process for 10 s",
+            report.display()
+        )),
+        "{err}"
+    );
+    assert!(!report.exists());
+    drop(directory);
 }

@@ -29,10 +29,19 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long a process exiting waits for its turn at the file.
+pub(crate) const AT_EXIT: Duration = Duration::from_secs(10);
+/// How long a process ending by a signal waits for its turn: a service
+/// must end within 2 s of SIGTERM whatever else holds the directory.
+pub(crate) const AT_SIGNAL: Duration = Duration::from_secs(1);
 
 /// Writes `report` to `path`, added to what earlier processes of this run
-/// wrote there.
-pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
+/// wrote there. Waits at most `patience` for the other processes writing
+/// into that directory (a lock on it held longer, by anyone, fails the
+/// write, which then replaces nothing).
+pub(crate) fn write(path: &Path, report: &Report, patience: Duration) -> io::Result<()> {
     refuse_link(path)?;
     refuse_special(path)?;
     let dir = match path.parent() {
@@ -40,7 +49,7 @@ pub(crate) fn write(path: &Path, report: &Report) -> io::Result<()> {
         _ => Path::new("."),
     };
     let directory = File::open(dir)?;
-    let _lock = Lock::exclusive(&directory)?;
+    let _lock = Lock::exclusive(&directory, patience)?;
     let mut earlier = String::new();
     match OpenOptions::new()
         .read(true)
@@ -95,16 +104,31 @@ static EARLIER: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 struct Lock<'f>(&'f File);
 
 impl<'f> Lock<'f> {
-    fn exclusive(file: &'f File) -> io::Result<Self> {
+    /// Takes the lock, waiting for it at most `patience`.
+    fn exclusive(file: &'f File, patience: Duration) -> io::Result<Self> {
         use std::os::fd::AsRawFd;
+        let deadline = Instant::now() + patience;
         loop {
             // SAFETY: a valid open descriptor, borrowed for the lock's life.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
                 return Ok(Lock(file));
             }
             let err = io::Error::last_os_error();
-            if err.kind() != io::ErrorKind::Interrupted {
-                return Err(err);
+            match err.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                io::ErrorKind::WouldBlock => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        format!(
+                            "its directory stayed locked by another process for {} s",
+                            patience.as_secs()
+                        ),
+                    ));
+                }
+                _ => return Err(err),
             }
         }
     }

@@ -338,7 +338,7 @@ fn write_json(report: &Report) {
     let Some(path) = &crate::settings::get().json else {
         return;
     };
-    if let Err(err) = crate::json_file::write(path, report) {
+    if let Err(err) = crate::json_file::write(path, report, crate::json_file::AT_EXIT) {
         crate::stdio::warning!(
             "memprof: cannot write MEMPROF_JSON={}: {err}",
             path.display()

@@ -142,7 +142,11 @@ fn write_json() {
     let Some(path) = &crate::settings::get().json else {
         return;
     };
-    if let Err(err) = crate::json_file::write(path, &crate::report::report_so_far()) {
+    if let Err(err) = crate::json_file::write(
+        path,
+        &crate::report::report_so_far(),
+        crate::json_file::AT_SIGNAL,
+    ) {
         crate::stdio::warning!(
             "memprof: cannot write MEMPROF_JSON={}: {err}",
             path.display()
