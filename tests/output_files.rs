@@ -238,3 +238,43 @@ fn a_directory_locked_by_another_process_costs_the_report_not_the_exit() {
     assert!(!report.exists());
     drop(directory);
 }
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_moves_elsewhere() {
+    if is_child() {
+        std::env::set_current_dir(std::env::var_os("MEMPROF_TEST_ELSEWHERE").unwrap()).unwrap();
+        assert_eq!(keeps(4096), 4096);
+    }
+}
+
+#[test]
+fn relative_output_paths_name_files_where_the_program_started() {
+    let dir = scratch_dir("relative-paths");
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    for place in [dir.join("."), elsewhere.clone()] {
+        let _ = std::fs::remove_file(place.join("report.json"));
+        let _ = std::fs::remove_file(place.join("tables.txt"));
+    }
+    let exe = std::env::current_exe().unwrap();
+    let env = [
+        ("MEMPROF_REPORT", "exit"),
+        ("MEMPROF_JSON", "report.json"),
+        ("MEMPROF_OUTPUT", "tables.txt"),
+        ("MEMPROF_TEST_ELSEWHERE", elsewhere.to_str().unwrap()),
+    ];
+    let out = child_command(&exe, "child_moves_elsewhere", &env)
+        .current_dir(&elsewhere.join(".."))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // The program changed directory before its first profiled call; its
+    // report and tables are where it started, as the paths said then.
+    let report = std::fs::read_to_string(dir.join("report.json")).unwrap();
+    assert!(report.contains("\"output_files::keeps\""), "{report}");
+    let tables = std::fs::read_to_string(dir.join("tables.txt")).unwrap();
+    assert!(tables.contains("Function: output_files::keeps"), "{tables}");
+    assert!(!elsewhere.join("report.json").exists());
+    assert!(!elsewhere.join("tables.txt").exists());
+}

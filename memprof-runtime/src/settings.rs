@@ -4,6 +4,7 @@
 
 use crate::alloc::untracked;
 use crate::config::Config;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The configuration in force.
@@ -12,6 +13,12 @@ pub(crate) fn get() -> &'static Config {
     CONFIG.get_or_init(|| {
         untracked(|| {
             let (mut config, warnings) = Config::from_vars(|name| std::env::var_os(name));
+            if let Some(json) = &mut config.json {
+                from_start_dir(json);
+            }
+            if let crate::config::Output::File(path) = &mut config.output {
+                from_start_dir(path);
+            }
             config.test_binary =
                 std::env::current_exe().is_ok_and(|exe| crate::config::is_test_binary(&exe));
             for warning in warnings {
@@ -21,4 +28,28 @@ pub(crate) fn get() -> &'static Config {
             config
         })
     })
+}
+
+/// The working directory as the program loaded: relative output paths
+/// (`MEMPROF_JSON`, `MEMPROF_OUTPUT`) are resolved against it, so that a
+/// program that changes directory before its first profiled call, or before
+/// it exits, writes its report where it was started.
+static START_DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NOTE_START_DIR: extern "C" fn() = note_start_dir;
+
+#[cfg(target_os = "linux")]
+extern "C" fn note_start_dir() {
+    untracked(|| START_DIR.get_or_init(|| std::env::current_dir().ok()));
+}
+
+fn from_start_dir(path: &mut PathBuf) {
+    if let Some(Some(dir)) = START_DIR.get()
+        && path.is_relative()
+    {
+        *path = dir.join(&*path);
+    }
 }
