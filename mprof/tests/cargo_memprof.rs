@@ -342,6 +342,25 @@ fn a_build_error_names_the_function_and_the_users_path() {
 }
 
 #[test]
+fn a_crate_with_its_own_global_allocator_is_told_why_not_a_bug() {
+    let dir = fixture("own-allocator", 29);
+    let lib = dir.join("helper/src/lib.rs");
+    let mut text = std::fs::read_to_string(&lib).unwrap();
+    text.push_str("\n#[global_allocator]\nstatic OWN: std::alloc::System = std::alloc::System;\n");
+    std::fs::write(&lib, text).unwrap();
+    let run = run(&dir, &["run", "--offline"]);
+    assert_eq!(run.code, 101, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "cargo-memprof: the crate has a #[global_allocator] of its own, and memprof counts through its own: wrap yours in memprof::Allocator"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("memprof's bug"), "{}", run.stderr);
+}
+
+#[test]
 fn ctrl_c_during_the_build_leaves_the_tree_as_it_was() {
     use std::os::unix::process::CommandExt;
     let dir = fixture("sigint", 9);

@@ -214,7 +214,8 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
             .iter()
             .any(|l| l.starts_with("error: could not compile"))
     {
-        let _ = writeln!(stderr, "{}", bug_line(&held, invocation));
+        let why = own_allocator_line(&held).unwrap_or_else(|| bug_line(&held, invocation));
+        let _ = writeln!(stderr, "{why}");
     }
     for line in held {
         let _ = writeln!(stderr, "{line}");
@@ -232,6 +233,20 @@ fn user_paths(line: &str, invocation: &Invocation<'_>) -> String {
         line = line.replace(&copy.display().to_string(), &original.display().to_string());
     }
     line
+}
+
+/// The line that says why a crate with a `#[global_allocator]` of its own
+/// does not build with memprof's (a known limit, not memprof's bug), if
+/// the compiler said so.
+fn own_allocator_line(held: &[String]) -> Option<String> {
+    held.iter()
+        .any(|l| l.contains("conflicts with global allocator in"))
+        .then(|| {
+            "cargo-memprof: the crate has a #[global_allocator] of its own, and memprof counts \
+             through its own: wrap yours in memprof::Allocator (see \"Using your own \
+             allocator\" in memprof's reference) or profile another package with -p"
+                .to_string()
+        })
 }
 
 /// The line that says a compiler error is memprof's: the functions around

@@ -48,7 +48,18 @@ pub fn top(options: &TopOptions) -> Result<i32, Error> {
         (Some(pid), true) => (pid, None),
         (None, false) => {
             let mut program = program::Program::start(&options.program)?;
-            (program.wait_until_listening()?, Some(program))
+            match program.wait_until_listening()? {
+                program::Listening::Pid(pid) => (pid, Some(program)),
+                // A program that ended before mprof could connect: its
+                // figures at exit, as `--once` prints a frame, then its
+                // output and its exit status.
+                program::Listening::Ended(report) => {
+                    let mut app = App::for_once();
+                    app.update(report);
+                    print_frame(&app)?;
+                    return program.finish();
+                }
+            }
         }
     };
     let watched = if options.once {
@@ -77,13 +88,19 @@ fn once(pid: u32, interval: Duration) -> Result<(), Error> {
     app.update(snapshot(pid)?);
     std::thread::sleep(interval);
     app.update(snapshot(pid)?);
+    print_frame(&app)
+}
+
+/// One frame as text, on stdout: the header, the table's header and its
+/// rows.
+fn print_frame(app: &App) -> Result<(), Error> {
     let width = match ratatui::crossterm::terminal::size() {
         Ok((columns, _)) if columns >= 40 => columns,
         _ => ONCE_WIDTH,
     };
     // The header, the table's header and its rows.
     let height = (app.rows.len() + 3).min(u16::MAX as usize) as u16;
-    let text = view::frame_text(&app, width, height);
+    let text = view::frame_text(app, width, height);
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())

@@ -7,20 +7,30 @@ use crate::diff::input::{FunctionRun, LineRun};
 use crate::error::Error;
 use serde::Deserialize;
 
-/// One snapshot of the program, as `mprof snapshot` writes it.
+/// One snapshot of the program, as `mprof snapshot` writes it; or its
+/// report at exit (`MEMPROF_JSON`), which has only the functions.
 #[derive(Debug, Deserialize)]
 pub struct Snapshot {
     pub schema: u64,
     pub functions: Vec<FunctionRun>,
     /// Seconds since the Unix epoch.
+    #[serde(default)]
     pub time: f64,
     /// Seconds since the process started.
+    #[serde(default)]
     pub uptime: f64,
+    #[serde(default)]
     pub pid: u32,
     /// The heap now.
+    #[serde(default)]
     pub heap: u64,
     /// The highest heap memprof has seen (see the runtime's `SnapshotFacts`).
+    #[serde(default)]
     pub heap_high: u64,
+    /// For a report at exit: how the program ended, instead of the facts
+    /// above.
+    #[serde(skip)]
+    pub at_exit: Option<String>,
 }
 
 impl Snapshot {

@@ -2,9 +2,11 @@
 //! stdout and stderr held back while the screen is shown (they would
 //! scribble over it) and passed on after, as they came.
 
+use super::model::Snapshot;
 use crate::error::Error;
 use std::ffi::OsString;
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -23,13 +25,35 @@ pub struct Program {
     child: Child,
     held: Arc<Mutex<Held>>,
     readers: Vec<JoinHandle<()>>,
+    /// Where the program writes its report at exit, and whether mprof
+    /// chose the path (and removes the file).
+    report: (PathBuf, bool),
+}
+
+/// What became of the program while mprof waited for it to listen.
+#[derive(Debug)]
+pub enum Listening {
+    /// It listens: its pid.
+    Pid(u32),
+    /// It ended first, a memprof program: its figures at exit.
+    Ended(Snapshot),
 }
 
 impl Program {
     pub fn start(argv: &[OsString]) -> Result<Program, Error> {
+        // NOTE: the report at exit, for a program that ends before mprof
+        // connects: the user's MEMPROF_JSON if set, else a file of mprof's.
+        let report = match std::env::var_os("MEMPROF_JSON").filter(|p| !p.is_empty()) {
+            Some(path) => (PathBuf::from(path), false),
+            None => {
+                let name = format!("mprof-top-{}.json", std::process::id());
+                (std::env::temp_dir().join(name), true)
+            }
+        };
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
             .env("MEMPROF_LIVE", "1")
+            .env("MEMPROF_JSON", &report.0)
             // The keys are the screen's.
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -54,20 +78,27 @@ impl Program {
             child,
             held,
             readers,
+            report,
         })
     }
 
     /// Waits until the program answers on its channel (from its first
-    /// profiled call); its pid.
-    pub fn wait_until_listening(&mut self) -> Result<u32, Error> {
+    /// profiled call); its pid, or, if it ended first having written its
+    /// report, that report.
+    pub fn wait_until_listening(&mut self) -> Result<Listening, Error> {
         let pid = self.child.id();
         let start = Instant::now();
         let mut told = false;
         loop {
             if crate::live::client::snapshot(pid).is_ok() {
-                return Ok(pid);
+                return Ok(Listening::Pid(pid));
             }
             if let Some(ended) = self.ended() {
+                if let Some(mut report) = self.report_at_exit() {
+                    report.pid = pid;
+                    report.at_exit = Some(format!("{ended} before mprof connected"));
+                    return Ok(Listening::Ended(report));
+                }
                 self.release();
                 return Err(Error::Live(format!(
                     "{ended} before it listened (it listens from its first profiled call, \
@@ -80,6 +111,17 @@ impl Program {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// The report the program wrote at exit, if it did (a memprof program);
+    /// mprof's own file is removed once read.
+    fn report_at_exit(&self) -> Option<Snapshot> {
+        let (path, ours) = &self.report;
+        let text = std::fs::read_to_string(path).ok();
+        if *ours {
+            let _ = std::fs::remove_file(path);
+        }
+        Snapshot::parse(&text?).ok()
     }
 
     /// "the program ended (exit status 0)" once it has.

@@ -69,7 +69,7 @@ fn once_has_no_selection_and_no_keys() {
     assert_eq!(
         frame_text(&app, 80, 4),
         "pid 42  up 5.0s  heap 3.0 MiB now, 5.0 MiB highest seen\n\
-         1 functions, sorted by kept\n\
+         1 function, sorted by kept\n\
          Function                    Calls        Peak        Kept     Kept/min  Allocs/s\n\
          app::cache::grow                1         8 B         8 B            -         -\n"
     );
@@ -96,16 +96,13 @@ fn slash_filters_by_name_and_esc_clears_it() {
     let mut app = watching();
     key(&mut app, KeyCode::Char('/'));
     typed(&mut app, "cache");
-    assert_eq!(
-        frame(&app)[1],
-        "1 functions, sorted by kept, filter: cache_"
-    );
+    assert_eq!(frame(&app)[1], "1 function, sorted by kept, filter: cache_");
     assert_eq!(
         frame(&app)[8],
         "type a name's part, Enter: keep, Esc: clear"
     );
     key(&mut app, KeyCode::Enter);
-    assert_eq!(frame(&app)[1], "1 functions, sorted by kept, filter: cache");
+    assert_eq!(frame(&app)[1], "1 function, sorted by kept, filter: cache");
     // Keys are keys again: `q` quits rather than filtering.
     assert_eq!(key(&mut app, KeyCode::Char('q')), Action::Quit);
     key(&mut app, KeyCode::Char('/'));

@@ -39,17 +39,22 @@ fn header_lines(app: &App) -> Vec<Line<'static>> {
         (None, true) => "  [paused]".to_owned(),
         (None, false) => String::new(),
     };
-    vec![
-        Line::from(format!(
+    let facts = match &now.at_exit {
+        Some(ended) => format!("{ended}: its figures at exit"),
+        None => format!(
             "pid {}  up {}  heap {} now, {} highest seen{paused}",
             now.pid,
             duration(now.uptime),
             bytes(now.heap as i64),
             bytes(now.heap_high as i64),
-        )),
+        ),
+    };
+    vec![
+        Line::from(facts),
         Line::from(format!(
-            "{} functions, sorted by {}{}",
+            "{} function{}, sorted by {}{}",
             app.rows.len(),
+            if app.rows.len() == 1 { "" } else { "s" },
             app.sort.name(),
             match app.filter.is_empty() && !app.editing_filter {
                 true => String::new(),
