@@ -132,6 +132,40 @@ mod tail_chosen_by_cfg {
         }
     }
 
+    /// pulldown-cmark's `create_lut` and `iterate_special_bytes`: the
+    /// block configured out comes first.
+    #[memprof::profile]
+    #[allow(unused_braces)]
+    fn second_candidate_runs(n: usize) -> Vec<u8> {
+        #[cfg(all(unix, windows))]
+        {
+            Vec::new()
+        }
+        #[cfg(not(all(unix, windows)))]
+        {
+            vec![7; n]
+        }
+    }
+
+    /// The tail's figures once went to the first candidate's row, the
+    /// block configured out, and the one that ran had none.
+    #[test]
+    fn the_candidate_that_runs_has_the_row() {
+        assert_eq!(second_candidate_runs(64).len(), 64);
+        assert_eq!(second_candidate_runs(64).len(), 64);
+        let report = memprof::report();
+        let f = report.function("second_candidate_runs").unwrap();
+        let braces: Vec<_> = f
+            .lines
+            .iter()
+            .filter(|l| l.contents.trim() == "{")
+            .map(|l| (l.occurrences, l.increment))
+            .collect();
+        assert_eq!(braces, [(0, None), (2, Some(128))], "{f}");
+        let inner = f.line_containing("vec![7; n]").unwrap();
+        assert_eq!((inner.occurrences, inner.increment), (2, Some(128)), "{f}");
+    }
+
     #[test]
     fn a_tail_chosen_by_cfg_compiles_and_counts() {
         assert_eq!(tail_chosen_by_cfg(3), Some(vec![3; 100]));

@@ -257,7 +257,7 @@ impl Instrumenter {
         // `forbid` in the user's crate.
         let last = groups.iter().rposition(runs);
         let mut open = false;
-        for (i, group) in groups.into_iter().enumerate() {
+        for (i, mut group) in groups.into_iter().enumerate() {
             let is_last = Some(i) == last;
             // PERF: a tail's guard moves the cursor on to the closing brace
             // before the block's locals go. Without locals nothing happens
@@ -265,7 +265,26 @@ impl Instrumenter {
             // tail's region itself: a plain step does, one local fewer
             // (most one-line functions).
             let guard = is_last && (!has_tail || binds_locals || end_cell != NO_CELL);
-            if group.probed {
+            if group.probed && is_cfg_choice(&group.stmts) {
+                // A tail that `#[cfg]` picks among blocks: each block steps
+                // to its own row as it starts, so that the row is the one
+                // that ran, not the first candidate's (configured out, it
+                // had the figures of the one that was not).
+                for stmt in &mut group.stmts {
+                    let line = stmt_line(stmt);
+                    let cell = match self.in_table(line) && !self.ancestors.contains(&line) {
+                        true => self.new_cell(line),
+                        false => NO_CELL,
+                    };
+                    if let Stmt::Expr(Expr::Block(candidate), None) = stmt {
+                        candidate
+                            .block
+                            .stmts
+                            .insert(0, step(&template, cell, Vec::new()));
+                    }
+                }
+                open = true;
+            } else if group.probed {
                 let cell = self.new_cell(group.line);
                 // A lone `#[cfg]`-ed statement takes its probe with it.
                 let cfgs: Vec<_> = match group.stmts.as_slice() {
@@ -377,6 +396,19 @@ fn cfg_tail_start(stmts: &[Stmt]) -> usize {
         start -= 1;
     }
     start
+}
+
+/// Whether `stmts` are a tail that `#[cfg]` picks among blocks (see
+/// [`cfg_tail_start`]): two or more bare blocks, at least one `#[cfg]`-ed.
+fn is_cfg_choice(stmts: &[Stmt]) -> bool {
+    stmts.len() > 1
+        && stmts
+            .iter()
+            .all(|s| matches!(s, Stmt::Expr(Expr::Block(_), None)))
+        && stmts.iter().any(|s| match s {
+            Stmt::Expr(e, _) => !cfg_attrs(expr_attrs(e)).is_empty(),
+            _ => false,
+        })
 }
 
 /// No row: the runtime's `u32::MAX`.
