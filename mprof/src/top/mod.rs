@@ -19,7 +19,7 @@ use app::{Action, App};
 use model::Snapshot;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -94,9 +94,11 @@ fn once(pid: u32, interval: Duration) -> Result<(), Error> {
 /// One frame as text, on stdout: the header, the table's header and its
 /// rows.
 fn print_frame(app: &App) -> Result<(), Error> {
+    // In a terminal, its width (names elided from the left); else, a log
+    // or a script's, wide enough for every whole name.
     let width = match ratatui::crossterm::terminal::size() {
-        Ok((columns, _)) if columns >= 40 => columns,
-        _ => ONCE_WIDTH,
+        Ok((columns, _)) if columns >= 40 && std::io::stdout().is_terminal() => columns,
+        _ => view::width_for_whole_names(app).max(ONCE_WIDTH),
     };
     // The header, the table's header and its rows.
     let height = (app.rows.len() + 3).min(u16::MAX as usize) as u16;

@@ -75,6 +75,32 @@ fn once_has_no_selection_and_no_keys() {
     );
 }
 
+const LONG: &str = "live_service::handlers::orders::idempotency::grow_cache";
+
+#[test]
+fn a_long_name_is_elided_from_the_left_on_the_screen() {
+    let mut app = App::default();
+    app.update(snapshot(1005.0, &[(LONG, 1, 8, 8, 1)]));
+    // The name's column: 80 less the figures' 52, 5 gaps and the mark.
+    let row = frame(&app)[3].clone();
+    assert_eq!(
+        row,
+        "> …mpotency::grow_cache         1         8 B         8 B            -         -"
+    );
+}
+
+#[test]
+fn once_without_a_terminal_shows_whole_names() {
+    let mut app = App::for_once();
+    app.update(snapshot(1005.0, &[(LONG, 1, 8, 8, 1)]));
+    // The width `--once` takes where stdout is no terminal: the name and
+    // the figures' 52 columns with 5 gaps, and at least 100.
+    let width = super::view::width_for_whole_names(&app).max(100);
+    assert_eq!(usize::from(width), LONG.len() + 57);
+    let text = frame_text(&app, width, 4);
+    assert!(text.contains(&format!("\n{LONG}  ")), "{text}");
+}
+
 #[test]
 fn s_cycles_the_sort_key() {
     let mut app = watching();

@@ -94,25 +94,55 @@ pub fn function_cells(row: &FunctionRow) -> [String; 6] {
     ]
 }
 
+/// The function table's columns after the name, and the spaces between
+/// the six.
+const FIGURE_COLUMNS: [u16; 5] = [9, 11, 11, 12, 9];
+const COLUMN_GAPS: u16 = 5;
+/// The selection's mark before a row, on the screen.
+const HIGHLIGHT: u16 = 2;
+
+/// Columns a `--once` frame needs to show every function's whole name.
+pub fn width_for_whole_names(app: &App) -> u16 {
+    let longest = app.rows.iter().map(|r| r.name.chars().count()).max();
+    let name = longest.unwrap_or(0).max(20).min(usize::from(u16::MAX / 2)) as u16;
+    name + FIGURE_COLUMNS.iter().sum::<u16>() + COLUMN_GAPS
+}
+
+/// `name` in `room` columns: its end kept, where a function's own name is,
+/// and its start elided (`…::grow_cache`).
+fn elide_left(name: &str, room: usize) -> String {
+    let length = name.chars().count();
+    if length <= room || room == 0 {
+        return name.to_owned();
+    }
+    let tail: String = name.chars().skip(length - (room - 1)).collect();
+    format!("…{tail}")
+}
+
 fn draw_functions(frame: &mut Frame, app: &App, area: Rect) {
     let header = header_row(
         &["Function", "Calls", "Peak", "Kept", "Kept/min", "Allocs/s"],
         0,
     );
+    let marks = if app.once { 0 } else { HIGHLIGHT };
+    let room = area
+        .width
+        .saturating_sub(FIGURE_COLUMNS.iter().sum::<u16>() + COLUMN_GAPS + marks);
     let rows = app.rows.iter().map(|row| {
         let cells = function_cells(row);
         Row::new(cells.into_iter().enumerate().map(|(i, text)| match i {
-            0 => Cell::from(text),
+            0 => Cell::from(elide_left(&text, usize::from(room))),
             _ => Cell::from(Line::from(text).right_aligned()),
         }))
     });
+    let [calls, peak, kept, per_minute, per_second] = FIGURE_COLUMNS;
     let widths = [
         Constraint::Min(20),
-        Constraint::Length(9),
-        Constraint::Length(11),
-        Constraint::Length(11),
-        Constraint::Length(12),
-        Constraint::Length(9),
+        Constraint::Length(calls),
+        Constraint::Length(peak),
+        Constraint::Length(kept),
+        Constraint::Length(per_minute),
+        Constraint::Length(per_second),
     ];
     let mut table = Table::new(rows, widths).header(header);
     if !app.once {
