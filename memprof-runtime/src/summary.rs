@@ -74,15 +74,18 @@ pub struct TopLine {
     pub site: Option<TopSite>,
 }
 
-/// A top line's first allocation site: the call stack through which it
-/// allocated the most bytes (see [`Site`](crate::Site)).
+/// Where a top line allocated the most bytes (see [`Site`](crate::Site)):
+/// the function that made the allocations, over every call stack through
+/// which it did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
 pub struct TopSite {
-    /// The site's innermost frame, the code that made the allocations;
-    /// `None` where the line made them itself (`vec![0; n]` written on it).
+    /// The sites' innermost frame, the code that made the allocations (of
+    /// its largest site, where the function's sites end at different
+    /// lines of it); `None` where the line made them itself (`vec![0; n]`
+    /// written on it).
     pub frame: Option<SiteFrame>,
-    /// Bytes allocated through the site, freed or not, summed over the
-    /// line's executions.
+    /// Bytes allocated through the sites whose innermost frame is this
+    /// function's, freed or not, summed over the line's executions.
     pub allocated_bytes: u64,
     /// `allocated_bytes`' share of the line's, in whole percent: rounded
     /// down, so 100 only where the site is all of the line's bytes, and at
@@ -223,16 +226,33 @@ fn top_line(function: &FunctionReport, row: &LineReport, ran: &[FunctionSummary]
     }
 }
 
-/// The line's first site, which its sites' order (most bytes allocated
-/// first) makes the largest.
+/// The function that allocated the most of the line's bytes, its sites
+/// added up by their innermost frame's function (a line allocating through
+/// one function by two paths is that function's, whole). Sites come most
+/// bytes first, so the first of a function's is its largest.
 fn top_site(row: &LineReport) -> Option<TopSite> {
-    let site = row.sites.as_ref()?.first()?;
+    let sites = row.sites.as_ref()?;
     let line_bytes = row.allocated_bytes.filter(|&b| b > 0)?;
-    let percent = u128::from(site.allocated_bytes) * 100 / u128::from(line_bytes);
+    let function = |site: &crate::sites::Site| site.frames.first().map(|f| f.function.clone());
+    let mut by_function: Vec<(Option<String>, u64, &crate::sites::Site)> = Vec::new();
+    for site in sites {
+        let name = function(site);
+        match by_function.iter_mut().find(|(f, _, _)| *f == name) {
+            Some((_, bytes, _)) => *bytes += site.allocated_bytes,
+            None => by_function.push((name, site.allocated_bytes, site)),
+        }
+    }
+    // The first of the largest: ties go to the function with the largest
+    // single site.
+    let (_, bytes, largest) = by_function
+        .into_iter()
+        .rev()
+        .max_by_key(|(_, bytes, _)| *bytes)?;
+    let percent = u128::from(bytes) * 100 / u128::from(line_bytes);
     Some(TopSite {
-        frame: site.frames.first().cloned(),
-        allocated_bytes: site.allocated_bytes,
+        frame: largest.frames.first().cloned(),
+        allocated_bytes: bytes,
         percent: percent.min(100) as u8,
-        estimated: site.estimated,
+        estimated: largest.estimated,
     })
 }
