@@ -114,9 +114,17 @@ fn site_text(site: &Site, approx: &str, b: &dyn Fn(i64) -> String) -> String {
         out.push_str(&format!("        {}\n", frame_text(frame)));
     }
     if site.frames.len() > SHOWN_FRAMES {
+        // A stack that did not reach the profiled function ends with a note
+        // saying so, which the frames left out must not hide.
+        let cut = site
+            .frames
+            .last()
+            .filter(|f| f.file.is_none() && f.function.starts_with("(stack cut"));
         out.push_str(&format!(
-            "        ... {} more frames\n",
-            site.frames.len() - SHOWN_FRAMES
+            "        ... {} more frames{}\n",
+            site.frames.len() - SHOWN_FRAMES - usize::from(cut.is_some()),
+            cut.map(|f| format!(", then {}", f.function))
+                .unwrap_or_default()
         ));
     }
     out
@@ -195,6 +203,22 @@ mod tests {
         row.allocated_bytes = Some(increment.max(0) as u64);
         row.sites = sites;
         row
+    }
+
+    #[test]
+    fn a_cut_stack_says_so_past_the_frames_shown() {
+        let mut frames: Vec<(&str, Option<u32>)> = vec![("app::step", Some(1)); 10];
+        frames.push((
+            "(stack cut: the profiled function's frame was not found)",
+            None,
+        ));
+        let text = site_text(&site(1, 8, false, &frames), "", &|n| format!("{n} B"));
+        assert!(
+            text.ends_with(
+                "        ... 2 more frames, then (stack cut: the profiled function's frame was not found)\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -253,10 +253,11 @@ fn is_profiled(frame: &SiteFrame, span: &Span<'_>) -> bool {
             .line
             .is_some_and(|l| (span.first_line..=span.last_line).contains(&l));
     let name = without_generics(&frame.function);
+    let wanted = without_generics(span.name);
     in_file
-        || name == span.name
+        || name == wanted
         || name
-            .strip_prefix(span.name)
+            .strip_prefix(&wanted)
             .is_some_and(|rest| rest.starts_with("::{{closure}}"))
 }
 
@@ -270,25 +271,42 @@ fn same_file(found: &str, wanted: &str) -> bool {
             .is_some_and(|head| head.ends_with('/') || head.ends_with('\\'))
 }
 
-/// `a::b::<T>::c::<U>` as `a::b::c`.
+/// `a::b::<T>::c::<U>` as `a::b::c`, and `a::B<'_, T>::c` (memprof's name
+/// of a method of a generic type) as `a::B<F>::c` (the symbol's) are:
+/// `a::B::c`. The angle brackets of a qualified path (`<a::B as c::D>::e`)
+/// stay, those inside them go.
 fn without_generics(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
+    // Nesting inside the generic arguments being left out; 0 outside.
     let mut depth = 0usize;
-    let bytes = name.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if depth == 0 && name[i..].starts_with("::<") {
-            depth = 1;
-            i += 3;
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        if depth > 0 {
+            match c {
+                // `fn() -> T` inside the arguments: not a closing bracket.
+                '-' if chars.peek() == Some(&'>') => {
+                    chars.next();
+                }
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => {}
+            }
             continue;
         }
-        match bytes[i] {
-            b'<' if depth > 0 => depth += 1,
-            b'>' if depth > 0 => depth -= 1,
-            _ if depth == 0 => out.push(bytes[i] as char),
-            _ => {}
+        let opens_arguments = c == '<'
+            && (out.ends_with("::")
+                || out
+                    .chars()
+                    .last()
+                    .is_some_and(|p| p.is_alphanumeric() || p == '_'));
+        if opens_arguments {
+            if out.ends_with("::") {
+                out.truncate(out.len() - 2);
+            }
+            depth = 1;
+            continue;
         }
-        i += 1;
+        out.push(c);
     }
     out
 }
@@ -379,6 +397,40 @@ mod tests {
     fn generics_are_left_out_of_names() {
         assert_eq!(without_generics("a::b::<T>::c::<Vec<u8>>"), "a::b::c");
         assert_eq!(without_generics("<a::B as c::D>::e"), "<a::B as c::D>::e");
+        assert_eq!(
+            without_generics("<a::B<T, fn() -> u8> as c::D<u8>>::e::<Vec<u8>>"),
+            "<a::B as c::D>::e"
+        );
+    }
+
+    /// A release build has no debug information: the profiled function's
+    /// frame is known by its name alone, and a generic type's method is
+    /// named by its symbol with the impl's parameters (`Parser<F>`), by
+    /// memprof with the type's (`Parser<'_, _>`). Its stacks ran on into
+    /// `main` and were marked cut.
+    #[test]
+    fn a_generic_types_method_is_found_by_its_name_without_debug_information() {
+        let span = Span {
+            name: "pulldown_cmark::parse::Parser<'_, _>::new_with_broken_link_callback",
+            file: "src/parse.rs",
+            first_line: 10,
+            last_line: 20,
+        };
+        let frame = |function: &str| SiteFrame {
+            function: function.to_owned(),
+            file: None,
+            line: None,
+        };
+        for symbol in [
+            "pulldown_cmark::parse::Parser<F>::new_with_broken_link_callback",
+            "pulldown_cmark::parse::Parser<F>::new_with_broken_link_callback::{{closure}}",
+        ] {
+            assert!(is_profiled(&frame(symbol), &span), "{symbol}");
+        }
+        assert!(!is_profiled(
+            &frame("pulldown_cmark::parse::Parser<F>::new"),
+            &span
+        ));
     }
 
     #[test]
