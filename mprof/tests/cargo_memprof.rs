@@ -426,6 +426,20 @@ fn unknown_dependency_is_one_line_and_exit_2() {
     );
 }
 
+/// memprof's runtime depends on memchr (through backtrace and object): a
+/// copy of memchr annotated, which depends on memprof, would depend on
+/// itself. Cargo said so in many lines, with exit 101.
+#[test]
+fn a_dependency_of_memprof_itself_is_one_line_and_exit_2() {
+    let dir = fixture("memprof-dep", 28);
+    let run = run(&dir, &["run", "--offline", "--dep", "memchr"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "cargo-memprof: --dep memchr: memprof itself depends on memchr (through backtrace), so an annotated copy would depend on itself; profile it in its own workspace\n"
+    );
+}
+
 #[test]
 fn fn_matching_nothing_is_one_line_and_exit_2() {
     let dir = fixture("no-fn", 12);

@@ -16,6 +16,9 @@ pub enum CargoError {
     UnknownPackage(String),
     /// `--dep NAME` names no dependency from a registry.
     UnknownDependency(String),
+    /// `--dep NAME` names a package that memprof's runtime depends on
+    /// (`via` its dependency of that name).
+    MemprofNeeds { name: String, via: String },
     /// `--fn REGEX` matched no function of the selected packages.
     NoFunction(String),
     /// A `--fn` or `--skip-fn` that is not a regular expression.
@@ -52,6 +55,7 @@ impl CargoError {
             CargoError::NotAPackage
             | CargoError::UnknownPackage(_)
             | CargoError::UnknownDependency(_)
+            | CargoError::MemprofNeeds { .. }
             | CargoError::NoFunction(_)
             | CargoError::Regex(_)
             | CargoError::Sites(_) => 2,
@@ -74,6 +78,16 @@ impl fmt::Display for CargoError {
                 f,
                 "no dependency named `{n}` from the default registry: --dep takes a dependency's package name"
             ),
+            CargoError::MemprofNeeds { name, via } => {
+                let through = match name == via {
+                    true => String::new(),
+                    false => format!(" (through {via})"),
+                };
+                write!(
+                    f,
+                    "--dep {name}: memprof itself depends on {name}{through}, so an annotated copy would depend on itself; profile it in its own workspace"
+                )
+            }
             CargoError::NoFunction(r) => {
                 write!(f, "--fn `{r}` matches no function of the selected packages")
             }

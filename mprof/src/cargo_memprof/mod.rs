@@ -161,13 +161,53 @@ fn dependencies<'m>(
     names
         .iter()
         .map(|name| {
-            metadata
+            let package = metadata
                 .packages
                 .iter()
                 .find(|p| *p.name == *name && p.source.as_ref().is_some_and(|s| s.is_crates_io()))
-                .ok_or_else(|| CargoError::UnknownDependency(name.clone()))
+                .ok_or_else(|| CargoError::UnknownDependency(name.clone()))?;
+            match memprof_needs(metadata, name) {
+                Some(via) => Err(CargoError::MemprofNeeds {
+                    name: name.clone(),
+                    via,
+                }),
+                None => Ok(package),
+            }
         })
         .collect()
+}
+
+/// Whether memprof's runtime depends on the package `name`: an annotated
+/// copy of it, which depends on memprof, would depend on itself. The
+/// runtime's dependency through which it does, if so.
+fn memprof_needs(metadata: &Metadata, name: &str) -> Option<String> {
+    let resolve = metadata.resolve.as_ref()?;
+    let name_of = |id: &cargo_metadata::PackageId| metadata[id].name.to_string();
+    let deps_of = |id: &cargo_metadata::PackageId| {
+        resolve
+            .nodes
+            .iter()
+            .find(|n| n.id == *id)
+            .map(|n| n.deps.iter().map(|d| d.pkg.clone()).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    let runtime = metadata
+        .packages
+        .iter()
+        .find(|p| *p.name == *"memprof-runtime")?;
+    for direct in deps_of(&runtime.id) {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut next = vec![direct.clone()];
+        while let Some(id) = next.pop() {
+            if name_of(&id) == name {
+                return Some(name_of(&direct));
+            }
+            if seen.insert(id.clone()) {
+                next.extend(deps_of(&id));
+            }
+        }
+    }
+    None
 }
 
 fn is_proc_macro(package: &Package) -> bool {
