@@ -92,7 +92,7 @@ fn serve_forever() {
             signals::deliver_pending();
         }
         if fds[0].revents & libc::POLLIN != 0 {
-            socket::serve_one();
+            socket::serve_one(fds[1].fd);
         }
         schedule.write_if_due();
     }

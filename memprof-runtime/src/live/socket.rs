@@ -123,9 +123,9 @@ pub(super) fn close_and_remove() {
 }
 
 /// Accepts one connection and answers it, within the channel's deadlines
-/// (see `connection`); a pending signal ends the exchange unanswered, to be
-/// served next.
-pub(super) fn serve_one() {
+/// (see `connection`); `wake` readable (a pending signal) ends the exchange
+/// unanswered, for the signal to be served next.
+pub(super) fn serve_one(wake: i32) {
     let listening = LISTENING.load(Relaxed);
     if listening < 0 {
         return;
@@ -143,7 +143,6 @@ pub(super) fn serve_one() {
     if fd < 0 {
         return;
     }
-    let wake = super::signals::PIPE_READ.load(Relaxed);
     if let Some(answer) = answer(fd, wake) {
         let _ = connection::send_all(
             fd,
