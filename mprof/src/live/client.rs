@@ -176,6 +176,11 @@ fn read_answer(stream: &mut UnixStream, max: u64, deadline: Instant) -> (Vec<u8>
                 }
             }
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            // A read timeout is EAGAIN: "resource temporarily unavailable".
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                let late = std::io::Error::from(std::io::ErrorKind::TimedOut);
+                return (answer, Some(Stop::Failed(late)));
+            }
             Err(err) => return (answer, Some(Stop::Failed(err))),
         }
     }
