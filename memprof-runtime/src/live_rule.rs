@@ -9,14 +9,19 @@
 //! `/tmp`). The directory is the user's own, mode 0700: in a shared `/tmp`
 //! another user could otherwise plant a file or a link at the name first.
 //! The socket itself has mode 0600, and the program answers only
-//! connections from its own user (`SO_PEERCRED`).
+//! connections from its own user (`SO_PEERCRED`). `mprof` keeps the same
+//! rules from its side ([`is_private_dir`], [`same_user`]): a socket in a
+//! directory another user could have made, or served by another user, is
+//! not the program's.
 //!
-//! A request is one line, at most [`MAX_REQUEST`] bytes; the answer is
-//! `ok` and a newline followed by the document, or one line starting with
-//! `error: `. The program closes the connection after its answer.
+//! A request is one line, at most [`MAX_REQUEST`] bytes, read within
+//! [`REQUEST_DEADLINE`] all told; the answer is `ok` and a newline followed
+//! by the document, or one line starting with `error: `, sent within
+//! [`ANSWER_DEADLINE`]. The program closes the connection after its answer.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The request for a snapshot: the report as it stands, in the
 /// `MEMPROF_JSON` schema, with the time and the process's uptime.
@@ -30,6 +35,15 @@ pub const ERROR: &str = "error: ";
 
 /// The longest request read; a longer one is refused unread.
 pub const MAX_REQUEST: usize = 256;
+
+/// How long the whole request may take to come, from the connection's
+/// acceptance: one deadline, not one per `recv`, so that a client that
+/// trickles bytes gets no longer than one that sends nothing.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+
+/// How long the whole answer may take to leave, from when it is ready: a
+/// client that reads slowly is given up on after it.
+pub const ANSWER_DEADLINE: Duration = Duration::from_secs(10);
 
 /// The directory that holds the sockets of `uid`'s programs, given their
 /// environment `var`.
@@ -58,6 +72,37 @@ pub fn is_private_dir(meta: &std::fs::Metadata, uid: u32) -> bool {
     meta.file_type().is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0
 }
 
+/// Whether a process running as `peer` (`None`: unknown) is `own`'s: the
+/// program answers only its own user, and mprof trusts only a program of
+/// its own user. Root is another user too: it can read a process by other
+/// means, and a program of this user never runs as root.
+pub fn same_user(peer: Option<u32>, own: u32) -> bool {
+    peer == Some(own)
+}
+
+/// The user id of the process at the other end of the Unix socket `fd`
+/// (`SO_PEERCRED`), `None` if it cannot be read.
+pub fn peer_uid(fd: std::os::fd::RawFd) -> Option<u32> {
+    let mut credentials = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut size = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a `ucred` of the size given; a descriptor that is not a
+    // socket is an error, not undefined behaviour.
+    let got = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut credentials).cast(),
+            &mut size,
+        )
+    };
+    (got == 0).then_some(credentials.uid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +118,16 @@ mod tests {
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| OsString::from(v))
         }
+    }
+
+    #[test]
+    fn only_the_same_user_is_trusted() {
+        assert!(same_user(Some(1000), 1000));
+        assert!(!same_user(Some(1001), 1000));
+        assert!(!same_user(Some(0), 1000));
+        assert!(!same_user(None, 1000));
+        assert!(same_user(Some(0), 0));
+        assert!(!same_user(Some(1000), 0));
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! timeline's sampler), and runs everything inside [`untracked`], so that
 //! none of its work or memory shows in any figure. It waits in `poll` on
 //! the socket (`socket`) and on the pipe that the signal handler writes to
-//! (`signals`), with a timeout when a snapshot is due (`snapshot`).
+//! (`signals`), with a timeout when a snapshot is due (`snapshot`). While it
+//! serves a client it waits on that pipe too (`connection`): no client,
+//! slow or hostile, holds a signal up.
 //!
 //! The profiled program never waits for it: a snapshot reads the rows as
 //! `report()` does (each row behind its sequence number, which a writer
@@ -22,6 +24,7 @@
 //! of the listening socket, puts the signal dispositions back as they were
 //! before memprof, and never removes the parent's socket (`forked_child`).
 
+mod connection;
 mod signals;
 mod snapshot;
 mod socket;
@@ -89,7 +92,7 @@ fn serve_forever() {
             signals::deliver_pending();
         }
         if fds[0].revents & libc::POLLIN != 0 {
-            socket::serve_one();
+            socket::serve_one(fds[1].fd);
         }
         schedule.write_if_due();
     }

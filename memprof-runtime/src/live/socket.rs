@@ -1,26 +1,25 @@
 //! `MEMPROF_LIVE`'s Unix socket: made in a directory of the user's own
 //! (see `live_rule`), mode 0600, and answering only its own user. One
-//! connection at a time: a request line read with a timeout, one answer,
-//! then closed. A malformed or hostile request gets one `error:` line and
-//! changes nothing; a client that goes away mid-answer costs a failed
-//! `send` (never SIGPIPE: `MSG_NOSIGNAL`).
+//! connection at a time: a request line, one answer, then closed, each
+//! within its deadline (`connection`). A malformed or hostile request gets
+//! one `error:` line and changes nothing.
 
-use crate::live_rule::{ERROR, MAX_REQUEST, OK, SNAPSHOT};
+use super::connection::{self, Cut};
+use crate::live_rule::{
+    ANSWER_DEADLINE, ERROR, OK, REQUEST_DEADLINE, SNAPSHOT, peer_uid, same_user,
+};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
+use std::time::Instant;
 
 /// The listening socket; -1 when not listening.
 pub(super) static LISTENING: AtomicI32 = AtomicI32::new(-1);
 
 /// Its path, to remove at exit.
 static PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// How long a client may take to send its request, or to read the answer
-/// before the program gives up on it.
-const CLIENT_TIMEOUT_SECS: i64 = 2;
 
 /// Makes the socket; `false`, after one warning, if it cannot be.
 pub(super) fn listen() -> bool {
@@ -123,8 +122,10 @@ pub(super) fn close_and_remove() {
     }
 }
 
-/// Accepts one connection and answers it.
-pub(super) fn serve_one() {
+/// Accepts one connection and answers it, within the channel's deadlines
+/// (see `connection`); `wake` readable (a pending signal) ends the exchange
+/// unanswered, for the signal to be served next.
+pub(super) fn serve_one(wake: i32) {
     let listening = LISTENING.load(Relaxed);
     if listening < 0 {
         return;
@@ -136,35 +137,37 @@ pub(super) fn serve_one() {
             listening,
             std::ptr::null_mut(),
             std::ptr::null_mut(),
-            libc::SOCK_CLOEXEC,
+            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
         )
     };
     if fd < 0 {
         return;
     }
-    let answer = answer(fd);
-    send_all(fd, answer.as_bytes());
+    if let Some(answer) = answer(fd, wake) {
+        let _ = connection::send_all(
+            fd,
+            answer.as_bytes(),
+            wake,
+            Instant::now() + ANSWER_DEADLINE,
+        );
+    }
     // SAFETY: the connection accepted above.
     unsafe { libc::close(fd) };
 }
 
-/// The answer to the request on `fd`.
-fn answer(fd: i32) -> String {
-    set_timeouts(fd);
-    if !admits(peer_uid(fd), uid()) {
-        return format!("{ERROR}refused: this program answers its own user only\n");
+/// The answer to the request on `fd`; `None` when there is none to send.
+fn answer(fd: i32, wake: i32) -> Option<String> {
+    if !same_user(peer_uid(fd), uid()) {
+        return Some(format!(
+            "{ERROR}refused: this program answers its own user only\n"
+        ));
     }
-    let request = match read_request(fd) {
-        Ok(request) => request,
-        Err(problem) => return format!("{ERROR}{problem}\n"),
-    };
-    answer_request(&request)
-}
-
-/// Whether a client whose user is `peer` (`None`: unknown) may ask: only
-/// the program's own user.
-fn admits(peer: Option<u32>, own: u32) -> bool {
-    peer == Some(own)
+    match connection::read_request(fd, wake, Instant::now() + REQUEST_DEADLINE) {
+        Ok(request) => Some(answer_request(&request)),
+        Err(Cut::Late) => Some(format!("{ERROR}no request came in time\n")),
+        Err(Cut::TooLong) => Some(format!("{ERROR}request too long\n")),
+        Err(Cut::Signal | Cut::Gone) => None,
+    }
 }
 
 /// The answer to `request`, as its client reads it.
@@ -183,104 +186,9 @@ pub(super) fn answer_request(request: &[u8]) -> String {
     }
 }
 
-/// Reads one line, at most `MAX_REQUEST` bytes, within the timeout.
-fn read_request(fd: i32) -> Result<Vec<u8>, &'static str> {
-    let mut request = Vec::with_capacity(MAX_REQUEST);
-    let mut buffer = [0u8; MAX_REQUEST];
-    loop {
-        let room = MAX_REQUEST - request.len();
-        // SAFETY: reading into a local buffer of at least `room` bytes.
-        let n = unsafe { libc::recv(fd, buffer.as_mut_ptr().cast(), room, 0) };
-        if n < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err("no request came in time");
-        }
-        let n = n as usize;
-        request.extend_from_slice(&buffer[..n]);
-        if let Some(end) = request.iter().position(|&b| b == b'\n') {
-            request.truncate(end);
-            return Ok(request);
-        }
-        if n == 0 {
-            // The client closed its side: a request without its newline.
-            return Ok(request);
-        }
-        if request.len() >= MAX_REQUEST {
-            return Err("request too long");
-        }
-    }
-}
-
-fn set_timeouts(fd: i32) {
-    let timeout = libc::timeval {
-        tv_sec: CLIENT_TIMEOUT_SECS,
-        tv_usec: 0,
-    };
-    for option in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
-        // SAFETY: a valid socket and a `timeval` of the size given.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                option,
-                (&raw const timeout).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            );
-        }
-    }
-}
-
-/// The user id of the process at the other end.
-fn peer_uid(fd: i32) -> Option<u32> {
-    let mut credentials = libc::ucred {
-        pid: 0,
-        uid: u32::MAX,
-        gid: u32::MAX,
-    };
-    let mut size = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: a valid socket and a `ucred` of the size given.
-    let got = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut credentials).cast(),
-            &mut size,
-        )
-    };
-    (got == 0).then_some(credentials.uid)
-}
-
-/// Sends `bytes`, until done, the client gone or the timeout passed.
-fn send_all(fd: i32, mut bytes: &[u8]) {
-    while !bytes.is_empty() {
-        // SAFETY: sending from a live slice; MSG_NOSIGNAL: a closed peer is
-        // an error, not SIGPIPE.
-        let n = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
-        if n <= 0 {
-            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return;
-        }
-        bytes = &bytes[n as usize..];
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_the_programs_own_user_is_answered() {
-        assert!(admits(Some(1000), 1000));
-        assert!(!admits(Some(1001), 1000));
-        // Root is another user too: it can read the process by other means.
-        assert!(!admits(Some(0), 1000));
-        assert!(!admits(None, 1000));
-    }
 
     #[test]
     fn garbage_gets_one_error_line() {

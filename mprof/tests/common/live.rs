@@ -5,7 +5,8 @@ use super::{mprof, stderr};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 /// The running service and its stdout.
 pub struct Service {
@@ -68,6 +69,38 @@ impl Service {
         let status = self.child.wait().unwrap();
         drop(stdin);
         status
+    }
+
+    /// As [`Service::wait`], for at most `limit`: `None`, the service
+    /// killed, if it runs on. A bound for a test to fail rather than hang,
+    /// not a measure: give it far more than the service should need.
+    pub fn wait_at_most(mut self, limit: Duration) -> Option<ExitStatus> {
+        let stdin = self.child.stdin.take();
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        drop(stdin);
+        status
+    }
+
+    /// How many sockets the service holds open: its listening socket, and
+    /// one more while it serves a client.
+    pub fn sockets(&self) -> usize {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", self.pid())) else {
+            return 0;
+        };
+        fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+            .filter(|target| target.to_string_lossy().starts_with("socket:"))
+            .count()
     }
 
     /// Closes stdin, and returns the rest of stdout and the exit status.
