@@ -58,6 +58,15 @@ enum Command {
     /// functions that did not change are left out (--all shows them)
     #[command(after_help = DIFF_HELP)]
     Diff(DiffArgs),
+    /// Print a run's MEMPROF_JSON report (or a snapshot, or cargo memprof's --json) as text:
+    /// the summary, highest peak first, then the tables of the --top functions
+    Report {
+        /// The report
+        report: PathBuf,
+        /// Tables of this many functions with the highest peaks
+        #[arg(long, default_value_t = 3, value_name = "N")]
+        top: usize,
+    },
     /// Write a run's MEMPROF_JSON report as one self-contained HTML page: a sortable summary,
     /// each function's lines with bars, the memory over time (--dat) and a comparison (--base)
     Html(HtmlArgs),
@@ -303,6 +312,7 @@ fn execute(command: Command) -> Result<i32, Error> {
             Ok(0)
         }
         Command::Peak { profiles } => files::peak(&profiles).map(|()| 0),
+        Command::Report { report, top } => mprof::report::report(&report, top).map(|()| 0),
         Command::Html(args) => {
             let output = html::html(&html::HtmlOptions {
                 report: args.report,

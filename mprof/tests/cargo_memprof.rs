@@ -26,12 +26,11 @@ fn run_on_a_workspace_prints_the_users_paths_and_lines_and_rebuilds_what_changed
         "{}",
         first.stderr
     );
-    assert!(
-        first
-            .stdout
-            .starts_with("alpha,beta,gamma,delta 1000 4096\nSummary: 4 functions ran")
-    );
-    let out = &first.stdout;
+    // The program's stdout is its own; the report follows cargo's lines on
+    // stderr.
+    assert_eq!(first.stdout, "alpha,beta,gamma,delta 1000 4096\n");
+    let out = &first.stderr;
+    assert!(out.contains("\nSummary: 4 functions ran"), "{out}");
     assert!(
         out.contains("Filename: app/src/main.rs   Function: app::main   Calls: 1"),
         "{out}"
@@ -47,9 +46,62 @@ fn run_on_a_workspace_prints_the_users_paths_and_lines_and_rebuilds_what_changed
     assert!(!out.contains("#[::memprof::profile]"));
     assert_rows_are_the_users_lines(out, &dir);
 
-    let second = run(&dir, &["run", "--offline"]);
+    // `mprof report` prints the kept report as the run did.
+    let report_again = || {
+        let again = Command::new(env!("CARGO_BIN_EXE_mprof"))
+            .args(["report", "target/memprof/report.json", "--top", "10"])
+            .current_dir(&*dir)
+            .output()
+            .unwrap();
+        assert!(again.status.success(), "{again:?}");
+        String::from_utf8(again.stdout).unwrap()
+    };
+    let again = report_again();
+    assert_eq!(again, &out[out.find("Summary: ").unwrap()..]);
+    // docs/cargo-memprof.md's "Where the report goes" shows both.
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/cargo-memprof.md"
+    ))
+    .unwrap();
+    let block = doc
+        .split("```")
+        .find(|b| b.starts_with("\n$ cargo memprof run > out.txt\n"))
+        .unwrap();
+    let (ran, reported) = block.split_once("$ mprof report").unwrap();
+    let shown = |part: &str| -> Vec<String> {
+        let lines = part
+            .lines()
+            .skip(1)
+            .filter(|l| !l.is_empty() && *l != "..." && !l.starts_with("$ "));
+        lines.map(str::to_owned).collect()
+    };
+    let lines = |text: &str| -> Vec<String> { text.lines().map(str::to_owned).collect() };
+    let doc_name = "docs/cargo-memprof.md";
+    assert_printed_in_order(&shown(ran), &lines(out), doc_name, out);
+    assert_printed_in_order(&shown(reported), &lines(&again), doc_name, &again);
+
+    // MEMPROF_OUTPUT takes the report elsewhere (nothing is rebuilt).
+    let elsewhere = TempDir::new("cargo-memprof-output");
+    let file = elsewhere.join("report.txt");
+    let second = run_with(
+        &dir,
+        &["run", "--offline"],
+        &[("MEMPROF_OUTPUT", file.to_str().unwrap())],
+    );
     assert_eq!(second.code, 0);
     assert!(!second.stderr.contains("Compiling"), "{}", second.stderr);
+    assert_eq!(second.stdout, "alpha,beta,gamma,delta 1000 4096\n");
+    assert!(!second.stderr.contains("Summary: "), "{}", second.stderr);
+    assert!(
+        second.stderr.contains(&format!(
+            "cargo-memprof: the report is in {} (its JSON: ",
+            file.display()
+        )),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), report_again());
 
     let lib = dir.join("helper/src/lib.rs");
     let mut text = std::fs::read_to_string(&lib).unwrap();
@@ -241,8 +293,8 @@ fn fn_narrows_to_matching_functions() {
         "{}",
         run.stderr
     );
-    assert!(run.stdout.contains("Summary: 1 function ran"));
-    assert_eq!(run.stdout.matches("\nFilename: ").count(), 1);
+    assert!(run.stderr.contains("Summary: 1 function ran"));
+    assert_eq!(run.stderr.matches("\nFilename: ").count(), 1);
 }
 
 #[test]
@@ -254,8 +306,8 @@ fn skip_fn_leaves_matching_functions_as_written() {
         run.stderr
             .starts_with("annotated 2 functions in 1 file; left as written: 3 by --fn/--skip-fn\n")
     );
-    assert!(run.stdout.contains("Summary: 1 function ran"));
-    assert!(!run.stdout.contains("app::"));
+    assert!(run.stderr.contains("Summary: 1 function ran"));
+    assert!(!run.stderr.contains("app::"));
 }
 
 #[test]
@@ -263,14 +315,14 @@ fn top_limits_the_tables() {
     let dir = fixture("top", 5);
     let run = run(&dir, &["run", "--offline", "--top", "2"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(run.stdout.matches("\nFilename: ").count(), 2);
+    assert_eq!(run.stderr.matches("\nFilename: ").count(), 2);
     // Highest peak first.
     assert!(
-        run.stdout
+        run.stderr
             .contains("\nFilename: app/src/main.rs   Function: app::main")
     );
     assert!(
-        run.stdout
+        run.stderr
             .contains("\nFilename: helper/src/lib.rs   Function: helper::squares")
     );
 }
@@ -310,7 +362,7 @@ fn dep_profiles_a_registry_dependency_under_its_own_name() {
     let dir = fixture("dep", 7);
     let run = run(&dir, &["run", "--offline", "--dep", "either"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let out = &run.stdout;
+    let out = &run.stderr;
     let row = out
         .lines()
         .find(|l| {
@@ -481,15 +533,15 @@ fn memprof_settings_reach_the_printed_tables() {
         .output()
         .unwrap();
     assert!(before == snapshot(&dir));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stdout.contains(
+        report.contains(
             "\n Line #   Mem usage   Increment       Peak   Occurrences   Allocs   Line Contents\n"
         ),
-        "{stdout}"
+        "{report}"
     );
     // 1000 u64s, in bytes.
-    assert!(stdout.contains("8000 B"), "{stdout}");
+    assert!(report.contains("8000 B"), "{report}");
 }
 
 #[test]

@@ -65,17 +65,17 @@ fn sites_name_the_functions_of_a_package_left_as_written() {
         &serde_json::json!({"function": "helper::squares", "file": "helper/src/lib.rs", "line": 2}),
         "{site}"
     );
-    assert!(!run.stdout.contains("target/memprof"), "{}", run.stdout);
+    assert!(!run.stderr.contains("target/memprof"), "{}", run.stderr);
     assert_doc_shows(&run);
 
     // MEMPROF_SITES works without the flag; the flag wins over it.
     let from_env = run_with(&dir, &args[..4], &[("MEMPROF_SITES", "1")]);
     assert!(
-        from_env.stdout.contains(
+        from_env.stderr.contains(
             "\nLine 16: 7.8 KiB allocated in 1 allocation, 7.8 KiB of it live when the line ended\n"
         ),
         "{}",
-        from_env.stdout
+        from_env.stderr
     );
     let flag_wins = run_with(
         &dir,
@@ -83,11 +83,11 @@ fn sites_name_the_functions_of_a_package_left_as_written() {
         &[("MEMPROF_SITES", "1")],
     );
     assert!(
-        flag_wins.stdout.contains(
+        flag_wins.stderr.contains(
             "\nAllocation sites (sampled: estimates), by bytes allocated (lines with 1/20 or more of the call's):\nLine 16: ~7.8 KiB allocated in ~1 allocation,"
         ),
         "{}",
-        flag_wins.stdout
+        flag_wins.stderr
     );
 }
 
@@ -103,7 +103,8 @@ fn assert_doc_shows(run: &Run) {
         .split("```")
         .find(|b| b.starts_with("\n$ cargo memprof run -p app --sites\n"))
         .unwrap();
-    let printed: Vec<&str> = run.stdout.lines().collect();
+    // The report follows cargo's lines on stderr.
+    let printed: Vec<&str> = run.stderr.lines().collect();
     let mut shown = Vec::new();
     for line in block.lines().skip(2) {
         if line == "..." || line.contains("(library/") {
@@ -119,7 +120,7 @@ fn assert_doc_shows(run: &Run) {
         }
         shown.push(line);
     }
-    assert_printed_in_order(&shown, &printed, "docs/cargo-memprof.md", &run.stdout);
+    assert_printed_in_order(&shown, &printed, "docs/cargo-memprof.md", &run.stderr);
 }
 
 #[test]

@@ -15,8 +15,9 @@ use std::path::PathBuf;
     about = "Profile every function of a crate, its tests or its binary, without editing it",
     after_help = "Copies the workspace to target/memprof/tree with #[memprof::profile] on each \
         function of the selected packages (all members, or cargo's -p ones), runs cargo there \
-        and prints the summary and the top tables with your files and lines. Your files are \
-        never written.\n\nExamples:\n  cargo memprof test\n  cargo memprof test --fn 'parse' -p mycrate -- --test-threads 1\n  \
+        and prints the summary and the top tables with your files and lines (after run on \
+        stderr, after test on stdout; MEMPROF_OUTPUT=FILE puts them there; `mprof report \
+        target/memprof/report.json` prints them again). Your files are never written.\n\nExamples:\n  cargo memprof test\n  cargo memprof test --fn 'parse' -p mycrate -- --test-threads 1\n  \
         cargo memprof run --release --bin server -- --port 8080\n\n\
         memprof's flags may come before or after test/run, before `--`; MEMPROF_* settings \
         work as usual."

@@ -4,13 +4,10 @@
 //! `--html`.
 
 use super::Options;
+use super::Subcommand;
 use super::error::CargoError;
 use memprof_runtime::{FunctionReport, Report};
-use std::path::Path;
-
-/// How many functions the printed summary lists; `--json` and `--html`
-/// keep them all.
-const SUMMARY_ROWS: usize = 20;
+use std::path::{Path, PathBuf};
 
 #[derive(miniserde::Deserialize)]
 struct Document {
@@ -70,35 +67,9 @@ pub fn print(
     let report = Report { functions };
     // The kept report names the files and shows the lines as the tables do.
     std::fs::write(path, report.to_json()).map_err(|e| CargoError::io("write", path, e))?;
-    let mut summary = report.summary();
-    let top: Vec<&FunctionReport> = summary
-        .functions
-        .iter()
-        .take(options.top)
-        .filter_map(|s| {
-            report
-                .functions
-                .iter()
-                .find(|f| f.name == s.name && f.file == s.file)
-        })
-        .collect();
-    let ran = summary.functions.len();
-    summary.functions.truncate(SUMMARY_ROWS);
-    let text = summary.to_string();
-    match text.split_once('\n') {
-        // The header counts the rows it holds: it is told them all.
-        Some((_, rest)) if ran > SUMMARY_ROWS => {
-            println!(
-                "Summary: {ran} functions ran, highest peak first (the first {SUMMARY_ROWS}; --json or --html keep them all)"
-            );
-            print!("{rest}");
-        }
-        _ => print!("{text}"),
-    }
-    for function in top {
-        println!();
-        print!("{function}");
-    }
+    let text = crate::report::text(&report, options.top);
+    let text = text.replace("the JSON keeps them all", "--json or --html keep them all");
+    write_out(&text, options.subcommand, path)?;
     if let Some(json) = &options.json {
         std::fs::copy(path, json).map_err(|e| CargoError::io("write", json, e))?;
         eprintln!("cargo-memprof: wrote {}", json.display());
@@ -114,4 +85,65 @@ pub fn print(
         eprintln!("cargo-memprof: wrote {}", written.display());
     }
     Ok(())
+}
+
+/// Where the report's text goes: `MEMPROF_OUTPUT` (`stdout`, `stderr` or
+/// a file, added to), else beside cargo's own lines on stderr after `run`,
+/// whose stdout is the program's, and on stdout after `test`, as the test
+/// harness's results are. A file that cannot be written: stderr, with one
+/// warning.
+fn write_out(text: &str, subcommand: Subcommand, report: &Path) -> Result<(), CargoError> {
+    use std::io::Write;
+    let chosen = std::env::var_os("MEMPROF_OUTPUT").filter(|v| !v.is_empty());
+    let to_stdout = match chosen.as_deref().and_then(|v| v.to_str()) {
+        Some("stdout") => true,
+        Some("stderr") => false,
+        Some(_) => {
+            let file = PathBuf::from(chosen.unwrap_or_default());
+            match append(&file, text) {
+                Ok(()) => {
+                    eprintln!(
+                        "cargo-memprof: the report is in {} (its JSON: {})",
+                        file.display(),
+                        report.display()
+                    );
+                    return Ok(());
+                }
+                Err(e) => {
+                    eprintln!(
+                        "cargo-memprof: cannot write MEMPROF_OUTPUT={}: {e}; writing to stderr instead",
+                        file.display()
+                    );
+                    false
+                }
+            }
+        }
+        None => subcommand == Subcommand::Test,
+    };
+    let written = if to_stdout {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    } else {
+        std::io::stderr().lock().write_all(text.as_bytes())
+    };
+    // A reader that stopped early (`| head`) is no error.
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CargoError::io("write", Path::new("the report"), e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Adds `text` to the file at `path` (made if missing): not through a
+/// symbolic link.
+fn append(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    file.write_all(text.as_bytes())
 }
