@@ -3,6 +3,7 @@
 //! for a target directory outside the workspace, which others may share), with the attribute on the selected
 //! packages' functions and memprof added to their manifests; `--dep`
 //! packages under `<target-dir>/memprof/deps/<name>-<version>`, patched in.
+//! What the copy holds is [`copy`](super::copy)'s.
 //!
 //! Nothing is ever written outside `<target-dir>/memprof`. A file is
 //! written only when its content differs from the shadow's copy, so its
@@ -12,7 +13,7 @@
 use super::annotate::{self, CrateAnnotation, Selection};
 use super::error::CargoError;
 use cargo_metadata::{Metadata, Package, TargetKind};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Where the shadow lives, and what it maps back to.
@@ -157,68 +158,6 @@ pub fn copy_lock(lock: &Path, layout: &Layout) -> Result<(), CargoError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(CargoError::io("read", lock, e)),
     }
-}
-
-/// Copies the tree at `from` to `to`, each file as `replace` gives it
-/// (by the user's path) or as it is; leaves out `skip` and `.git`. What
-/// `to` holds that `from` no longer does is removed (a deleted
-/// `tests/*.rs` would still be a target), except a Cargo.lock.
-pub fn copy_tree(
-    from: &Path,
-    to: &Path,
-    skip: &[&Path],
-    replace: &BTreeMap<PathBuf, Vec<u8>>,
-) -> Result<usize, CargoError> {
-    let mut copied = 0;
-    let mut names = BTreeSet::new();
-    let entries = std::fs::read_dir(from).map_err(|e| CargoError::io("read", from, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| CargoError::io("read", from, e))?;
-        let path = entry.path();
-        names.insert(entry.file_name());
-        if skip.contains(&path.as_path()) || entry.file_name() == ".git" {
-            continue;
-        }
-        let dest = to.join(entry.file_name());
-        // NOTE: metadata() follows links, so a linked file or directory is
-        // copied as what it points to.
-        let meta = std::fs::metadata(&path).map_err(|e| CargoError::io("read", &path, e))?;
-        if meta.is_dir() {
-            copied += copy_tree(&path, &dest, skip, replace)?;
-        } else if meta.is_file() {
-            let bytes = match replace.get(&path) {
-                Some(bytes) => bytes.clone(),
-                None => std::fs::read(&path).map_err(|e| CargoError::io("read", &path, e))?,
-            };
-            write_if_changed(&dest, &bytes)?;
-            copied += 1;
-        }
-    }
-    remove_others(to, &names)
-        .map(|()| copied)
-        .map_err(|e| CargoError::io("clean", to, e))
-}
-
-/// Removes what `dir` holds besides `names` and Cargo.lock.
-fn remove_others(dir: &Path, names: &BTreeSet<std::ffi::OsString>) -> std::io::Result<()> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        if names.contains(&name) || name == "Cargo.lock" {
-            continue;
-        }
-        if entry.file_type()?.is_dir() {
-            std::fs::remove_dir_all(entry.path())?;
-        } else {
-            std::fs::remove_file(entry.path())?;
-        }
-    }
-    Ok(())
 }
 
 fn manifest_error(path: &Path, problem: impl std::fmt::Display) -> CargoError {
