@@ -1,6 +1,7 @@
 //! `cargo memprof`'s copy of the workspace (issue 50, item 1): symbolic
-//! links that close a loop, dangling links, a stale target directory, and
-//! links to files and directories elsewhere. Each test builds a one-crate workspace of its
+//! links that close a loop, dangling links, a stale target directory,
+//! paths that climb out of the workspace, and links to files and
+//! directories elsewhere. Each test builds a one-crate workspace of its
 //! own name (the builds share one target directory) under a temporary
 //! directory, runs `cargo memprof test` in it and checks the copy.
 
@@ -140,18 +141,25 @@ fn run_bounded(dir: &Path, args: &[&str]) -> Run {
 fn a_symlink_loop_is_linked_again_in_the_copy_not_followed_until_the_disk_is_full() {
     let base = TempDir::new("copy-loop");
     let ws = workspace(&base, "copy_loop", LIB);
-    // `ln -s . loop`, and a link to an ancestor deeper down.
+    // `ln -s . loop`, a link to an ancestor deeper down, and one to the
+    // directory above the workspace (which holds it).
     symlink(".", &ws.join("loop"));
     symlink("..", &ws.join("src/up"));
+    symlink("..", &ws.join("above"));
     let run = run_bounded(&ws, &["test", "--offline"]);
     assert_passed(&run, "copy_loop");
     let tree = copy_in(&ws.join("target/memprof"));
     let link = |path: &str| std::fs::read_link(tree.join(path)).unwrap();
     assert_eq!(link("loop"), Path::new("."));
     assert_eq!(link("src/up"), Path::new(".."));
+    assert_eq!(link("above"), Path::new(".."));
     // Each reaches what it reaches in the original.
     assert!(tree.join("loop/loop/src/lib.rs").is_file());
-    assert!(tree.join("src/up/src/up/Cargo.toml").is_file());
+    assert!(tree.join("above/ws/src/up/Cargo.toml").is_file());
+    assert_eq!(
+        tree.join("above").canonicalize().unwrap(),
+        tree.parent().unwrap().canonicalize().unwrap()
+    );
 }
 
 #[test]
@@ -209,6 +217,28 @@ fn a_stale_target_beside_a_cargo_target_dir_elsewhere_is_not_copied() {
     assert_eq!(
         std::fs::read_to_string(tree.join("notes/CACHEDIR.TAG")).unwrap(),
         "not a tag\n"
+    );
+}
+
+#[test]
+fn include_str_reaching_outside_the_workspace_builds_in_the_copy() {
+    let base = TempDir::new("copy-outside");
+    let lib = "const DATA: &str = include_str!(\"../../outside/data.txt\");\n\npub fn words() -> Vec<String> {\n    DATA.split_whitespace().map(str::to_owned).collect()\n}\n\n#[test]\nfn check() {\n    assert_eq!(words(), [\"a\", \"b\"]);\n}\n";
+    let ws = workspace(&base, "copy_outside", lib);
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::fs::write(base.join("outside/data.txt"), "a b\n").unwrap();
+    let outside = snapshot(&base.join("outside"));
+    let run = run(&ws, &["test", "--offline"]);
+    assert_passed(&run, "copy_outside");
+    assert!(outside == snapshot(&base.join("outside")));
+    // The directory above the copy links to the real one's entries.
+    let above = copy_in(&ws.join("target/memprof"))
+        .parent()
+        .unwrap()
+        .join("outside");
+    assert_eq!(
+        std::fs::read_link(&above).unwrap(),
+        base.canonicalize().unwrap().join("outside")
     );
 }
 

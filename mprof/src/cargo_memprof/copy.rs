@@ -5,10 +5,11 @@
 //!   user's path); a link to a file, as what it points to.
 //! - A directory is copied, and so is a linked one, as what it points to,
 //!   unless the link closes a loop: it points to a directory being copied
-//!   (the link's own, an ancestor). Such a link is made again in the copy,
-//!   relative, to the copy of the directory it points to, and not
-//!   followed: `ln -s . loop` copied the workspace into itself until the
-//!   disk was full.
+//!   (the link's own, an ancestor) or to one above the tree's root. Such a
+//!   link is made again in the copy, relative, to the copy of the directory
+//!   it points to (above the root: its mirror, see
+//!   [`ancestors`](super::ancestors)), and not followed: `ln -s . loop`
+//!   copied the workspace into itself until the disk was full.
 //! - Left out: `.git`, the paths to skip (the user's target directory, the
 //!   Cargo.lock copied on its own) and anything in them, reached by a link
 //!   too, the copy itself, a directory tagged as a cache (a `CACHEDIR.TAG`
@@ -130,10 +131,14 @@ impl TreeCopy<'_> {
     }
 
     /// Where the copy of `real` is when a link to it would close a loop:
-    /// `real` is being copied.
+    /// `real` is being copied, or lies above the root.
     fn copy_of_open(&self, real: &Path) -> Option<PathBuf> {
-        let (_, copy) = self.open.iter().find(|(open, _)| open == real)?;
-        Some(copy.clone())
+        if let Some((_, copy)) = self.open.iter().find(|(open, _)| open == real) {
+            return Some(copy.clone());
+        }
+        let (root, copy) = self.open.first()?;
+        let up = root.strip_prefix(real).ok()?.components().count();
+        copy.ancestors().nth(up).map(Path::to_path_buf)
     }
 }
 
@@ -170,7 +175,7 @@ fn relative(from: &Path, to: &Path) -> PathBuf {
 
 /// Removes what is at `path`, a directory with what it holds; a link
 /// itself, never what it points to.
-fn remove(path: &Path) -> std::io::Result<()> {
+pub fn remove(path: &Path) -> std::io::Result<()> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
         Ok(_) => std::fs::remove_file(path),
@@ -180,7 +185,7 @@ fn remove(path: &Path) -> std::io::Result<()> {
 }
 
 /// Makes `path` a directory: a link or file of an earlier copy there goes.
-fn make_dir(path: &Path) -> Result<(), CargoError> {
+pub fn make_dir(path: &Path) -> Result<(), CargoError> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() => return Ok(()),
         Ok(_) => remove(path).map_err(|e| CargoError::io("clean", path, e))?,
@@ -190,7 +195,7 @@ fn make_dir(path: &Path) -> Result<(), CargoError> {
 }
 
 /// Makes `path` a link to `target` unless it is one already.
-fn make_link(path: &Path, target: &Path) -> Result<(), CargoError> {
+pub fn make_link(path: &Path, target: &Path) -> Result<(), CargoError> {
     if std::fs::read_link(path).is_ok_and(|t| t == target) {
         return Ok(());
     }

@@ -2,9 +2,10 @@
 //! profiled, without a change to the user's tree. The steps, in order:
 //! `cargo metadata` ([`shadow::Layout`]), annotating the packages' crates
 //! ([`annotate`]), the shadow copy under `<target-dir>/memprof`
-//! ([`shadow`], [`copy`]), cargo run there with its stderr mapped back to the user's
+//! ([`shadow`], [`ancestors`], [`copy`]), cargo run there with its stderr mapped back to the user's
 //! paths ([`invoke`]), and the merged report printed ([`output`]).
 
+mod ancestors;
 pub mod annotate;
 mod copy;
 pub mod error;
@@ -296,6 +297,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let root = root_manifest_text(&layout, &replace, &[])?;
     replace.insert(root_manifest.clone(), root);
     let lock = layout.workspace.join("Cargo.lock");
+    ancestors::mirror_ancestors(&layout.real_workspace, &layout.top)?;
     copy::copy_tree(
         &layout.workspace,
         &layout.tree,

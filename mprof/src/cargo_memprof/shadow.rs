@@ -1,9 +1,11 @@
 //! The shadow copy: the user's workspace mirrored under
-//! `<target-dir>/memprof/tree` (`<target-dir>/memprof/<name>-<hash>/tree`
-//! for a target directory outside the workspace, which others may share), with the attribute on the selected
-//! packages' functions and memprof added to their manifests; `--dep`
-//! packages under `<target-dir>/memprof/deps/<name>-<version>`, patched in.
-//! What the copy holds is [`copy`](super::copy)'s.
+//! `<target-dir>/memprof/tree/<the workspace's path>`
+//! (`<target-dir>/memprof/<name>-<hash>/tree/...` for a target directory
+//! outside the workspace, which others may share), with the attribute on
+//! the selected packages' functions and memprof added to their manifests;
+//! `--dep` packages under `<target-dir>/memprof/deps/<name>-<version>`,
+//! patched in. What the copy holds is [`copy`](super::copy)'s; the
+//! directories above it, [`ancestors`](super::ancestors)'.
 //!
 //! Nothing is ever written outside `<target-dir>/memprof`. A file is
 //! written only when its content differs from the shadow's copy, so its
@@ -21,9 +23,13 @@ use std::path::{Path, PathBuf};
 pub struct Layout {
     /// The user's workspace root.
     pub workspace: PathBuf,
+    /// `workspace` with its links resolved: where `..` climbs from.
+    pub real_workspace: PathBuf,
     /// `<target-dir>/memprof`.
     pub root: PathBuf,
-    /// The mirror of `workspace`.
+    /// `<root>/tree`: the mirror of `/`, down to `tree`.
+    pub top: PathBuf,
+    /// The mirror of `workspace`: `top` joined with `real_workspace`.
     pub tree: PathBuf,
     /// Copies of `--dep` packages.
     pub deps: PathBuf,
@@ -45,10 +51,23 @@ impl Layout {
             let name = workspace.file_name().unwrap_or_default().to_string_lossy();
             root.push(format!("{name}-{:016x}", hasher.finish()));
         }
+        let real_workspace = workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.clone());
+        let top = root.join("tree");
+        // NOTE: the copy sits at the workspace's own path under `top`, so
+        // that a relative path climbing out of it resolves in the mirror of
+        // the directories above, as in the original.
+        let tree = real_workspace
+            .components()
+            .filter(|c| matches!(c, std::path::Component::Normal(_)))
+            .fold(top.clone(), |path, c| path.join(c));
         Layout {
-            tree: root.join("tree"),
+            tree,
+            top,
             deps: root.join("deps"),
             workspace,
+            real_workspace,
             root,
             user_target,
         }

@@ -92,6 +92,14 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// The copy of the workspace at `dir` (target directory `dir/target`):
+/// under `target/memprof/tree`, at the workspace's own path.
+pub fn shadow_tree(dir: &Path) -> PathBuf {
+    let real = dir.canonicalize().unwrap();
+    dir.join("target/memprof/tree")
+        .join(real.strip_prefix("/").unwrap())
+}
+
 /// The tests take turns: they share a target directory, where `cargo run`
 /// puts each copy's `app` at the same path.
 pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
