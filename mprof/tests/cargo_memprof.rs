@@ -121,7 +121,7 @@ fn run_on_a_workspace_prints_the_users_paths_and_lines_and_rebuilds_what_changed
     let extra = dir.join("app/tests/extra.rs");
     std::fs::create_dir_all(extra.parent().unwrap()).unwrap();
     std::fs::write(&extra, "#[test]\nfn extra() {}\n").unwrap();
-    let copied = dir.join("target/memprof/tree/app/tests/extra.rs");
+    let copied = shadow_tree(&dir).join("app/tests/extra.rs");
     assert_eq!(run(&dir, &["run", "--offline"]).code, 0);
     assert!(copied.is_file());
     std::fs::remove_dir_all(extra.parent().unwrap()).unwrap();

@@ -13,7 +13,7 @@ use std::path::PathBuf;
     bin_name = "cargo memprof",
     version,
     about = "Profile every function of a crate, its tests or its binary, without editing it",
-    after_help = "Copies the workspace to target/memprof/tree with #[memprof::profile] on each \
+    after_help = "Copies the workspace under target/memprof/tree with #[memprof::profile] on each \
         function of the selected packages (all members, or cargo's -p ones), runs cargo there \
         and prints the summary and the top tables with your files and lines (after run on \
         stderr, after test on stdout; MEMPROF_OUTPUT=FILE puts them there; `mprof report \

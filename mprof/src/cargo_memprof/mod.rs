@@ -2,10 +2,12 @@
 //! profiled, without a change to the user's tree. The steps, in order:
 //! `cargo metadata` ([`shadow::Layout`]), annotating the packages' crates
 //! ([`annotate`]), the shadow copy under `<target-dir>/memprof`
-//! ([`shadow`]), cargo run there with its stderr mapped back to the user's
+//! ([`shadow`], [`ancestors`], [`copy`]), cargo run there with its stderr mapped back to the user's
 //! paths ([`invoke`]), and the merged report printed ([`output`]).
 
+mod ancestors;
 pub mod annotate;
+mod copy;
 pub mod error;
 mod invoke;
 mod output;
@@ -335,7 +337,8 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let root = root_manifest_text(&layout, &replace, &[])?;
     replace.insert(root_manifest.clone(), root);
     let lock = layout.workspace.join("Cargo.lock");
-    shadow::copy_tree(
+    ancestors::mirror_ancestors(&layout.real_workspace, &layout.top)?;
+    copy::copy_tree(
         &layout.workspace,
         &layout.tree,
         &[&layout.user_target, &lock],
@@ -378,7 +381,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
                 manifest.to_path_buf(),
                 shadow::edit_manifest(manifest, dir, true, &[])?,
             );
-            shadow::copy_tree(dir, &dep.dest, &[], &replace)?;
+            copy::copy_tree(dir, &dep.dest, &[], &replace)?;
         }
         let patches: Vec<(String, PathBuf)> = dep_copies
             .iter()

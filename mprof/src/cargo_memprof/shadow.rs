@@ -1,8 +1,11 @@
 //! The shadow copy: the user's workspace mirrored under
-//! `<target-dir>/memprof/tree` (`<target-dir>/memprof/<name>-<hash>/tree`
-//! for a target directory outside the workspace, which others may share), with the attribute on the selected
-//! packages' functions and memprof added to their manifests; `--dep`
-//! packages under `<target-dir>/memprof/deps/<name>-<version>`, patched in.
+//! `<target-dir>/memprof/tree/<the workspace's path>`
+//! (`<target-dir>/memprof/<name>-<hash>/tree/...` for a target directory
+//! outside the workspace, which others may share), with the attribute on
+//! the selected packages' functions and memprof added to their manifests;
+//! `--dep` packages under `<target-dir>/memprof/deps/<name>-<version>`,
+//! patched in. What the copy holds is [`copy`](super::copy)'s; the
+//! directories above it, [`ancestors`](super::ancestors)'.
 //!
 //! Nothing is ever written outside `<target-dir>/memprof`. A file is
 //! written only when its content differs from the shadow's copy, so its
@@ -12,7 +15,7 @@
 use super::annotate::{self, CrateAnnotation, Selection};
 use super::error::CargoError;
 use cargo_metadata::{Metadata, Package, TargetKind};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Where the shadow lives, and what it maps back to.
@@ -20,9 +23,13 @@ use std::path::{Path, PathBuf};
 pub struct Layout {
     /// The user's workspace root.
     pub workspace: PathBuf,
+    /// `workspace` with its links resolved: where `..` climbs from.
+    pub real_workspace: PathBuf,
     /// `<target-dir>/memprof`.
     pub root: PathBuf,
-    /// The mirror of `workspace`.
+    /// `<root>/tree`: the mirror of `/`, down to `tree`.
+    pub top: PathBuf,
+    /// The mirror of `workspace`: `top` joined with `real_workspace`.
     pub tree: PathBuf,
     /// Copies of `--dep` packages.
     pub deps: PathBuf,
@@ -44,10 +51,23 @@ impl Layout {
             let name = workspace.file_name().unwrap_or_default().to_string_lossy();
             root.push(format!("{name}-{:016x}", hasher.finish()));
         }
+        let real_workspace = workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.clone());
+        let top = root.join("tree");
+        // NOTE: the copy sits at the workspace's own path under `top`, so
+        // that a relative path climbing out of it resolves in the mirror of
+        // the directories above, as in the original.
+        let tree = real_workspace
+            .components()
+            .filter(|c| matches!(c, std::path::Component::Normal(_)))
+            .fold(top.clone(), |path, c| path.join(c));
         Layout {
-            tree: root.join("tree"),
+            tree,
+            top,
             deps: root.join("deps"),
             workspace,
+            real_workspace,
             root,
             user_target,
         }
@@ -157,68 +177,6 @@ pub fn copy_lock(lock: &Path, layout: &Layout) -> Result<(), CargoError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(CargoError::io("read", lock, e)),
     }
-}
-
-/// Copies the tree at `from` to `to`, each file as `replace` gives it
-/// (by the user's path) or as it is; leaves out `skip` and `.git`. What
-/// `to` holds that `from` no longer does is removed (a deleted
-/// `tests/*.rs` would still be a target), except a Cargo.lock.
-pub fn copy_tree(
-    from: &Path,
-    to: &Path,
-    skip: &[&Path],
-    replace: &BTreeMap<PathBuf, Vec<u8>>,
-) -> Result<usize, CargoError> {
-    let mut copied = 0;
-    let mut names = BTreeSet::new();
-    let entries = std::fs::read_dir(from).map_err(|e| CargoError::io("read", from, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| CargoError::io("read", from, e))?;
-        let path = entry.path();
-        names.insert(entry.file_name());
-        if skip.contains(&path.as_path()) || entry.file_name() == ".git" {
-            continue;
-        }
-        let dest = to.join(entry.file_name());
-        // NOTE: metadata() follows links, so a linked file or directory is
-        // copied as what it points to.
-        let meta = std::fs::metadata(&path).map_err(|e| CargoError::io("read", &path, e))?;
-        if meta.is_dir() {
-            copied += copy_tree(&path, &dest, skip, replace)?;
-        } else if meta.is_file() {
-            let bytes = match replace.get(&path) {
-                Some(bytes) => bytes.clone(),
-                None => std::fs::read(&path).map_err(|e| CargoError::io("read", &path, e))?,
-            };
-            write_if_changed(&dest, &bytes)?;
-            copied += 1;
-        }
-    }
-    remove_others(to, &names)
-        .map(|()| copied)
-        .map_err(|e| CargoError::io("clean", to, e))
-}
-
-/// Removes what `dir` holds besides `names` and Cargo.lock.
-fn remove_others(dir: &Path, names: &BTreeSet<std::ffi::OsString>) -> std::io::Result<()> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        if names.contains(&name) || name == "Cargo.lock" {
-            continue;
-        }
-        if entry.file_type()?.is_dir() {
-            std::fs::remove_dir_all(entry.path())?;
-        } else {
-            std::fs::remove_file(entry.path())?;
-        }
-    }
-    Ok(())
 }
 
 fn manifest_error(path: &Path, problem: impl std::fmt::Display) -> CargoError {

@@ -68,12 +68,17 @@ pub fn copy_of(from: &Path, name: &str) -> TempDir {
     dir
 }
 
-/// Every file outside target/, with its bytes.
+/// Every file outside target/, with its bytes, and every link, with what
+/// it points to (not followed: a tree may hold a loop).
 pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
-            if path.is_dir() {
+            let kind = path.symlink_metadata().unwrap().file_type();
+            if kind.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(path, format!("link to {}", target.display()).into_bytes());
+            } else if kind.is_dir() {
                 if path != root.join("target") {
                     walk(root, &path, out);
                 }
@@ -85,6 +90,14 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     walk(dir, dir, &mut out);
     out
+}
+
+/// The copy of the workspace at `dir` (target directory `dir/target`):
+/// under `target/memprof/tree`, at the workspace's own path.
+pub fn shadow_tree(dir: &Path) -> PathBuf {
+    let real = dir.canonicalize().unwrap();
+    dir.join("target/memprof/tree")
+        .join(real.strip_prefix("/").unwrap())
 }
 
 /// The tests take turns: they share a target directory, where `cargo run`
