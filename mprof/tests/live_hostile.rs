@@ -48,8 +48,25 @@ fn service_child() {
     println!("ready");
     let mut line = String::new();
     while std::io::stdin().lock().read_line(&mut line).unwrap_or(0) > 0 {
+        if line.trim() == "abort" {
+            std::process::abort();
+        }
         line.clear();
     }
+}
+
+/// `std::process::abort()` writes no report, and left the socket behind,
+/// as SIGKILL does; the program still dies of SIGABRT.
+#[test]
+fn abort_removes_the_socket() {
+    let dir = scratch("live-abort");
+    let mut service = Service::start("idle", &dir, &[("MEMPROF_LIVE", "1")]);
+    let path = socket(&dir, service.pid());
+    assert!(path.exists(), "{}", path.display());
+    service.send("abort");
+    let status = service.wait_at_most(GENEROUS).expect("the program ended");
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}");
+    assert!(!path.exists(), "{}", path.display());
 }
 
 /// Starts a client that sends one byte a second to the socket at `path`

@@ -24,6 +24,7 @@
 //! of the listening socket, puts the signal dispositions back as they were
 //! before memprof, and never removes the parent's socket (`forked_child`).
 
+mod abort;
 mod connection;
 mod signals;
 mod snapshot;

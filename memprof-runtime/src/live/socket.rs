@@ -26,6 +26,7 @@ pub(super) fn listen() -> bool {
     match bind() {
         Ok((fd, path)) => {
             LISTENING.store(fd, Relaxed);
+            super::abort::remove_on_abort(&path);
             *PATH.lock().unwrap_or_else(|e| e.into_inner()) = Some(path);
             true
         }
