@@ -97,8 +97,6 @@ fn mirrored(path: &Path, layout: &Layout) -> PathBuf {
     layout.mirror(&absolute)
 }
 
-extern "C" fn ignore(_: libc::c_int) {}
-
 /// The flag that builds every crate with frame pointers, which allocation
 /// sites walk (`--sites`: a few loads a frame, where the unwinder takes
 /// microseconds a stack). Always, so that `--sites` rebuilds nothing.
@@ -180,17 +178,17 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
         command.env("MEMPROF_REPORT", "off");
     }
     command.stderr(Stdio::piped());
-    // A Ctrl-C goes to cargo too (same process group): this process waits
-    // for it and reports its status. The handler is reset in cargo (exec),
-    // where an ignored signal would stay ignored.
-    // SAFETY: `ignore` is async-signal-safe (it does nothing).
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            ignore as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        )
-    };
+    super::signals::install();
     let mut child = command.spawn().map_err(CargoError::Cargo)?;
+    super::signals::child_started(child.id());
+    let live = std::env::var_os("MEMPROF_LIVE").is_some_and(|v| v != "0" && !v.is_empty());
+    if options.subcommand == Subcommand::Run && live {
+        // `cargo run` execs the program in cargo's place: this pid.
+        eprintln!(
+            "cargo-memprof: the program runs as process {0} (mprof snapshot {0}, mprof top {0})",
+            child.id()
+        );
+    }
     let mut held: Vec<String> = Vec::new();
     let mut stderr = std::io::stderr();
     if let Some(pipe) = child.stderr.take() {

@@ -12,6 +12,7 @@ pub mod error;
 mod invoke;
 mod output;
 pub mod shadow;
+mod signals;
 
 use annotate::{Selection, Tally};
 use cargo_metadata::{Metadata, MetadataCommand, Package};

@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Takes process `pid`'s snapshot and writes it to `output`, or to stdout.
 pub fn snapshot(pid: u32, output: Option<&Path>) -> Result<i32, Error> {
-    let mut document = super::client::snapshot(pid)?;
+    let mut document = super::client::snapshot(super::client::listening(pid))?;
     document.push('\n');
     match output {
         Some(path) => {

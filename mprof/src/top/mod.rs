@@ -45,7 +45,7 @@ pub fn top(options: &TopOptions) -> Result<i32, Error> {
                 "give a process id, or a command after -- to start".to_owned(),
             ));
         }
-        (Some(pid), true) => (pid, None),
+        (Some(pid), true) => (crate::live::client::listening(pid), None),
         (None, false) => {
             let mut program = program::Program::start(&options.program)?;
             match program.wait_until_listening()? {
