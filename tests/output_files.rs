@@ -265,7 +265,7 @@ fn relative_output_paths_name_files_where_the_program_started() {
         ("MEMPROF_TEST_ELSEWHERE", elsewhere.to_str().unwrap()),
     ];
     let out = child_command(&exe, "child_moves_elsewhere", &env)
-        .current_dir(&elsewhere.join(".."))
+        .current_dir(elsewhere.join(".."))
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
