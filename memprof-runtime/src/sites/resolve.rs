@@ -148,27 +148,13 @@ fn trimmed(c: &Charged, span: &Span<'_>) -> Vec<SiteFrame> {
 /// found with its file.
 fn below_function(c: &Charged, span: &Span<'_>) -> (Vec<SiteFrame>, Option<Root>) {
     let symbols: Vec<SiteFrame> = c.frames.iter().flat_map(|&ip| symbols(ip)).collect();
-    // The stack starts in memprof's recorder, called from the allocator:
-    // everything up to the allocator's entry is left out, then `alloc`'s
-    // frames that called it.
-    let entry = symbols
-        .iter()
-        .position(|f| is_allocator_entry(&f.function))
-        .map_or(0, |i| i + 1);
     let mut frames = Vec::new();
-    let mut below = true;
-    for frame in symbols.into_iter().skip(entry) {
-        {
-            if below && is_machinery(&frame.function) {
-                continue;
-            }
-            below = false;
-            if is_profiled(&frame, span) {
-                let root = frame.file.as_deref().and_then(|f| Root::of(f, span.file));
-                return (frames, root);
-            }
-            frames.push(frame);
+    for frame in from_the_allocation(symbols) {
+        if is_profiled(&frame, span) {
+            let root = frame.file.as_deref().and_then(|f| Root::of(f, span.file));
+            return (frames, root);
         }
+        frames.push(frame);
     }
     // The function's frame was not found (a stack deeper than the frames
     // kept, or no symbols): what was seen, marked.
@@ -178,6 +164,29 @@ fn below_function(c: &Charged, span: &Span<'_>) -> (Vec<SiteFrame>, Option<Root>
         line: None,
     });
     (frames, None)
+}
+
+/// A stack's frames from the code that allocated on, innermost first. The
+/// stack starts in memprof's recorder, called from the allocator:
+/// everything up to the allocator's entry is left out, then the machinery
+/// that called it (`alloc`'s frames, memprof's, the thread-local access
+/// around the recorder). Where the entry has no frame of its own (inlined,
+/// or a shim without a frame pointer), the machinery alone is left out.
+fn from_the_allocation(symbols: Vec<SiteFrame>) -> impl Iterator<Item = SiteFrame> {
+    let entry = symbols
+        .iter()
+        .position(|f| is_allocator_entry(&f.function))
+        .map_or(0, |i| i + 1);
+    symbols
+        .into_iter()
+        .skip(entry)
+        .skip_while(|f| is_machinery(&f.function) || is_thread_local_access(&f.function))
+}
+
+/// `std::thread::local::LocalKey<T>::try_with` and its kin: the recorder's
+/// own access to its thread's state, below the allocator's entry.
+fn is_thread_local_access(function: &str) -> bool {
+    function.starts_with("std::thread::local::") || function.starts_with("<std::thread::local::")
 }
 
 /// How the tables name the profiled function's file (`file!()`), and so
@@ -431,6 +440,49 @@ mod tests {
             &frame("pulldown_cmark::parse::Parser<F>::new"),
             &span
         ));
+    }
+
+    /// A sampled stack from an async service (issue 53): no frame of the
+    /// allocator's entry, the recorder's thread-local access innermost.
+    /// Its sites showed memprof's frames, and the summary "~81 %
+    /// allocated in std::thread::local::LocalKey<T>::try_with".
+    #[test]
+    fn a_stack_without_the_allocators_entry_starts_at_the_users_code() {
+        let frame = |function: &str| SiteFrame {
+            function: function.to_owned(),
+            file: None,
+            line: None,
+        };
+        let stack = [
+            "std::thread::local::LocalKey<T>::try_with",
+            "memprof_runtime::sites::recorder::allocation",
+            "memprof_runtime::alloc::report_to_sites",
+            "memprof_runtime::alloc::allocator::counted_slowly",
+            "alloc::raw_vec::finish_grow",
+            "alloc::raw_vec::RawVecInner<A>::reserve::do_reserve_and_handle",
+            "service::orders::remember",
+            "service::orders::handle::{{closure}}",
+        ];
+        let kept: Vec<String> = from_the_allocation(stack.iter().map(|f| frame(f)).collect())
+            .map(|f| f.function)
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                "service::orders::remember",
+                "service::orders::handle::{{closure}}"
+            ]
+        );
+        // A thread-local access of the user's, above their code, stays.
+        let stack = [
+            "app::fill",
+            "std::thread::local::LocalKey<T>::with",
+            "app::main",
+        ];
+        let kept: Vec<String> = from_the_allocation(stack.iter().map(|f| frame(f)).collect())
+            .map(|f| f.function)
+            .collect();
+        assert_eq!(kept, stack);
     }
 
     #[test]
