@@ -85,9 +85,11 @@ fn a_generic_methods_stacks_end_at_its_frame() {
             )
         })
         .collect();
-    assert_eq!(sites.len(), 2, "{sites:?}");
-    assert_eq!((sites[0].0, sites[0].1), (5, 160), "{sites:?}");
-    assert_eq!((sites[1].0, sites[1].1), (1, 120), "{sites:?}");
+    // Five copies of 32 bytes and their vector of 5 × 24: in `repeat`, by
+    // one stack or two as the build inlines `to_vec`.
+    let allocations: u64 = sites.iter().map(|s| s.0).sum();
+    let bytes: u64 = sites.iter().map(|s| s.1).sum();
+    assert_eq!((allocations, bytes), (6, 280), "{sites:?}");
     for (_, _, frames) in &sites {
         assert_eq!(frames.last(), Some(&"sites_generic::repeat"), "{frames:?}");
     }
