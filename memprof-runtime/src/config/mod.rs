@@ -262,17 +262,15 @@ fn load(vars: &mut Vars<'_>) -> Config {
     let quiet = vars
         .parse("MEMPROF_QUIET", "on or off", on_or_off)
         .unwrap_or(true);
-    let report = vars
-        .parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
-            match v.to_ascii_lowercase().as_str() {
-                "auto" => Some(ReportMode::Auto),
-                "call" => Some(ReportMode::Call),
-                "exit" => Some(ReportMode::Exit),
-                "off" => Some(ReportMode::Off),
-                _ => None,
-            }
-        })
-        .unwrap_or(ReportMode::Auto);
+    let report = vars.parse("MEMPROF_REPORT", "auto, call, exit or off", |v| {
+        match v.to_ascii_lowercase().as_str() {
+            "auto" => Some(ReportMode::Auto),
+            "call" => Some(ReportMode::Call),
+            "exit" => Some(ReportMode::Exit),
+            "off" => Some(ReportMode::Off),
+            _ => None,
+        }
+    });
     let unit = vars.parse("MEMPROF_UNIT", UNIT_HELP, |v| {
         // The units that sizes take, so that `MB` means here what it means
         // in `MEMPROF_MIN_INCREMENT=2MB` and `limit = "2 MB"`.
@@ -363,6 +361,12 @@ fn load(vars: &mut Vars<'_>) -> Config {
     let live = vars
         .parse("MEMPROF_LIVE", "1 or 0 (on or off)", on_or_off)
         .unwrap_or(false);
+    // A service watched live prints its tables once, at exit, not after the
+    // first calls of each of its handlers among its own output.
+    let report = report.unwrap_or(match live {
+        true => ReportMode::Exit,
+        false => ReportMode::Auto,
+    });
     let snapshot_every = vars.parse(
         "MEMPROF_SNAPSHOT_EVERY",
         "a whole number of seconds, minutes or hours of at least 1s, such as 30s, 10m or 1h",

@@ -203,6 +203,18 @@ fn live_and_snapshot_every_are_off_unless_set_and_malformed_ones_warn() {
     assert_eq!(warnings.len(), 1);
 }
 
+/// A service run with `MEMPROF_LIVE=1` flooded its stdout with the tables
+/// of each handler's first calls: it prints them at exit unless asked.
+#[test]
+fn live_makes_exit_the_default_report_mode() {
+    assert_eq!(from(&[]).0.report, ReportMode::Auto);
+    assert_eq!(from(&[("MEMPROF_LIVE", "1")]).0.report, ReportMode::Exit);
+    for (asked, mode) in [("auto", ReportMode::Auto), ("off", ReportMode::Off)] {
+        let (config, _) = from(&[("MEMPROF_LIVE", "1"), ("MEMPROF_REPORT", asked)]);
+        assert_eq!(config.report, mode, "{asked}");
+    }
+}
+
 #[test]
 fn sites_take_on_off_sample_and_a_sampling_mean() {
     use crate::sites::{DEFAULT_SAMPLE_MEAN, Mode};
