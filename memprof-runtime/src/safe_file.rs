@@ -2,8 +2,8 @@
 //! with `O_EXCL`) renamed over the target, so that a reader never sees half
 //! of it and a symbolic link planted at the name is refused, never written
 //! through. Used for `MEMPROF_JSON` (`json_file`), the snapshots of
-//! `MEMPROF_SNAPSHOT_EVERY` (`live`), and by `mprof snapshot -o`. Not
-//! public API.
+//! `MEMPROF_SNAPSHOT_EVERY` (`live`), and by `mprof snapshot -o`; and
+//! [`open_output`], for outputs written as a stream. Not public API.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -73,6 +73,35 @@ pub(crate) fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     written
+}
+
+/// Opens `path` for writing, made if missing, emptied (`truncate`) or added
+/// to: the stream kind of output (`MEMPROF_OUTPUT`, and `cargo memprof`'s
+/// report there), which may be a terminal or a pipe. Refuses a symbolic
+/// link, as [`write`] does, and a FIFO that no process reads, whose open
+/// would wait for a reader; writes then wait as they would.
+pub fn open_output(path: &Path, truncate: bool) -> io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(truncate)
+        .append(!truncate)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|err| match err.raw_os_error() {
+            Some(libc::ENXIO) => io::Error::other("it is a FIFO that no process reads"),
+            _ => refused_if_link(err),
+        })?;
+    // SAFETY: `fcntl` on a descriptor this function owns.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(file)
 }
 
 /// An error if `path` is there and not a regular file: a device (`/dev/null`

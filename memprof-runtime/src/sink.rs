@@ -71,39 +71,11 @@ fn to_stdout(text: &str) -> std::io::Result<()> {
 static OUTPUT_FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
     std::sync::OnceLock::new();
 
-/// Creates (or empties) the `MEMPROF_OUTPUT` file; refuses a path that is
-/// a symbolic link, which a link planted in a shared directory could point
-/// at any file the program may write, and a FIFO that no process reads,
-/// whose open would wait for a reader (before the program's own output).
-fn create_output(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|err| match err.raw_os_error() {
-            Some(libc::ENXIO) => std::io::Error::other("it is a FIFO that no process reads"),
-            _ => crate::safe_file::refused_if_link(err),
-        })?;
-    // Writes wait as they would have: only the open was not to.
-    // SAFETY: `fcntl` on a descriptor this function owns.
-    unsafe {
-        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
-    }
-    Ok(file)
-}
-
 /// The `MEMPROF_OUTPUT` file, created at the first write; `None`, after one
 /// warning, if it cannot be.
 fn output_file(path: &std::path::Path) -> Option<&'static std::sync::Mutex<std::fs::File>> {
     OUTPUT_FILE
-        .get_or_init(|| match create_output(path) {
+        .get_or_init(|| match crate::safe_file::open_output(path, true) {
             Ok(file) => Some(std::sync::Mutex::new(file)),
             Err(err) => {
                 crate::stdio::warning!(

@@ -17,23 +17,30 @@ struct Document {
     functions: Vec<FunctionReport>,
 }
 
+/// A report document's functions (`MEMPROF_JSON`'s schema), or `None` for
+/// a text that is not one.
+pub fn parse(text: &str) -> Option<Report> {
+    let document: Document = miniserde::json::from_str(text).ok()?;
+    Some(Report {
+        functions: document.functions,
+    })
+}
+
 /// Reads the report at `path`, refused as `mprof diff` refuses one it
 /// cannot read (one line, exit 2).
 pub fn read(path: &Path) -> Result<Report, Error> {
     crate::diff::input::read(path)?;
     let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", path, e))?;
-    let document: Document = miniserde::json::from_str(&text).map_err(|_| Error::Report {
+    parse(&text).ok_or_else(|| Error::Report {
         path: path.to_path_buf(),
         problem: "not a memprof report".to_owned(),
-    })?;
-    Ok(Report {
-        functions: document.functions,
     })
 }
 
-/// `report`'s summary (its first [`SUMMARY_ROWS`] functions), then the
-/// tables of the `top` functions with the highest peaks.
-pub fn text(report: &Report, top: usize) -> String {
+/// `report`'s summary (its first [`SUMMARY_ROWS`] functions; `kept` says
+/// where the rest are), then the tables of the `top` functions with the
+/// highest peaks.
+pub fn text(report: &Report, top: usize, kept: &str) -> String {
     let mut summary = report.summary();
     let tables: Vec<&FunctionReport> = summary
         .functions
@@ -52,7 +59,7 @@ pub fn text(report: &Report, top: usize) -> String {
     let mut out = match summary.split_once('\n') {
         // The header counts the rows it holds: it is told them all.
         Some((_, rest)) if ran > SUMMARY_ROWS => format!(
-            "Summary: {ran} functions ran, highest peak first (the first {SUMMARY_ROWS}; the JSON keeps them all)\n{rest}"
+            "Summary: {ran} functions ran, highest peak first (the first {SUMMARY_ROWS}; {kept})\n{rest}"
         ),
         _ => summary,
     };
@@ -65,7 +72,7 @@ pub fn text(report: &Report, top: usize) -> String {
 
 /// `mprof report FILE --top N`.
 pub fn report(path: &Path, top: usize) -> Result<(), Error> {
-    let text = text(&read(path)?, top);
+    let text = text(&read(path)?, top, "the JSON keeps them all");
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         // A reader that stopped early (`| head`) is no error.

@@ -6,13 +6,7 @@
 use super::Options;
 use super::Subcommand;
 use super::error::CargoError;
-use memprof_runtime::{FunctionReport, Report};
 use std::path::{Path, PathBuf};
-
-#[derive(miniserde::Deserialize)]
-struct Document {
-    functions: Vec<FunctionReport>,
-}
 
 /// Prints the report at `path`, if the run wrote one, and copies it where
 /// `--json` and `--html` say.
@@ -40,18 +34,18 @@ pub fn print(
         }
         Err(e) => return Err(CargoError::io("read", path, e)),
     };
-    let document: Document = miniserde::json::from_str(&text).map_err(|_| CargoError::Io {
+    let mut report = crate::report::parse(&text).ok_or_else(|| CargoError::Io {
         action: "read the report in",
         path: path.to_path_buf(),
         source: std::io::Error::other("not a memprof report"),
     })?;
-    let mut functions = document.functions;
+    let functions = &mut report.functions;
     let rename = |file: &mut String| {
         if let Some((prefix, to)) = renames.iter().find(|(p, _)| file.starts_with(p)) {
             *file = format!("{to}{}", &file[prefix.len()..]);
         }
     };
-    for function in &mut functions {
+    for function in functions.iter_mut() {
         rename(&mut function.file);
     }
     let frames = functions
@@ -64,11 +58,9 @@ pub fn print(
             rename(file);
         }
     }
-    let report = Report { functions };
     // The kept report names the files and shows the lines as the tables do.
     std::fs::write(path, report.to_json()).map_err(|e| CargoError::io("write", path, e))?;
-    let text = crate::report::text(&report, options.top);
-    let text = text.replace("the JSON keeps them all", "--json or --html keep them all");
+    let text = crate::report::text(&report, options.top, "--json or --html keep them all");
     write_out(&text, options.subcommand, path)?;
     if let Some(json) = &options.json {
         std::fs::copy(path, json).map_err(|e| CargoError::io("write", json, e))?;
@@ -100,7 +92,9 @@ fn write_out(text: &str, subcommand: Subcommand, report: &Path) -> Result<(), Ca
         Some("stderr") => false,
         Some(_) => {
             let file = PathBuf::from(chosen.unwrap_or_default());
-            match append(&file, text) {
+            let appended = memprof_runtime::safe_file::open_output(&file, false)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+            match appended {
                 Ok(()) => {
                     eprintln!(
                         "cargo-memprof: the report is in {} (its JSON: {})",
@@ -133,17 +127,4 @@ fn write_out(text: &str, subcommand: Subcommand, report: &Path) -> Result<(), Ca
         }
         _ => Ok(()),
     }
-}
-
-/// Adds `text` to the file at `path` (made if missing): not through a
-/// symbolic link.
-fn append(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    file.write_all(text.as_bytes())
 }

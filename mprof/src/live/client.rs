@@ -54,43 +54,25 @@ fn candidates(pid: u32) -> Vec<PathBuf> {
 }
 
 /// The process to ask for `pid`'s channel: `pid` itself if a socket of its
-/// is there; else its child whose socket is, said on stderr (a program
-/// under `cargo memprof run`, or a wrapper script, is the child of the
-/// process whose pid `$!` gives); else `pid`, for `connect` to say why
-/// not.
+/// is there; else the first process under it whose socket is, said on
+/// stderr (a program under `cargo memprof run`, or a wrapper script, is a
+/// child of the process whose pid `$!` gives); else `pid`, for `connect`
+/// to say why not.
 pub fn listening(pid: u32) -> u32 {
     let has_socket = |pid: u32| candidates(pid).iter().any(|p| p.exists());
     if has_socket(pid) {
         return pid;
     }
-    match children(pid).into_iter().find(|&child| has_socket(child)) {
+    let under = crate::procfs::descendants(pid);
+    match under.into_iter().find(|&child| has_socket(child)) {
         Some(child) => {
-            eprintln!("mprof: process {pid} does not listen; its child {child} does: asking it");
+            eprintln!(
+                "mprof: process {pid} does not listen; process {child}, under it, does: asking it"
+            );
             child
         }
         None => pid,
     }
-}
-
-/// The processes whose parent is `pid`, from `/proc`.
-fn children(pid: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let parent_of = |child: u32| -> Option<u32> {
-        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
-        // `PID (COMMAND) STATE PPID ...`: the command may hold spaces and
-        // parentheses, so the fields are counted after its last `)`.
-        let rest = stat.get(stat.rfind(')')? + 1..)?;
-        rest.split_whitespace().nth(1)?.parse().ok()
-    };
-    let mut found: Vec<u32> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&child| parent_of(child) == Some(pid))
-        .collect();
-    found.sort_unstable();
-    found
 }
 
 /// Whether process `pid` exists.
