@@ -32,6 +32,8 @@ fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memp
         pool_allocated: None,
         pool_increment: None,
         pool_reserved: None,
+        in_use_allocations: None,
+        in_use_bytes: None,
         contents: contents.to_owned(),
         sites: None,
     }

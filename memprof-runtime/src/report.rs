@@ -144,6 +144,14 @@ pub struct LineReport {
     /// Bytes the framework's pools held from the driver after the line,
     /// highest over executions.
     pub pool_reserved: Option<u64>,
+    /// Allocations made while the line ran that are still allocated when
+    /// the report is taken, by whichever thread frees the rest (heap
+    /// profilers' "in use", the `Live` figure): recorded while sites are
+    /// (`MEMPROF_SITES`), exact or scaled from a sample as sites' figures
+    /// are; `None` otherwise, and in a report of one call.
+    pub in_use_allocations: Option<u64>,
+    /// Their bytes.
+    pub in_use_bytes: Option<u64>,
     /// The source text of the line.
     pub contents: String,
     /// Where the line's allocations came from, most bytes allocated first
@@ -171,6 +179,8 @@ impl LineReport {
             pool_allocated: None,
             pool_increment: None,
             pool_reserved: None,
+            in_use_allocations: None,
+            in_use_bytes: None,
             contents,
             sites: None,
         }
@@ -381,7 +391,16 @@ pub(crate) fn function_report(
         &span,
     );
     for (line, sites) in lines.iter_mut().zip(sites.into_iter().flatten()) {
-        line.sites = (line.occurrences > 0).then_some(sites);
+        if line.occurrences == 0 {
+            continue;
+        }
+        // A line's in-use figures are its sites': every recorded block
+        // has a stack.
+        if sites_serial.is_none() {
+            line.in_use_allocations = Some(sites.iter().filter_map(|s| s.in_use_allocations).sum());
+            line.in_use_bytes = Some(sites.iter().filter_map(|s| s.in_use_bytes).sum());
+        }
+        line.sites = Some(sites);
     }
     let sampled = lines.iter().any(|l| l.gpu_usage.is_some());
     let driven = lines.iter().any(|l| l.gpu_driver_usage.is_some());

@@ -284,6 +284,11 @@ fn record_slow(
                 }
             };
             t.slot.set(slot);
+            // With sites on, every thread's frees are followed: a block in
+            // use is often freed on a thread that runs no profiled code.
+            if crate::sites::follow_every_thread() {
+                t.sites.set(true);
+            }
             set_mode(t, mode);
             count(t, slot, allocated, freed, allocs, deallocs);
         }

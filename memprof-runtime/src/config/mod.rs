@@ -416,7 +416,7 @@ fn load(vars: &mut Vars<'_>) -> Config {
     }
 }
 
-fn parse_sites(v: &str) -> Option<crate::sites::Mode> {
+pub(crate) fn parse_sites(v: &str) -> Option<crate::sites::Mode> {
     use crate::sites::Mode;
     let lower = v.to_ascii_lowercase();
     if lower == "sample" {

@@ -173,6 +173,8 @@ mod tests {
             allocations,
             allocated_bytes: bytes,
             live_bytes: bytes as i64,
+            in_use_allocations: None,
+            in_use_bytes: None,
             estimated,
             frames: frames
                 .iter()

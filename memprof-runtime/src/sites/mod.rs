@@ -15,6 +15,8 @@
 //! without it; each thread's allocations take the allocator's slow path.
 
 mod frames;
+mod in_use;
+mod mapping;
 mod recorder;
 mod resolve;
 mod tables;
@@ -25,13 +27,14 @@ pub(crate) use tables::Key;
 pub(crate) use tables::MAX_OPEN;
 pub use tables::table_sets;
 
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 
 /// Every lock of sites, held: taken before `fork` (see `fork`), so that
 /// the child never inherits one locked, which its own reports or threads
 /// would wait on forever.
 pub(crate) struct HeldForFork {
     _tables: tables::Held,
+    _in_use: in_use::Held,
     _symbols: std::sync::MutexGuard<'static, resolve::Symbols>,
 }
 
@@ -41,6 +44,7 @@ pub(crate) fn hold_for_fork() -> Option<HeldForFork> {
         let symbols = resolve::hold_symbols();
         HeldForFork {
             _tables: tables::hold(),
+            _in_use: in_use::hold(),
             _symbols: symbols,
         }
     })
@@ -91,6 +95,35 @@ pub(crate) fn enabled() -> bool {
     MODE.load(Relaxed) != OFF
 }
 
+/// `MEMPROF_SITES` asked for sites as the program loaded.
+static WANTED_AT_LOAD: AtomicBool = AtomicBool::new(false);
+
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NOTE_WANTED: extern "C" fn() = note_wanted;
+
+/// Notes, as the program loads, whether sites will be recorded: the
+/// configuration is read at the first profiled call, and threads started
+/// before it must already report their frees (see [`follow_every_thread`]).
+#[cfg(target_os = "linux")]
+extern "C" fn note_wanted() {
+    crate::alloc::untracked(|| {
+        let wanted = std::env::var("MEMPROF_SITES")
+            .ok()
+            .and_then(|v| crate::config::parse_sites(&v))
+            .is_some_and(|mode| mode != Mode::Off);
+        WANTED_AT_LOAD.store(wanted, Relaxed);
+    });
+}
+
+/// Whether every thread's allocations and frees go to sites from its
+/// first, profiled or not: a block in use is often freed on a thread that
+/// runs no profiled code, and started before the first profiled call.
+pub(crate) fn follow_every_thread() -> bool {
+    enabled() || WANTED_AT_LOAD.load(Relaxed)
+}
+
 /// The sampling mean, or `None` when every allocation is recorded.
 fn sample_mean() -> Option<u64> {
     (MODE.load(Relaxed) == SAMPLE).then(|| MEAN.load(Relaxed))
@@ -118,6 +151,13 @@ pub struct Site {
     /// Of those, bytes not yet freed by the line's thread when the line
     /// ended, summed over its executions.
     pub live_bytes: i64,
+    /// Of those, the allocations still allocated when the report was
+    /// taken, freed by no thread yet (heap profilers' "in use", the
+    /// `Live` figure); scaled as `allocations` is. `None` in a report of
+    /// one call, or written before memprof kept it.
+    pub in_use_allocations: Option<u64>,
+    /// Their bytes.
+    pub in_use_bytes: Option<u64>,
     /// The figures are scaled from a sample.
     pub estimated: bool,
     /// The frames between the allocation and the line, innermost first:

@@ -176,6 +176,11 @@ fn next_distance(r: &Recorder, mean: u64) -> i64 {
 /// with counting paused.
 #[inline(never)]
 pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
+    // A thread follows sites before they are configured (see
+    // `follow_every_thread`), and after a bad `MEMPROF_SITES` turned them off.
+    if !super::enabled() {
+        return;
+    }
     let _ = RECORDER.try_with(|r| {
         let Some((allocations, bytes)) = weight(r, size) else {
             return;
@@ -199,16 +204,21 @@ pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
             // Blocks no open row can be charged for again make room.
             t.live_insert(ptr as usize, stack, bytes, clock, rows[0].start);
         }
+        if !ptr.is_null() {
+            super::in_use::allocated(ptr as usize, rows, &frames[..len], allocations, bytes);
+        }
     });
 }
 
-/// A free of the block at `ptr`: the rows that saw it allocated and are
-/// still open no longer hold its bytes.
+/// A free of the block at `ptr`, on any thread: the rows that saw it
+/// allocated and are still open no longer hold its bytes, and its origin
+/// no longer has it in use.
 #[inline(never)]
 pub(crate) fn free(ptr: *mut u8) {
     if ptr.is_null() {
         return;
     }
+    super::in_use::freed(ptr as usize);
     let _ = RECORDER.try_with(|r| {
         // SAFETY: null or tables that are never unmapped.
         let Some(t) = (unsafe { r.tables.get().as_ref() }) else {

@@ -3,7 +3,7 @@
 //! reader), trimmed to the frames between the allocation and the profiled
 //! line, and merged where they read the same.
 
-use super::tables::{COUNT_UNIT, Charged, read};
+use super::tables::{COUNT_UNIT, read};
 use super::{Site, SiteFrame, sample_mean};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -50,17 +50,36 @@ pub(crate) fn for_rows(
         let Some(merged) = per_row.get_mut(row as usize) else {
             continue;
         };
-        let frames = trimmed(&c, span);
-        let site = merged.entry(frames.clone()).or_insert(Site {
-            allocations: 0,
-            allocated_bytes: 0,
-            live_bytes: 0,
-            estimated,
-            frames,
-        });
+        let frames = trimmed(&c.frames, span);
+        let site = merged
+            .entry(frames.clone())
+            .or_insert_with(|| empty_site(estimated, frames, serial.is_none()));
         site.allocations += c.allocations;
         site.allocated_bytes += c.bytes;
         site.live_bytes += c.live;
+    }
+    // What is in use now: of every call, so not in one call's table.
+    if serial.is_none() {
+        for origin in super::in_use::of_function(meta) {
+            let mut lines: Vec<u32> = origin
+                .rows
+                .iter()
+                .filter(|r| r.meta == meta)
+                .filter_map(|r| cell_rows.get(r.cell as usize).copied())
+                .collect();
+            lines.sort_unstable();
+            lines.dedup();
+            let frames = trimmed(&origin.frames, span);
+            for row in lines {
+                let Some(merged) = per_row.get_mut(row as usize) else {
+                    continue;
+                };
+                let site = merged
+                    .entry(frames.clone())
+                    .or_insert_with(|| empty_site(estimated, frames.clone(), true));
+                add_in_use(site, origin.count.max(0) as u64, origin.bytes.max(0) as u64);
+            }
+        }
     }
     Some(
         per_row
@@ -68,11 +87,33 @@ pub(crate) fn for_rows(
             .map(|mut merged| {
                 for site in merged.values_mut() {
                     site.allocations = (site.allocations + COUNT_UNIT / 2) / COUNT_UNIT;
+                    site.in_use_allocations = site
+                        .in_use_allocations
+                        .map(|n| (n + COUNT_UNIT / 2) / COUNT_UNIT);
                 }
                 ranked(merged)
             })
             .collect(),
     )
+}
+
+/// A site with no figures yet: with in-use figures (0 so far) if `in_use`.
+fn empty_site(estimated: bool, frames: Vec<SiteFrame>, in_use: bool) -> Site {
+    Site {
+        allocations: 0,
+        allocated_bytes: 0,
+        live_bytes: 0,
+        in_use_allocations: in_use.then_some(0),
+        in_use_bytes: in_use.then_some(0),
+        estimated,
+        frames,
+    }
+}
+
+/// Adds an in-use figure to `site`'s.
+fn add_in_use(site: &mut Site, allocations: u64, bytes: u64) {
+    site.in_use_allocations = Some(site.in_use_allocations.unwrap_or(0) + allocations);
+    site.in_use_bytes = Some(site.in_use_bytes.unwrap_or(0) + bytes);
 }
 
 /// Adds `theirs` (another process's sites of the same line) to `ours`.
@@ -84,6 +125,9 @@ pub(crate) fn merge(ours: &mut Vec<Site>, theirs: &[Site]) {
                 sum.allocations += site.allocations;
                 sum.allocated_bytes += site.allocated_bytes;
                 sum.live_bytes += site.live_bytes;
+                if let (Some(n), Some(b)) = (site.in_use_allocations, site.in_use_bytes) {
+                    add_in_use(sum, n, b);
+                }
                 sum.estimated |= site.estimated;
             }
             None => {
@@ -98,7 +142,12 @@ pub(crate) fn merge(ours: &mut Vec<Site>, theirs: &[Site]) {
 fn ranked(merged: HashMap<Vec<SiteFrame>, Site>) -> Vec<Site> {
     let mut sites: Vec<Site> = merged
         .into_values()
-        .filter(|s| s.allocations != 0 || s.allocated_bytes != 0 || s.live_bytes != 0)
+        .filter(|s| {
+            s.allocations != 0
+                || s.allocated_bytes != 0
+                || s.live_bytes != 0
+                || s.in_use_bytes.is_some_and(|b| b != 0)
+        })
         .collect();
     sites.sort_by(|a, b| {
         b.allocated_bytes
@@ -109,31 +158,30 @@ fn ranked(merged: HashMap<Vec<SiteFrame>, Site>) -> Vec<Site> {
     });
     if sites.len() > KEPT_PER_LINE {
         let rest = sites.split_off(KEPT_PER_LINE - 1);
-        let mut other = Site {
-            allocations: 0,
-            allocated_bytes: 0,
-            live_bytes: 0,
-            estimated: rest[0].estimated,
-            frames: vec![SiteFrame {
-                function: format!("(other sites: {})", rest.len()),
-                file: None,
-                line: None,
-            }],
-        };
+        let frames = vec![SiteFrame {
+            function: format!("(other sites: {})", rest.len()),
+            file: None,
+            line: None,
+        }];
+        let in_use = rest[0].in_use_bytes.is_some();
+        let mut other = empty_site(rest[0].estimated, frames, in_use);
         for s in rest {
             other.allocations += s.allocations;
             other.allocated_bytes += s.allocated_bytes;
             other.live_bytes += s.live_bytes;
+            if let (Some(n), Some(b)) = (s.in_use_allocations, s.in_use_bytes) {
+                add_in_use(&mut other, n, b);
+            }
         }
         sites.push(other);
     }
     sites
 }
 
-/// The frames of `c`'s stack between its allocation and `span`'s function,
+/// The frames of a raw stack between its allocation and `span`'s function,
 /// their files named as `span`'s is (see [`shown_path`]).
-fn trimmed(c: &Charged, span: &Span<'_>) -> Vec<SiteFrame> {
-    let (mut frames, root) = below_function(c, span);
+fn trimmed(raw: &[usize], span: &Span<'_>) -> Vec<SiteFrame> {
+    let (mut frames, root) = below_function(raw, span);
     for frame in &mut frames {
         if let Some(file) = &mut frame.file {
             *file = shown_path(file, root.as_ref());
@@ -142,12 +190,12 @@ fn trimmed(c: &Charged, span: &Span<'_>) -> Vec<SiteFrame> {
     frames
 }
 
-/// The frames of `c`'s stack between its allocation and `span`'s function,
+/// The frames of a raw stack between its allocation and `span`'s function,
 /// with their files as debug information gives them, and the root that
 /// `span`'s `file!()` is relative to, where the function's frame was
 /// found with its file.
-fn below_function(c: &Charged, span: &Span<'_>) -> (Vec<SiteFrame>, Option<Root>) {
-    let symbols: Vec<SiteFrame> = c.frames.iter().flat_map(|&ip| symbols(ip)).collect();
+fn below_function(raw: &[usize], span: &Span<'_>) -> (Vec<SiteFrame>, Option<Root>) {
+    let symbols: Vec<SiteFrame> = raw.iter().flat_map(|&ip| symbols(ip)).collect();
     let mut frames = Vec::new();
     for frame in from_the_allocation(symbols) {
         if is_profiled(&frame, span) {

@@ -143,24 +143,7 @@ impl Tables {
             // SAFETY: an emptied set that no thread uses (see `retire`).
             return Some(unsafe { &*(reused as *const Tables) });
         }
-        let size = std::mem::size_of::<Tables>();
-        if !within_address_budget(size) {
-            return None;
-        }
-        // SAFETY: an anonymous private mapping; checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                size,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED || ptr.is_null() {
-            return None;
-        }
+        let ptr = super::mapping::map_zeroed(std::mem::size_of::<Tables>())?;
         MAPPED_SETS.fetch_add(1, Relaxed);
         let tables = ptr.cast::<Tables>();
         // SAFETY: zeroed memory is a valid `Tables` (atomics, cells and
@@ -369,30 +352,6 @@ impl Tables {
         let (word, bit) = maybe_bit(ptr);
         self.maybe_live[word].set(self.maybe_live[word].get() | bit);
     }
-}
-
-/// Whether `size` more bytes of address space may go to sites' tables:
-/// under `RLIMIT_AS` (`ulimit -v`), all threads' tables together take at
-/// most a sixteenth of the limit, so that the program keeps the address
-/// space it has unprofiled; threads past it record no sites.
-fn within_address_budget(size: usize) -> bool {
-    static MAPPED: AtomicUsize = AtomicUsize::new(0);
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid `rlimit` to fill.
-    let unlimited = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0
-        || limit.rlim_cur == libc::RLIM_INFINITY;
-    if unlimited {
-        return true;
-    }
-    let budget = usize::try_from(limit.rlim_cur / 16).unwrap_or(usize::MAX);
-    if MAPPED.fetch_add(size, Relaxed) + size <= budget {
-        return true;
-    }
-    MAPPED.fetch_sub(size, Relaxed);
-    false
 }
 
 /// The tables' locks, held (see `sites::hold_for_fork`), in the order

@@ -1,0 +1,83 @@
+//! Bytes in use now, by the rows that allocated them: for each profiled
+//! line and function, and each stack under a line, what it allocated that
+//! is still allocated, whoever frees the rest and on whichever thread
+//! (heap profilers' "in use"; the tables' `Live`).
+//!
+//! While sites are recorded, each recorded allocation (every one, or the
+//! sampled ones with their scaled weight) joins `blocks` under an origin
+//! (`origins`: the rows open when it was made and its stack), and adds its
+//! weight there; its free, on any thread, takes it off. A report sums the
+//! origins of a row. Every thread's frees are seen: with sites on, every
+//! thread's allocations and frees take the allocator's slow path.
+
+mod blocks;
+mod origins;
+
+pub(crate) use origins::{MAX_ROWS, Read, Row};
+
+use super::recorder::OpenRow;
+
+/// Records the block at `ptr`, allocated while `rows` were open (outermost
+/// first) through `frames`, standing for `count` allocations (in
+/// `COUNT_UNIT`s) of `bytes`.
+pub(crate) fn allocated(ptr: usize, rows: &[OpenRow], frames: &[usize], count: u64, bytes: u64) {
+    // Each row once (a call's own table and the aggregate are one row);
+    // past `MAX_ROWS`, the innermost takes the last place.
+    let mut kept = [Row { meta: 0, cell: 0 }; MAX_ROWS];
+    let mut n = 0;
+    for open in rows {
+        let row = Row {
+            meta: open.key.meta,
+            cell: open.key.cell,
+        };
+        if kept[..n].contains(&row) {
+            continue;
+        }
+        if n < MAX_ROWS {
+            kept[n] = row;
+            n += 1;
+        } else {
+            kept[MAX_ROWS - 1] = row;
+        }
+    }
+    let origin = origins::intern(&kept[..n], frames);
+    if origin == origins::NO_ORIGIN {
+        return;
+    }
+    let weight = blocks::Weight {
+        origin,
+        count,
+        bytes,
+    };
+    if blocks::insert(ptr, weight) {
+        origins::add(origin, count, bytes, 1);
+    }
+}
+
+/// The block at `ptr` is freed: if recorded, its origin no longer holds it.
+#[inline]
+pub(crate) fn freed(ptr: usize) {
+    if let Some(w) = blocks::remove(ptr) {
+        origins::add(w.origin, w.count, w.bytes, -1);
+    }
+}
+
+/// The origins in use of the function whose `FnMeta` is at `meta`.
+pub(crate) fn of_function(meta: usize) -> Vec<Read> {
+    origins::read(|row| row.meta == meta)
+}
+
+/// The locks of blocks and origins, held for `fork`.
+pub(crate) struct Held {
+    _origins: std::sync::MutexGuard<'static, ()>,
+    _blocks: blocks::Held,
+}
+
+/// Takes them (see `sites::hold_for_fork`).
+pub(crate) fn hold() -> Held {
+    let origins = origins::hold();
+    Held {
+        _origins: origins,
+        _blocks: blocks::hold(),
+    }
+}
