@@ -38,6 +38,82 @@ fn hand_off(to: &std::sync::mpsc::SyncSender<Vec<u8>>) {
     to.send(body).unwrap();
 }
 
+static CACHE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Builds a key across an await, on whichever worker resumes it.
+#[inline(never)]
+fn key_of(id: usize) -> String {
+    black_box(format!("order-{id:06}"))
+}
+
+/// An async handler that caches every key: the leak, across `.await`.
+#[memprof::profile]
+async fn handle(id: usize) -> usize {
+    tokio::task::yield_now().await;
+    let key = key_of(id);
+    tokio::task::yield_now().await;
+    let len = key.len();
+    CACHE.lock().unwrap().push(key);
+    len
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_async() {
+    if !is_child() {
+        return;
+    }
+    // The cache's own vector, made before any handler runs.
+    CACHE.lock().unwrap().reserve(1000);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let total: usize = runtime.block_on(async {
+        let tasks: Vec<_> = (0..200).map(|id| tokio::spawn(handle(id))).collect();
+        let mut total = 0;
+        for task in tasks {
+            total += task.await.unwrap();
+        }
+        total
+    });
+    assert_eq!(total, 200 * 12);
+}
+
+#[test]
+fn async_calls_have_sites_and_live_bytes_across_awaits_and_threads() {
+    let dir = child::scratch_dir("in-use-async");
+    let json = dir.join("report.json");
+    run_child(
+        "child_async",
+        &[
+            ("MEMPROF_SITES", "1"),
+            ("MEMPROF_REPORT", "exit"),
+            ("MEMPROF_JSON", json.to_str().unwrap()),
+        ],
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // 200 keys of 12 bytes, each in a block of its own, still cached.
+    let key = line(&report, "in_use::handle", "let key = key_of(id);");
+    assert_eq!((figures(key).0, figures(key).1), (200, 2400));
+    let sites = key["sites"].as_array().unwrap();
+    let top = &sites[0];
+    assert_eq!(top["allocated_bytes"], 2400, "{sites:?}");
+    assert_eq!(top["in_use_bytes"], 2400, "{sites:?}");
+    let names: Vec<&str> = top["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["function"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"in_use::key_of"), "{names:?}");
+    // The push into the reserved vector allocates nothing.
+    let push = line(&report, "in_use::handle", "push(key)");
+    assert_eq!((figures(push).0, figures(push).1), (0, 0));
+    let handle = line(&report, "in_use::handle", "async fn handle");
+    assert_eq!((figures(handle).0, figures(handle).1), (200, 2400));
+}
+
 #[test]
 #[ignore = "a child run: this file's tests start it"]
 fn child_service() {

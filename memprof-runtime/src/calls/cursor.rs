@@ -47,6 +47,10 @@ struct CursorRest {
     watch: Cell<(u32, i64)>,
     /// Where the current region's pool figures started, if read.
     pool: Cell<Option<crate::pool::PoolUsage>>,
+    /// An `async fn` call's cursor with a row open: the call's innermost
+    /// cursor before this one (see `calls::polling`).
+    enclosing: Cell<*const CursorHead>,
+    linked: Cell<bool>,
 }
 
 impl CursorRest {
@@ -56,6 +60,8 @@ impl CursorRest {
         gpu: Cell::new(None),
         watch: Cell::new((u32::MAX, 0)),
         pool: Cell::new(None),
+        enclosing: Cell::new(std::ptr::null()),
+        linked: Cell::new(false),
     };
 }
 
@@ -172,6 +178,9 @@ impl<'a> Cursor<'a> {
     }
 
     fn step(&self, frame: &Frame, next: u32) {
+        if get(&frame.state().is_async) {
+            self.follow(frame, next);
+        }
         if get(&frame.state().slow) {
             return self.step_sampled(frame, next);
         }
@@ -189,6 +198,24 @@ impl<'a> Cursor<'a> {
                 .closed(&stats, get(&frame.head.base) + stats.end);
         }
         self.open_next(frame, t, next);
+    }
+
+    /// Keeps an `async fn` call's innermost open cursor, for allocation
+    /// sites (see `calls::polling`): a cursor opening a row becomes it, and
+    /// one closing its last gives the place back to the one it encloses.
+    fn follow(&self, frame: &Frame, next: u32) {
+        let rest = self.rest();
+        let innermost = &frame.state().innermost_cursor;
+        if next != NO_CELL && !get(&rest.linked) {
+            set(&rest.enclosing, get(innermost));
+            set(innermost, &raw const self.head);
+            set(&rest.linked, true);
+        } else if next == NO_CELL && get(&rest.linked) {
+            if std::ptr::eq(get(innermost), &raw const self.head) {
+                set(innermost, get(&rest.enclosing));
+            }
+            set(&rest.linked, false);
+        }
     }
 
     /// [`Cursor::step`] of a thread-scope call that counts device
@@ -323,6 +350,17 @@ impl Cursor<'_> {
             self.enter(NO_CELL);
         }
     }
+}
+
+/// The cursor that `cursor` encloses in its `async fn` call (see
+/// [`Cursor::follow`]).
+///
+/// # Safety
+/// `cursor` is the head of a linked cursor of an `async fn` call, open.
+pub(super) unsafe fn enclosing(cursor: *const CursorHead) -> *const CursorHead {
+    // SAFETY: the caller's promise: a whole `Cursor` of a recording call
+    // (its head is its first field), whose rest is written.
+    unsafe { get(&(*cursor.cast::<Cursor<'static>>()).rest().enclosing) }
 }
 
 impl Drop for Cursor<'_> {

@@ -73,6 +73,11 @@ pub(crate) struct FrameState {
     /// table's own number) and the function's reset generation at entry.
     pub(super) sites_serial: Cell<u64>,
     pub(super) sites_generation: Cell<u64>,
+    /// An `async fn` call: its innermost cursor with a row open, and the
+    /// slot of its future where it registered (see `calls::polling`).
+    pub(super) is_async: Cell<bool>,
+    pub(super) innermost_cursor: Cell<*const crate::kernel::layout::CursorHead>,
+    poll_slot: Cell<*const super::polling::Slot>,
 }
 
 impl FrameState {
@@ -94,6 +99,9 @@ impl FrameState {
         entry: Cell::new(None),
         sites_serial: Cell::new(0),
         sites_generation: Cell::new(0),
+        is_async: Cell::new(false),
+        innermost_cursor: Cell::new(std::ptr::null()),
+        poll_slot: Cell::new(std::ptr::null()),
     };
 }
 
@@ -111,6 +119,11 @@ impl Frame {
     /// the call's exit; freed here, outside every figure, if it was not.
     #[inline]
     fn drop_state(&mut self) {
+        // SAFETY: null or the slot of the future this call runs in, which
+        // outlives it.
+        if let Some(slot) = unsafe { get(&self.state().poll_slot).as_ref() } {
+            slot.set(std::ptr::null());
+        }
         if let Some(own) = self.state().own.take() {
             alloc::untracked(|| drop(own));
         }
@@ -299,6 +312,15 @@ impl Frame {
         self.start_state();
         self.own_table(self.wanted_table());
         self.open();
+        set(&self.state().is_async, true);
+        if crate::sites::enabled() {
+            set(&self.state().poll_slot, super::polling::register(self));
+        }
+    }
+
+    /// An `async fn` call's innermost cursor with a row open, or null.
+    pub(super) fn innermost_cursor(&self) -> *const crate::kernel::layout::CursorHead {
+        get(&self.state().innermost_cursor)
     }
 
     /// Whether no open call of the function on this thread encloses this

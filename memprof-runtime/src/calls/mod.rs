@@ -11,6 +11,7 @@ mod beside;
 mod cursor;
 mod frame;
 mod meta;
+pub(crate) mod polling;
 mod sites;
 pub(crate) mod stack;
 mod task;

@@ -80,6 +80,9 @@ fn poll_exit(task: &mut TaskCounters, outer: PollScope) {
 pub struct Instrumented<F> {
     inner: ManuallyDrop<F>,
     task: TaskCounters,
+    /// The call's frame, once its first poll made it, for allocation
+    /// sites (see `calls::polling`).
+    frame: super::polling::Slot,
 }
 
 impl<F> Instrumented<F> {
@@ -94,6 +97,7 @@ impl<F> Instrumented<F> {
                 allocated: 0,
                 watermark: i64::MIN,
             },
+            frame: super::polling::Slot::new(),
         }
     }
 }
@@ -126,7 +130,7 @@ impl<F: Future> Future for Instrumented<F> {
         // SAFETY: projection of the pinning of `self` onto `inner`, which
         // stays in place until `Drop`.
         let inner = unsafe { Pin::new_unchecked(&mut *this.inner) };
-        inner.poll(cx)
+        super::polling::polling(&this.frame, || inner.poll(cx))
     }
 }
 

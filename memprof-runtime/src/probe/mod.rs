@@ -250,6 +250,14 @@ impl Drop for StackTail<'_> {
     }
 }
 
+/// Allocation sites, if recorded, read the rows open on a thread through
+/// [`open_rows::walk`].
+fn sites_read_open_rows() {
+    if crate::sites::enabled() {
+        crate::sites::set_walker(open_rows::walk);
+    }
+}
+
 /// [`SyncCall::start`] for a call the kernel does not enter: its first
 /// calls, tables, budgets, GPU, process scope, `MEMPROF=off` (null).
 #[inline(never)]
@@ -260,9 +268,7 @@ fn enter_slowly(meta: &'static FnMeta, first: u32) -> *const CursorHead {
     // Before any statement of this call, which may take the slow step.
     #[cfg(memprof_kernel)]
     set_slow(slow_step);
-    if crate::sites::enabled() {
-        crate::sites::set_walker(open_rows::walk);
-    }
+    sites_read_open_rows();
     let layout = Layout::new::<CallRecord>();
     let (room, place) = stack::push(layout);
     let record = room.cast::<CallRecord>();
@@ -391,6 +397,9 @@ impl<const N: usize> CallFrame<N> {
     #[inline]
     pub fn enter_async(&self) -> CallGuard<'_> {
         self.frame.enter_async();
+        if self.frame.is_recording() {
+            sites_read_open_rows();
+        }
         CallGuard::new(&self.frame, false)
     }
 

@@ -30,11 +30,6 @@ pub(super) fn walk(rows: &mut Rows) -> usize {
         return 0;
     };
     let counters = std::ptr::from_ref(t) as usize;
-    let Some((base, top)) = crate::calls::stack::extent(t) else {
-        return 0;
-    };
-    let call_room = std::mem::size_of::<CallRecord>().next_multiple_of(16);
-    let cursor_room = std::mem::size_of::<CursorRecord>().next_multiple_of(16);
     let mut n = 0;
     // NOTE: each key once as the walk goes, not the first `MAX_OPEN` rows
     // then each once: a recursion 10,000 deep opens the same few rows at
@@ -55,6 +50,23 @@ pub(super) fn walk(rows: &mut Rows) -> usize {
         rows[at] = MaybeUninit::new(OpenRow { key, start });
         n = at + 1;
     };
+    if let Some((base, top)) = crate::calls::stack::extent(t) {
+        walk_side_stack(counters, base, top, &mut push);
+    }
+    // `async fn` calls keep their rows in their futures.
+    crate::calls::polling::open_rows(&mut push);
+    n
+}
+
+/// The side stack's part of [`walk`], from `base` to `top`.
+fn walk_side_stack(
+    counters: usize,
+    base: usize,
+    top: usize,
+    push: &mut dyn FnMut(Option<Key>, u64),
+) {
+    let call_room = std::mem::size_of::<CallRecord>().next_multiple_of(16);
+    let cursor_room = std::mem::size_of::<CursorRecord>().next_multiple_of(16);
     let mut at = base;
     while at + 16 <= top {
         // SAFETY: inside the side stack's records, which this thread
@@ -133,5 +145,4 @@ pub(super) fn walk(rows: &mut Rows) -> usize {
             _ => break,
         }
     }
-    n
 }
