@@ -2,6 +2,9 @@
 //! allocated when the report is taken, whoever frees the rest and on
 //! whichever thread, with `MEMPROF_SITES=1` (exact).
 
+// A value made on a line of its own and returned: a row of its own.
+#![allow(clippy::let_and_return)]
+
 #[path = "support/child.rs"]
 mod child;
 

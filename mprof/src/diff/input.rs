@@ -51,6 +51,10 @@ pub struct LineRun {
     /// How many times the row's statements ran, over the calls.
     #[serde(default)]
     pub occurrences: u64,
+    /// Bytes the line allocated that were still in use when the report was
+    /// taken (`Live`); `None` without sites, or before memprof kept it.
+    #[serde(default)]
+    pub in_use_bytes: Option<u64>,
     #[serde(deserialize_with = "crate::printable::deserialize")]
     pub contents: String,
     /// Where the line's allocations came from, most bytes allocated first

@@ -137,6 +137,7 @@ mod tests {
                 allocations: None,
                 allocated_bytes: None,
                 occurrences: 1,
+                in_use_bytes: None,
                 contents: (*t).to_owned(),
                 sites: None,
             })

@@ -58,10 +58,14 @@ pub struct FunctionRow {
     pub calls: u64,
     /// The highest peak of one call.
     pub peak: u64,
-    /// Bytes its calls kept, over all of them: the `fn` row's increment.
+    /// Bytes its calls kept, over all of them: the `fn` row's increment;
+    /// or, where the snapshot has them (`live`), the bytes its calls
+    /// allocated that are still in use, whoever frees the rest.
     pub kept: i64,
     /// Growth of `kept` per minute since the previous snapshot.
     pub kept_per_minute: Option<f64>,
+    /// `kept` is the Live figure: bytes in use (`MEMPROF_SITES`).
+    pub live: bool,
     /// Allocations per second since the previous snapshot.
     pub allocs_per_second: Option<f64>,
     /// The function's rows, for its line table.
@@ -75,6 +79,8 @@ pub struct LineFigures {
     pub increment: Option<i64>,
     pub peak: Option<u64>,
     pub occurrences: u64,
+    /// Bytes in use that the line allocated (`Live`), with sites.
+    pub live: Option<u64>,
     pub contents: String,
 }
 
@@ -85,6 +91,7 @@ impl From<&LineRun> for LineFigures {
             increment: line.increment,
             peak: line.peak,
             occurrences: line.occurrences,
+            live: line.in_use_bytes,
             contents: line.contents.clone(),
         }
     }
@@ -99,13 +106,13 @@ pub fn rows(now: &Snapshot, before: Option<&Snapshot>) -> Vec<FunctionRow> {
     now.functions
         .iter()
         .map(|function| {
-            let (kept, peak, allocs) = fn_figures(function);
+            let (kept, peak, allocs, live) = fn_figures(function);
             let earlier = before.and_then(|b| {
                 b.functions
                     .iter()
                     .find(|f| f.name == function.name && f.file == function.file)
             });
-            let (kept_before, _, allocs_before) = earlier.map(fn_figures).unwrap_or_default();
+            let (kept_before, _, allocs_before, _) = earlier.map(fn_figures).unwrap_or_default();
             FunctionRow {
                 name: function.name.clone(),
                 file: function.file.clone(),
@@ -113,6 +120,7 @@ pub fn rows(now: &Snapshot, before: Option<&Snapshot>) -> Vec<FunctionRow> {
                 peak,
                 kept,
                 kept_per_minute: seconds.map(|s| (kept - kept_before) as f64 / s * 60.0),
+                live,
                 allocs_per_second: seconds.map(|s| allocs.saturating_sub(allocs_before) as f64 / s),
                 lines: function.lines.iter().map(LineFigures::from).collect(),
             }
@@ -120,16 +128,19 @@ pub fn rows(now: &Snapshot, before: Option<&Snapshot>) -> Vec<FunctionRow> {
         .collect()
 }
 
-/// A function's kept bytes, highest call peak and allocations: its `fn`
-/// row's.
-fn fn_figures(function: &FunctionRun) -> (i64, u64, u64) {
+/// A function's kept bytes (its bytes in use, where the snapshot has
+/// them), highest call peak and allocations: its `fn` row's; and whether
+/// the first is bytes in use.
+fn fn_figures(function: &FunctionRun) -> (i64, u64, u64, bool) {
     match function.fn_row() {
         Some(row) => (
-            row.increment.unwrap_or(0),
+            row.in_use_bytes
+                .map_or(row.increment.unwrap_or(0), |b| b as i64),
             row.peak.unwrap_or(0),
             row.allocations.unwrap_or(0),
+            row.in_use_bytes.is_some(),
         ),
-        None => (0, 0, 0),
+        None => (0, 0, 0, false),
     }
 }
 

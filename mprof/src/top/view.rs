@@ -55,7 +55,7 @@ fn header_lines(app: &App) -> Vec<Line<'static>> {
             "{} function{}, sorted by {}{}",
             app.rows.len(),
             if app.rows.len() == 1 { "" } else { "s" },
-            app.sort.name(),
+            live_named(app.sort.name(), is_live(app)),
             match app.filter.is_empty() && !app.editing_filter {
                 true => String::new(),
                 false => format!(", filter: {}{}", app.filter, cursor(app)),
@@ -108,6 +108,20 @@ pub fn width_for_whole_names(app: &App) -> u16 {
     name + FIGURE_COLUMNS.iter().sum::<u16>() + COLUMN_GAPS
 }
 
+/// Whether the figures are bytes in use (the snapshot has them: sites are
+/// recorded), not kept bytes.
+fn is_live(app: &App) -> bool {
+    app.rows.iter().any(|r| r.live)
+}
+
+/// A sort key's name, `kept` read as `live` where the figures are.
+fn live_named(name: &str, live: bool) -> String {
+    match live {
+        true => name.replace("kept", "live"),
+        false => name.to_owned(),
+    }
+}
+
 /// `name` in `room` columns: its end kept, where a function's own name is,
 /// and its start elided (`…::grow_cache`).
 fn elide_left(name: &str, room: usize) -> String {
@@ -120,10 +134,11 @@ fn elide_left(name: &str, room: usize) -> String {
 }
 
 fn draw_functions(frame: &mut Frame, app: &App, area: Rect) {
-    let header = header_row(
-        &["Function", "Calls", "Peak", "Kept", "Kept/min", "Allocs/s"],
-        0,
-    );
+    let header = match is_live(app) {
+        true => ["Function", "Calls", "Peak", "Live", "Live/min", "Allocs/s"],
+        false => ["Function", "Calls", "Peak", "Kept", "Kept/min", "Allocs/s"],
+    };
+    let header = header_row(&header, 0);
     let marks = if app.once { 0 } else { HIGHLIGHT };
     let room = area
         .width
@@ -168,35 +183,39 @@ fn draw_lines(frame: &mut Frame, app: &App, name: &str, area: Rect) {
         function.name, function.file, function.calls
     );
     frame.render_widget(Paragraph::new(title_text), title);
-    let header = header_row(
-        &[
-            "Line #",
-            "Increment",
-            "Peak",
-            "Occurrences",
-            "Line Contents",
-        ],
-        4,
-    );
+    // Bytes in use by the line that made them, where the snapshot has them.
+    let live = function.lines.iter().any(|l| l.live.is_some());
+    let mut titles = vec!["Line #", "Increment", "Peak"];
+    let mut widths = vec![
+        Constraint::Length(7),
+        Constraint::Length(11),
+        Constraint::Length(11),
+    ];
+    if live {
+        titles.push("Live");
+        widths.push(Constraint::Length(11));
+    }
+    titles.extend(["Occurrences", "Line Contents"]);
+    widths.extend([Constraint::Length(12), Constraint::Min(20)]);
+    let header = header_row(&titles, titles.len() - 1);
     let rows = function.lines.iter().map(|line| {
         let figure = |value: Option<String>| Line::from(value.unwrap_or_default()).right_aligned();
-        Row::new([
+        let mut cells = vec![
             Cell::from(Line::from(line.line.to_string()).right_aligned()),
             Cell::from(figure(line.increment.map(bytes))),
             Cell::from(figure(line.peak.map(|p| bytes(p as i64)))),
+        ];
+        if live {
+            cells.push(Cell::from(figure(line.live.map(|b| bytes(b as i64)))));
+        }
+        cells.extend([
             Cell::from(figure(
                 (line.occurrences > 0).then(|| line.occurrences.to_string()),
             )),
             Cell::from(line.contents.clone()),
-        ])
+        ]);
+        Row::new(cells)
     });
-    let widths = [
-        Constraint::Length(7),
-        Constraint::Length(11),
-        Constraint::Length(11),
-        Constraint::Length(12),
-        Constraint::Min(20),
-    ];
     frame.render_widget(Table::new(rows, widths).header(header), table_area);
 }
 
