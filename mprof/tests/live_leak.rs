@@ -18,7 +18,7 @@
 mod common;
 
 use common::live::{Service, snapshot};
-use common::scratch;
+use common::{mprof, scratch};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -130,7 +130,9 @@ fn growth(before: &Value, after: &Value, function: &str, text: &str, field: &str
     at(after) - at(before)
 }
 
-/// Runs the service with `sites`, and returns two snapshots `orders` apart.
+/// Runs the service with `sites`, and returns two snapshots `orders` apart
+/// (also written in `name`'s scratch directory as `before.json` and
+/// `after.json`).
 fn two_snapshots(sites: &str, name: &str, orders_between: usize) -> (Value, Value) {
     let dir = scratch(name);
     let service = Service::start(
@@ -221,6 +223,36 @@ fn exact_live_growth_is_the_leak_to_the_byte_and_nothing_elsewhere() {
         !names.iter().any(|n| n.contains("memprof_runtime")),
         "{names:?}"
     );
+    // `mprof diff` of the two snapshots ranks by what grew in use: the
+    // handler first, grown; the healthy functions the same.
+    let dir = scratch_of("live-leak-exact");
+    let out = mprof(&dir, &["diff", "before.json", "after.json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let statuses: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("Filename:"))
+        .map(|l| l.split("Function: ").nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "live_leak::handle_order   Status: grew",
+            "live_leak::normalize_sku   Status: same",
+            "live_leak::price_order   Status: same",
+        ],
+        "{text}"
+    );
+    // 2,000 orders of 312 bytes: 624,000 B.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(" Live ") && l.contains("+609.4 KiB")),
+        "{text}"
+    );
+}
+
+/// The scratch directory `scratch(name)` made, without emptying it.
+fn scratch_of(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("mprof-{name}"))
 }
 
 #[test]

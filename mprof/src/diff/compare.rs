@@ -36,6 +36,12 @@ pub fn compare<'a>(
             .any(|f| f.fn_row().is_some_and(|r| r.allocated_bytes.is_some()))
     };
     let allocated = has_allocated(base) || has_allocated(head);
+    let has_live = |run: &RunReport| {
+        run.functions
+            .iter()
+            .any(|f| f.fn_row().is_some_and(|r| r.in_use_bytes.is_some()))
+    };
+    let live = has_live(base) && has_live(head);
     // A base where nothing ran (`--allow-empty-base`: the change that adds
     // memprof) makes every function new, and none of them a regression.
     let judge_new = base.functions.iter().any(|f| f.calls > 0);
@@ -56,6 +62,7 @@ pub fn compare<'a>(
                 Figure::GpuPeak,
                 Figure::AllocsPerCall,
                 Figure::AllocatedPerCall,
+                Figure::Live,
             ];
             let changes: Vec<Change> = figures
                 .iter()
@@ -63,6 +70,7 @@ pub fn compare<'a>(
                 .filter(|&(_, &figure)| figure != Figure::GpuPeak || gpu)
                 .filter(|&(_, &figure)| figure != Figure::AllocsPerCall || allocations)
                 .filter(|&(_, &figure)| figure != Figure::AllocatedPerCall || allocated)
+                .filter(|&(_, &figure)| figure != Figure::Live || live)
                 .map(|(i, &figure)| Change {
                     figure,
                     base: bf.and_then(|f| f[i]),

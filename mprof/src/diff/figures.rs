@@ -18,6 +18,10 @@ pub enum Figure {
     AllocsPerCall,
     /// Bytes allocated per call, freed or not (the churn).
     AllocatedPerCall,
+    /// Bytes its calls allocated that are still in use, over all its calls
+    /// (`in_use_bytes`, with sites): a total, not per call, as what a
+    /// leak adds between two snapshots is.
+    Live,
 }
 
 impl Figure {
@@ -29,6 +33,7 @@ impl Figure {
             Figure::GpuPeak => "GPU peak",
             Figure::AllocsPerCall => "Allocs/call",
             Figure::AllocatedPerCall => "Allocated/call",
+            Figure::Live => "Live",
         }
     }
 
@@ -145,6 +150,11 @@ impl FunctionDiff<'_> {
     /// a missing side counts as 0, so that a new or removed function's is
     /// its own size.
     pub fn size_of_change(&self) -> u64 {
+        // Where the runs have bytes in use, what grew in use ranks: a
+        // steady leak keeps the same per call, and grows only there.
+        if let Some(live) = self.changes.iter().find(|c| c.figure == Figure::Live) {
+            return live.delta().unsigned_abs();
+        }
         self.byte_changes()
             .map(|c| c.delta().unsigned_abs())
             .max()
@@ -181,10 +191,10 @@ impl FunctionDiff<'_> {
 }
 
 /// The per-call figures of one run of a function: calls, peak, kept per
-/// call, GPU peak, allocations and bytes allocated per call. A function that
-/// never ran has 0 of each but GPU peak and the allocation figures, which a
-/// run may not have.
-pub(super) fn figures(function: &FunctionRun) -> [Option<i64>; 6] {
+/// call, GPU peak, allocations and bytes allocated per call, and bytes in
+/// use. A function that never ran has 0 of each but GPU peak, the
+/// allocation figures and bytes in use, which a run may not have.
+pub(super) fn figures(function: &FunctionRun) -> [Option<i64>; 7] {
     let row = function.fn_row();
     let calls = function.calls;
     let peak = row.and_then(|r| r.peak).unwrap_or(0);
@@ -199,6 +209,7 @@ pub(super) fn figures(function: &FunctionRun) -> [Option<i64>; 6] {
             .map(|n| per_call(to_i64(n), calls)),
         row.and_then(|r| r.allocated_bytes)
             .map(|n| per_call(to_i64(n), calls)),
+        row.and_then(|r| r.in_use_bytes).map(to_i64),
     ]
 }
 
