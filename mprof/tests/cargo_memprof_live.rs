@@ -50,7 +50,7 @@ fn the_readme_recipe_works_under_cargo_memprof_run() {
     assert_eq!(
         recipe,
         [
-            "MEMPROF_LIVE=1 cargo memprof run --release &",
+            "MEMPROF_LIVE=1 cargo memprof run --release --sites=sample &",
             "mprof snapshot $! -o before.json",
             "mprof snapshot $! -o after.json",
             "mprof diff before.json after.json",
@@ -62,9 +62,9 @@ fn the_readme_recipe_works_under_cargo_memprof_run() {
     let dir = fixture("live", 27);
     let runtime = TempDir::new("live-runtime");
     let _turn = turn();
-    // `MEMPROF_LIVE=1 cargo memprof run --release &` (the fixture's
+    // `MEMPROF_LIVE=1 cargo memprof run --release --sites=sample &` (the fixture's
     // service mode on), its output read here.
-    let mut service = command(&dir, &["run", "--release", "--offline"])
+    let mut service = command(&dir, &["run", "--release", "--sites=sample", "--offline"])
         .env("MEMPROF_LIVE", "1")
         .env("FIXTURE_SERVE", "1")
         .env("XDG_RUNTIME_DIR", &*runtime)
@@ -112,10 +112,10 @@ fn the_readme_recipe_works_under_cargo_memprof_run() {
     once.insert(1, "--once".to_owned());
     let top = mprof(&dir, &runtime, &once);
     assert!(top.status.success(), "{top:?}");
-    assert!(
-        String::from_utf8_lossy(&top.stdout).contains("helper::squares"),
-        "{top:?}"
-    );
+    let frame = String::from_utf8_lossy(&top.stdout);
+    assert!(frame.contains("helper::squares"), "{top:?}");
+    // Sites sampled: the frame shows bytes in use, not kept bytes.
+    assert!(frame.contains("Live/min"), "{frame}");
 
     // `kill $!`: passed on to the program, which writes its report; then
     // cargo-memprof prints it and exits as the program did.
