@@ -593,3 +593,21 @@ fn other_schema_versions_are_refused() {
         "mprof: cannot read bad.json: schema 2 is newer than this mprof reads (1); update mprof\n"
     );
 }
+
+#[test]
+fn allocations_per_call_below_one_are_shown_not_rounded_to_zero() {
+    let dir = scratch("diff-allocs-per-call");
+    // 20 allocations over 113,331 calls, then 40.
+    let mut base = simple("app::parse", 113_331, 0, 64);
+    base["lines"][1]["allocations"] = json!(20);
+    let mut head = simple("app::parse", 113_331, 0, 64);
+    head["lines"][1]["allocations"] = json!(40);
+    write(&dir, "base.json", vec![base]);
+    write(&dir, "head.json", vec![head]);
+    let (out, err, code) = diff(&dir, &["base.json", "head.json", "--all"]);
+    assert_eq!((err.as_str(), code), ("", Some(0)));
+    assert!(
+        out.contains(" Allocs/call   0.00018   0.00035   +0.00018    +100.0%\n"),
+        "{out}"
+    );
+}

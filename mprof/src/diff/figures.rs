@@ -42,6 +42,12 @@ impl Figure {
         !matches!(self, Figure::Calls | Figure::AllocsPerCall)
     }
 
+    /// Whether the figure is kept in millionths (allocations per call,
+    /// where 20 allocations over 113,331 calls are 0.00018, not 0).
+    pub fn is_millionths(self) -> bool {
+        self == Figure::AllocsPerCall
+    }
+
     /// Whether the figure is memory held, which can regress: checked
     /// against `--fail-over` and judged in a function's status. Bytes
     /// allocated are work, as allocation counts are: shown, not judged.
@@ -206,7 +212,7 @@ pub(super) fn figures(function: &FunctionRun) -> [Option<i64>; 7] {
         Some(kept),
         gpu_peak.map(to_i64),
         row.and_then(|r| r.allocations)
-            .map(|n| per_call(to_i64(n), calls)),
+            .map(|n| millionths_per_call(n, calls)),
         row.and_then(|r| r.allocated_bytes)
             .map(|n| per_call(to_i64(n), calls)),
         row.and_then(|r| r.in_use_bytes).map(to_i64),
@@ -219,6 +225,15 @@ pub fn per_call(total: i64, calls: u64) -> i64 {
     match calls {
         0 => 0,
         n => total / to_i64(n),
+    }
+}
+
+/// `total` over `calls` calls in millionths, rounded toward zero; 0
+/// without calls.
+fn millionths_per_call(total: u64, calls: u64) -> i64 {
+    match calls {
+        0 => 0,
+        n => to_i64((u128::from(total) * 1_000_000 / u128::from(n)).min(i64::MAX as u128) as u64),
     }
 }
 

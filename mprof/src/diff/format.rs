@@ -19,17 +19,39 @@ pub fn side(change: &Change, value: Option<i64>) -> String {
     match value {
         None => String::new(),
         Some(v) if change.figure.is_bytes() => bytes(v),
+        Some(v) if change.figure.is_millionths() => millionths(v),
         Some(v) => v.to_string(),
+    }
+}
+
+/// A count kept in millionths: whole where it is (`11`), else two
+/// significant digits, at least one decimal, no trailing zero (`1.5`,
+/// `0.00018`, `11.3`).
+pub fn millionths(v: i64) -> String {
+    if v % 1_000_000 == 0 {
+        return (v / 1_000_000).to_string();
+    }
+    let x = v as f64 / 1e6;
+    let digits = (1 - x.abs().log10().floor() as i32).max(1) as usize;
+    let text = format!("{x:.digits$}");
+    let trimmed = text.trim_end_matches('0');
+    match trimmed.ends_with('.') {
+        true => format!("{trimmed}0"),
+        false => trimmed.to_owned(),
     }
 }
 
 /// The change, signed: `+256.0 KiB`, `-1`, `0 B`.
 pub fn delta(change: &Change) -> String {
     let delta = change.delta();
+    let text = match change.figure.is_millionths() {
+        true => millionths(delta),
+        false => delta.to_string(),
+    };
     match change.figure.is_bytes() {
         true => signed_bytes(delta),
-        false if delta > 0 => format!("+{delta}"),
-        false => delta.to_string(),
+        false if delta > 0 => format!("+{text}"),
+        false => text,
     }
 }
 
@@ -93,6 +115,17 @@ mod tests {
         assert_eq!(bytes(-1536), "-1.5 KiB");
         assert_eq!(bytes(8 << 20), "8.0 MiB");
         assert_eq!(bytes(3 << 30), "3.0 GiB");
+    }
+
+    #[test]
+    fn allocations_per_call_below_one_are_not_zero() {
+        // 20 allocations over 113,331 calls.
+        assert_eq!(millionths(20 * 1_000_000 / 113_331), "0.00018");
+        assert_eq!(millionths(11_000_000), "11");
+        assert_eq!(millionths(1_500_000), "1.5");
+        assert_eq!(millionths(11_333_333), "11.3");
+        assert_eq!(millionths(-500_000), "-0.5");
+        assert_eq!(millionths(0), "0");
     }
 
     #[test]
