@@ -33,6 +33,7 @@ impl Scene {
             let color = color_of(&call.name);
             let label = &labels[&call.name];
             let text = format!("{label} {:.3}s", call.duration());
+            let figures = format!(" {:.3}s", call.duration());
             let depth = call.depth.unwrap_or_else(|| inferred_depth(calls, index));
             let start = (call.start.time - origin, call.start.mib);
             let end = (call.end.time - origin, call.end.mib);
@@ -53,7 +54,7 @@ impl Scene {
                     color,
                 });
             }
-            rows.push((call.name.as_str(), color, text, call));
+            rows.push((call.name.as_str(), color, (label.clone(), figures), call));
         }
         if !flame {
             // Brackets closer than a few pixels merge: a thousand calls a
@@ -78,10 +79,11 @@ impl Scene {
             })
         });
         if rows.len() <= room && !merged {
-            for (_, color, text, _) in rows {
+            for (_, color, (text, figures), _) in rows {
                 self.legend.push(LegendRow {
                     icon: icon(color),
                     text,
+                    figures,
                 });
             }
             return;
@@ -111,20 +113,22 @@ impl Scene {
                 Some(t) => (t.calls, t.covered),
                 None => (*lines, summary::covered(spans)),
             };
-            let text = if calls == 1 {
-                format!("{label} {covered:.3}s")
+            let figures = if calls == 1 {
+                format!(" {covered:.3}s")
             } else {
-                format!("{label} ×{calls}, {covered:.3}s covered")
+                format!(" ×{calls}, {covered:.3}s covered")
             };
             self.legend.push(LegendRow {
                 icon: icon(*color),
-                text,
+                text: label.clone(),
+                figures,
             });
         }
         if shown < grouped.len() {
             self.legend.push(LegendRow {
                 icon: Icon::None,
                 text: format!("… {} more functions", grouped.len() - shown),
+                figures: String::new(),
             });
         }
     }

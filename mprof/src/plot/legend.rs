@@ -62,10 +62,30 @@ impl Scene {
                 Icon::None => {}
             }
             let text_x = x + 36;
-            let text = text::fit(&row.text, 13.0, false, (right - text_x - 6) as f32);
+            let text = row_text(row, (right - text_x - 6) as f32);
             labels.push(Label::new(text, (text_x, y), 13.0));
         }
         Ok(())
+    }
+}
+
+/// A legend row in `room` pixels: its name cut in the middle where it must,
+/// its figures whole; where not even they fit beside three characters of
+/// the name, the whole row cut as one.
+fn row_text(row: &LegendRow, room: f32) -> String {
+    let whole = format!("{}{}", row.text, row.figures);
+    if text::width(&whole, 13.0, false) <= room {
+        return whole;
+    }
+    let name = text::fit(
+        &row.text,
+        13.0,
+        false,
+        room - text::width(&row.figures, 13.0, false),
+    );
+    match name.chars().count() >= 3 {
+        true => format!("{name}{}", row.figures),
+        false => text::fit(&whole, 13.0, false, room),
     }
 }
 
@@ -192,5 +212,21 @@ mod tests {
         );
         assert_eq!(labels(&["run.dat", "run_2.dat"]), ["run.dat", "2"]);
         assert_eq!(labels(&["x.dat", "x.dat"]), ["x.dat #1", "x.dat #2"]);
+    }
+
+    #[test]
+    fn a_legend_row_cuts_its_name_never_its_figures() {
+        let row = LegendRow {
+            icon: Icon::None,
+            text: "md::parser::parse_paragraph".to_owned(),
+            figures: " ×26, 1.234s covered".to_owned(),
+        };
+        let whole = "md::parser::parse_paragraph ×26, 1.234s covered";
+        let width = text::width(whole, 13.0, false);
+        assert_eq!(row_text(&row, width), whole);
+        let cut = row_text(&row, width - 40.0);
+        assert!(cut.ends_with(" ×26, 1.234s covered"), "{cut}");
+        assert!(cut.starts_with("md::p") && cut.contains('…'), "{cut}");
+        assert!(text::width(&cut, 13.0, false) <= width - 40.0, "{cut}");
     }
 }

@@ -113,10 +113,12 @@ impl Scene {
             self.legend.push(LegendRow {
                 icon: Icon::Line(color, Stroke::Solid),
                 text: format!("{prefix}RSS"),
+                figures: String::new(),
             });
             self.legend.push(LegendRow {
                 icon: Icon::Line(peak_color, Stroke::Dotted),
-                text: format!("{prefix}peak {:.1} MiB at {:.2}s", peak.1, peak.0),
+                text: format!("{prefix}peak"),
+                figures: format!(" {:.1} MiB at {:.2}s", peak.1, peak.0),
             });
         }
         self.curves.push(Curve {
@@ -141,6 +143,7 @@ impl Scene {
             self.legend.push(LegendRow {
                 icon: Icon::Line(color, stroke),
                 text: format!("{prefix}{label}"),
+                figures: String::new(),
             });
             let top = points
                 .iter()
@@ -150,7 +153,8 @@ impl Scene {
                 self.peaks.push(PeakMark { at: top, color });
                 self.legend.push(LegendRow {
                     icon: Icon::Line(color, Stroke::Dotted),
-                    text: format!("{prefix}{label} peak {:.1} MiB at {:.2}s", top.1, top.0),
+                    text: format!("{prefix}{label} peak"),
+                    figures: format!(" {:.1} MiB at {:.2}s", top.1, top.0),
                 });
             }
             self.curves.push(Curve {
