@@ -141,6 +141,13 @@ pub fn peak(args: &[OsString]) -> Result<(), Error> {
         }
         if let Some(heap) = crate::dat::peak(&profile.heap) {
             println!("  Heap\t\t\t{:.3} MiB", heap.mib);
+            if heap.mib > peak {
+                // Both count capacity, but RSS only the pages written.
+                println!(
+                    "  (the heap's peak is above RSS's: it counts what was reserved, as a Vec's \
+                     capacity, and RSS only the pages written)"
+                );
+            }
         }
         if let Some(gpu) = crate::dat::peak(&profile.gpu) {
             println!("  GPU\t\t\t{:.3} MiB", gpu.mib);

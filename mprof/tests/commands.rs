@@ -82,6 +82,19 @@ fn the_default_name_and_the_file_commands() {
         stdout(&out),
         "mprofile_20200101000000.dat\t7.250 MiB\nother.dat\t7.250 MiB\n"
     );
+    // A heap above RSS (a reserved, unwritten capacity) is said to be so.
+    std::fs::write(
+        dir.join("reserved.dat"),
+        "CMDLINE x\nMEM 5.000000 1795300840.0000\nHEAP 228.900000 1795300840.0500\n",
+    )
+    .unwrap();
+    let out = mprof(&dir, &["peak", "reserved.dat"]);
+    assert_eq!(
+        stdout(&out),
+        "reserved.dat\t5.000 MiB\n  Heap\t\t\t228.900 MiB\n  (the heap's peak is above RSS's: it \
+         counts what was reserved, as a Vec's capacity, and RSS only the pages written)\n"
+    );
+    std::fs::remove_file(dir.join("reserved.dat")).unwrap();
     let out = mprof(&dir, &["plot"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let png = recorded.replace(".dat", ".png");
