@@ -611,3 +611,32 @@ fn allocations_per_call_below_one_are_shown_not_rounded_to_zero() {
         "{out}"
     );
 }
+
+#[test]
+fn a_framework_s_pool_is_compared_where_either_report_read_one() {
+    let dir = scratch("diff-pool");
+    let mut base = simple("app::train", 1, 0, 64);
+    base["lines"][1]["pool_allocated"] = json!(1u64 << 20);
+    base["lines"][1]["pool_reserved"] = json!(4u64 << 20);
+    let mut head = simple("app::train", 1, 0, 64);
+    head["lines"][1]["pool_allocated"] = json!(3u64 << 20);
+    head["lines"][1]["pool_reserved"] = json!(8u64 << 20);
+    write(&dir, "base.json", vec![base]);
+    write(&dir, "head.json", vec![head]);
+    // The tensors held grew: judged; the reserve, a cache, is shown only.
+    let (out, err, code) = diff(&dir, &["base.json", "head.json", "--fail-over", "50%"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(
+        out,
+        r#"Filename: src/app.rs   Function: app::train   Status: grew   Past --fail-over: Pool allocated
+
+ Figure              Base      Head     Change   Change %
+=========================================================
+ Calls                  1         1          0       0.0%
+ Peak                64 B      64 B        0 B       0.0%
+ Kept/call            0 B       0 B        0 B       0.0%
+ Pool allocated   1.0 MiB   3.0 MiB   +2.0 MiB    +200.0%
+ Pool reserved    4.0 MiB   8.0 MiB   +4.0 MiB    +100.0%
+"#
+    );
+}

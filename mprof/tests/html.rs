@@ -382,6 +382,41 @@ fn a_gpu_peak_column_where_the_run_counted_device_allocations() {
 }
 
 #[test]
+fn pool_and_live_columns_where_the_run_has_them() {
+    let [summary, lines, build] = page_with(
+        "html-pool",
+        1,
+        "pool_allocated",
+        [3 << 20, 3 << 20, 1 << 20],
+    );
+    assert_summary_column(
+        &summary,
+        "<th class=\"num\">Pool allocated</th>",
+        "<td class=\"num\" data-sort=\"3145728\">3.0 MiB</td>",
+    );
+    assert!(
+        lines.contains(
+            "<th class=\"num\">Pool allocated</th><th class=\"num\">Pool increment</th>\
+             <th class=\"num\">Pool reserved</th>"
+        ),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("<td class=\"num\" data-sort=\"1048576\">1.0 MiB</td>"),
+        "{lines}"
+    );
+    assert!(!build.contains("Pool"), "{build}");
+    let [summary, lines, build] = page_with("html-live", 1, "in_use_bytes", [4096, 4096, 0]);
+    assert_summary_column(
+        &summary,
+        "<th class=\"num\">Live</th>",
+        "<td class=\"num\" data-sort=\"4096\">4.0 KiB</td>",
+    );
+    assert!(lines.contains("<th class=\"num\">Live</th>"), "{lines}");
+    assert!(!build.contains("Live"), "{build}");
+}
+
+#[test]
 fn an_allocs_column_where_the_run_counted_allocations() {
     // The `fn` row's count is the calls', as in memprof's summary.
     let [summary, lines, build] = page_with("html-allocs", 2, "allocations", [6, 4, 0]);

@@ -42,6 +42,12 @@ pub fn compare<'a>(
             .any(|f| f.fn_row().is_some_and(|r| r.in_use_bytes.is_some()))
     };
     let live = has_live(base) && has_live(head);
+    let has_pool = |run: &RunReport| {
+        run.functions
+            .iter()
+            .any(|f| f.fn_row().is_some_and(|r| r.pool_allocated.is_some()))
+    };
+    let pool = has_pool(base) || has_pool(head);
     // A base where nothing ran (`--allow-empty-base`: the change that adds
     // memprof) makes every function new, and none of them a regression.
     let judge_new = base.functions.iter().any(|f| f.calls > 0);
@@ -63,6 +69,8 @@ pub fn compare<'a>(
                 Figure::AllocsPerCall,
                 Figure::AllocatedPerCall,
                 Figure::Live,
+                Figure::PoolAllocated,
+                Figure::PoolReserved,
             ];
             let changes: Vec<Change> = figures
                 .iter()
@@ -71,6 +79,9 @@ pub fn compare<'a>(
                 .filter(|&(_, &figure)| figure != Figure::AllocsPerCall || allocations)
                 .filter(|&(_, &figure)| figure != Figure::AllocatedPerCall || allocated)
                 .filter(|&(_, &figure)| figure != Figure::Live || live)
+                .filter(|&(_, &figure)| {
+                    !matches!(figure, Figure::PoolAllocated | Figure::PoolReserved) || pool
+                })
                 .map(|(i, &figure)| Change {
                     figure,
                     base: bf.and_then(|f| f[i]),

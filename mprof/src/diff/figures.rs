@@ -22,6 +22,11 @@ pub enum Figure {
     /// (`in_use_bytes`, with sites): a total, not per call, as what a
     /// leak adds between two snapshots is.
     Live,
+    /// A framework's pool (`memprof::watch_pool`), the `fn` row's: bytes in
+    /// its live tensors after a call, and held from the driver, the highest
+    /// over calls.
+    PoolAllocated,
+    PoolReserved,
 }
 
 impl Figure {
@@ -34,6 +39,8 @@ impl Figure {
             Figure::AllocsPerCall => "Allocs/call",
             Figure::AllocatedPerCall => "Allocated/call",
             Figure::Live => "Live",
+            Figure::PoolAllocated => "Pool allocated",
+            Figure::PoolReserved => "Pool reserved",
         }
     }
 
@@ -50,9 +57,10 @@ impl Figure {
 
     /// Whether the figure is memory held, which can regress: checked
     /// against `--fail-over` and judged in a function's status. Bytes
-    /// allocated are work, as allocation counts are: shown, not judged.
+    /// allocated are work, as allocation counts are: shown, not judged; so
+    /// is a pool's reserve, a cache the framework keeps.
     pub fn is_held(self) -> bool {
-        self.is_bytes() && self != Figure::AllocatedPerCall
+        self.is_bytes() && !matches!(self, Figure::AllocatedPerCall | Figure::PoolReserved)
     }
 }
 
@@ -197,10 +205,10 @@ impl FunctionDiff<'_> {
 }
 
 /// The per-call figures of one run of a function: calls, peak, kept per
-/// call, GPU peak, allocations and bytes allocated per call, and bytes in
-/// use. A function that never ran has 0 of each but GPU peak, the
+/// call, GPU peak, allocations and bytes allocated per call, bytes in
+/// use, and a framework's pool. A function that never ran has 0 of each but GPU peak, the
 /// allocation figures and bytes in use, which a run may not have.
-pub(super) fn figures(function: &FunctionRun) -> [Option<i64>; 7] {
+pub(super) fn figures(function: &FunctionRun) -> [Option<i64>; 9] {
     let row = function.fn_row();
     let calls = function.calls;
     let peak = row.and_then(|r| r.peak).unwrap_or(0);
@@ -216,6 +224,8 @@ pub(super) fn figures(function: &FunctionRun) -> [Option<i64>; 7] {
         row.and_then(|r| r.allocated_bytes)
             .map(|n| per_call(to_i64(n), calls)),
         row.and_then(|r| r.in_use_bytes).map(to_i64),
+        row.and_then(|r| r.pool_allocated).map(to_i64),
+        row.and_then(|r| r.pool_reserved).map(to_i64),
     ]
 }
 

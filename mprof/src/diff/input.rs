@@ -55,6 +55,15 @@ pub struct LineRun {
     /// taken (`Live`); `None` without sites, or before memprof kept it.
     #[serde(default)]
     pub in_use_bytes: Option<u64>,
+    /// A framework's pool (`memprof::watch_pool`): bytes in its live tensors
+    /// after the line (highest), their change over it (summed), and bytes
+    /// its pools held from the driver (highest); `None` where none was read.
+    #[serde(default)]
+    pub pool_allocated: Option<u64>,
+    #[serde(default)]
+    pub pool_increment: Option<i64>,
+    #[serde(default)]
+    pub pool_reserved: Option<u64>,
     #[serde(deserialize_with = "crate::printable::deserialize")]
     pub contents: String,
     /// Where the line's allocations came from, most bytes allocated first

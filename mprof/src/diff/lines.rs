@@ -138,6 +138,9 @@ mod tests {
                 allocated_bytes: None,
                 occurrences: 1,
                 in_use_bytes: None,
+                pool_allocated: None,
+                pool_increment: None,
+                pool_reserved: None,
                 contents: (*t).to_owned(),
                 sites: None,
             })

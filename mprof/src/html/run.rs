@@ -34,8 +34,9 @@ pub fn figure_cell(value: Option<i64>, text: impl Fn(i64) -> String) -> Markup {
 }
 
 /// The summary: calls, kept bytes (the `fn` row's increment) in all and per
-/// call, peak, and where the run counted them, GPU peak and the calls'
-/// allocations (the `fn` row's); by peak, largest first.
+/// call, peak, and where the run has them, GPU peak, a framework's pool
+/// (the `fn` row's Pool allocated), bytes still in use (Live) and the
+/// calls' allocations (the `fn` row's); by peak, largest first.
 pub fn summary(report: &RunReport) -> Markup {
     let mut rows: Vec<(usize, &FunctionRun, &LineRun)> = ran(report)
         .filter_map(|(i, f)| f.fn_row().map(|row| (i, f, row)))
@@ -43,6 +44,8 @@ pub fn summary(report: &RunReport) -> Markup {
     rows.sort_by_key(|&(_, f, row)| (Reverse(row.peak.unwrap_or(0)), f.name.as_str()));
     let gpu = rows.iter().any(|(_, _, row)| row.gpu_peak.is_some());
     let allocs = rows.iter().any(|(_, _, row)| row.allocations.is_some());
+    let pool = rows.iter().any(|(_, _, row)| row.pool_allocated.is_some());
+    let live = rows.iter().any(|(_, _, row)| row.in_use_bytes.is_some());
     html! {
         section #summary {
             h2 { "Summary" }
@@ -63,6 +66,8 @@ pub fn summary(report: &RunReport) -> Markup {
                             th.num { "Kept/call" }
                             th.num aria-sort="descending" { "Peak" }
                             @if gpu { th.num { "GPU peak" } }
+                            @if pool { th.num { "Pool allocated" } }
+                            @if live { th.num { "Live" } }
                             @if allocs { th.num { "Allocs" } }
                         }
                     }
@@ -78,6 +83,8 @@ pub fn summary(report: &RunReport) -> Markup {
                                 (figure_cell(Some(per_call(kept, function.calls)), bytes))
                                 (figure_cell(row.peak.map(to_i64), bytes))
                                 @if gpu { (figure_cell(row.gpu_peak.map(to_i64), bytes)) }
+                                @if pool { (figure_cell(row.pool_allocated.map(to_i64), bytes)) }
+                                @if live { (figure_cell(row.in_use_bytes.map(to_i64), bytes)) }
                                 @if allocs { (count_cell(row.allocations)) }
                             }
                         }
@@ -90,7 +97,8 @@ pub fn summary(report: &RunReport) -> Markup {
 
 /// Each function that ran, in the report's order: its lines, with their Mem
 /// usage, a bar for Increment and Peak on every line that has figures, and
-/// the line's Occurrences and, where the run counted them, its allocations,
+/// the line's Occurrences and, where the run has them, its Pool columns,
+/// bytes still in use (Live) and allocations,
 /// as memprof's tables show them; under a line's source, its allocation
 /// sites where the run recorded them ([`super::sites`]).
 pub fn functions(report: &RunReport) -> Markup {
@@ -115,6 +123,9 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
     let peak_scale = lines.iter().filter_map(|l| l.peak).max().unwrap_or(0);
     let gpu_scale = lines.iter().filter_map(|l| l.gpu_peak).max();
     let allocs = lines.iter().any(|l| l.allocations.is_some());
+    // A framework's pool, and bytes still in use, where the run has them.
+    let pool = lines.iter().any(|l| l.pool_allocated.is_some());
+    let live = lines.iter().any(|l| l.in_use_bytes.is_some());
     html! {
         section.function id=(anchor(index)) {
             h3 { code { (function.name) } }
@@ -130,6 +141,12 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
                         th.num { "Increment" }
                         th.num { "Peak" }
                         @if gpu_scale.is_some() { th.num { "GPU peak" } }
+                        @if pool {
+                            th.num { "Pool allocated" }
+                            th.num { "Pool increment" }
+                            th.num { "Pool reserved" }
+                        }
+                        @if live { th.num { "Live" } }
                         @if allocs { th.num { "Allocs" } }
                         th.num { "Occurrences" }
                         th { "Line Contents" }
@@ -146,6 +163,12 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
                                 (bar_cell(line.gpu_peak.map(to_i64), scale, "gpu"))
                             }
                             @let ran = line.increment.is_some();
+                            @if pool {
+                                (figure_cell(line.pool_allocated.map(to_i64), bytes))
+                                (figure_cell(line.pool_increment, bytes))
+                                (figure_cell(line.pool_reserved.map(to_i64), bytes))
+                            }
+                            @if live { (figure_cell(line.in_use_bytes.map(to_i64), bytes)) }
                             @if allocs { (count_cell(line.allocations.filter(|_| ran))) }
                             (count_cell(ran.then_some(line.occurrences)))
                             td.src { code { (line.contents) } (super::sites::details(line)) }
