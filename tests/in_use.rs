@@ -117,6 +117,60 @@ fn async_calls_have_sites_and_live_bytes_across_awaits_and_threads() {
     assert_eq!((figures(handle).0, figures(handle).1), (200, 2400));
 }
 
+/// A small async call with a few rows, for many calls on one thread.
+#[memprof::profile]
+async fn tiny(id: usize) -> usize {
+    let key = key_of(id);
+    tokio::task::yield_now().await;
+    let len = key.len();
+    len
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_many_async_calls() {
+    if !is_child() {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let total: usize = runtime.block_on(async {
+        let mut total = 0;
+        for id in 0..20_000 {
+            total += tiny(id).await;
+        }
+        total
+    });
+    assert_eq!(total, 20_000 * 12);
+}
+
+#[test]
+fn twenty_thousand_async_calls_on_one_thread_keep_every_site() {
+    let dir = child::scratch_dir("in-use-many");
+    let json = dir.join("report.json");
+    run_child(
+        "child_many_async_calls",
+        &[
+            ("MEMPROF_SITES", "1"),
+            ("MEMPROF_REPORT", "exit"),
+            ("MEMPROF_JSON", json.to_str().unwrap()),
+        ],
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Each key's 12 bytes, in sites that add up to the line's: none lost
+    // to a full table.
+    let key = line(&report, "in_use::tiny", "let key = key_of(id);");
+    assert_eq!(key["allocated_bytes"], 240_000);
+    let sites: u64 = key["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["allocated_bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sites, 240_000);
+}
+
 #[test]
 #[ignore = "a child run: this file's tests start it"]
 fn child_service() {

@@ -390,8 +390,17 @@ impl Frame {
         set(&self.head.cells, cells.as_ptr());
         self.state().own.set(Some(cells));
         set(&self.state().nth, nth);
+        // A table that is neither printed nor checked (`nth` 0: an `async
+        // fn` call past its function's first tables) is read only through
+        // the aggregate: its sites go there, as a synchronous call's do, so
+        // that a service's thousands of async calls do not each fill the
+        // thread's sites table with keys of their own.
         static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        set(&self.state().sites_serial, SERIALS.fetch_add(1, Relaxed));
+        let serial = match nth {
+            0 => 0,
+            _ => SERIALS.fetch_add(1, Relaxed),
+        };
+        set(&self.state().sites_serial, serial);
     }
 
     fn open(&self) {
