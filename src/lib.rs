@@ -463,7 +463,8 @@ pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
 pub const ENABLED: bool = cfg!(feature = "enabled");
 
 pub use memprof_runtime::{
-    Allocator, FunctionReport, FunctionSummary, LineReport, Measurement, PoolUsage, Report, Scope,
+    Allocator, FunctionReport, FunctionSummary, LineCall, LineReport, Measurement, PoolUsage, Report,
+    Scope,
     Site, SiteFrame, Summary, TopLine, TopSite, process_heap, report, reset, unwatch_pool,
 };
 

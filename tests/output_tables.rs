@@ -34,6 +34,7 @@ fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memp
         pool_reserved: None,
         contents: contents.to_owned(),
         sites: None,
+        calls: None,
     }
 }
 

@@ -78,6 +78,10 @@ impl ThreadFn {
         self.cells().iter().for_each(LineCell::clear);
         self.calls.store(0, Relaxed);
         self.streak.set(0);
+        // Edges of the older generation are left out of reports: later
+        // calls find this generation's (see `calls::edges`).
+        self.edge_row.set(std::ptr::null());
+        self.edge.set(std::ptr::null());
         self.generation.store(generation, Relaxed);
         if self.tables.get() != 0 {
             // Tables are to be handed out again: the kernel must leave this
@@ -233,6 +237,9 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
                 head: &meta.head,
                 target: Cell::new(std::ptr::null()),
                 cells: padded[PAD..].as_ptr(),
+                edge_row: Cell::new(std::ptr::null()),
+                edge_caller: Cell::new(std::ptr::null()),
+                edge: Cell::new(std::ptr::null()),
             },
             meta,
             padded,
