@@ -3,8 +3,9 @@
 //! method of another type with the same name (`Vec::push` beside a
 //! profiled `Stack::push`) is no call of it, a line that calls two profiled
 //! functions names both, and a `while` whose condition reaches a profiled
-//! function through one that is not profiled names it. One test in this
-//! binary, so that the report holds this program's calls only.
+//! function through one that is not profiled names it. A top line inside
+//! another listed line of its function (a `for`'s body) says so. One test
+//! in this binary, so that the report holds this program's calls only.
 
 use memprof::profile;
 use std::hint::black_box;
@@ -110,15 +111,22 @@ fn markers_come_from_the_calls_the_runtime_saw_begin() {
             .collect()
     };
     // Each in both top lists (Increment, then Peak) where it is in both.
-    assert_eq!(marked("plain.push(i);"), ["", ""], "{text}");
+    // No call marked on `Vec::push`'s line; both lines are inside the
+    // `for` of line 52, listed too, whose 128 B are theirs.
+    assert_eq!(
+        marked("plain.push(i);"),
+        ["[in line 52]", "[in line 52]"],
+        "{text}"
+    );
     assert_eq!(
         marked("stack.push(i);"),
         [
-            "[calls call_edges::Stack::push]",
-            "[calls call_edges::Stack::push]"
+            "[calls call_edges::Stack::push]   [in line 52]",
+            "[calls call_edges::Stack::push]   [in line 52]"
         ],
         "{text}"
     );
+    assert_eq!(marked("for i in 0..5 {"), ["", ""], "{text}");
     assert_eq!(
         marked("let both = bytes(100).len() + words(10).len();"),
         ["[calls call_edges::bytes, call_edges::words]"],
@@ -135,5 +143,14 @@ fn markers_come_from_the_calls_the_runtime_saw_begin() {
         .find(|l| l.contents.starts_with("let both"))
         .unwrap();
     assert_eq!(top.calls.as_deref(), Some("call_edges::bytes"));
-    assert_eq!(top.callees.len(), 2);
+    assert_eq!((top.callees.len(), top.within), (2, None));
+    let inner = summary
+        .top_increment
+        .iter()
+        .find(|l| l.contents == "plain.push(i);")
+        .unwrap();
+    assert_eq!((inner.increment, inner.within), (64, Some(52)));
+    let run = report.function("run").unwrap();
+    assert_eq!(run.line_containing("plain.push").unwrap().within, Some(52));
+    assert_eq!(run.line_containing("for i in").unwrap().within, Some(49));
 }

@@ -35,6 +35,7 @@ fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memp
         contents: contents.to_owned(),
         sites: None,
         calls: None,
+        within: None,
     }
 }
 

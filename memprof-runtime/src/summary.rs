@@ -72,6 +72,11 @@ pub struct TopLine {
     /// Every profiled function this line called, from the call edges the
     /// runtime records (see [`LineCall`]), most bytes allocated first.
     pub callees: Vec<LineCall>,
+    /// The nearest line of the same function that holds this one (its
+    /// `for`, `if` or block: see [`LineReport::within`]) and is in the same
+    /// list: its figures include this line's, so the two are not to be
+    /// added.
+    pub within: Option<u32>,
     /// Where most of its bytes came from, where the line has allocation
     /// sites (`MEMPROF_SITES`) and allocated any bytes.
     pub site: Option<TopSite>,
@@ -141,10 +146,15 @@ impl Report {
                     .then_with(|| fa.name.cmp(&fb.name))
                     .then_with(|| a.line.cmp(&b.line))
             });
-            lines
-                .into_iter()
-                .take(TOP_LINES)
-                .map(|(f, row)| top_line(f, row))
+            let listed: Vec<&(&FunctionReport, &LineReport)> =
+                lines.into_iter().take(TOP_LINES).collect();
+            listed
+                .iter()
+                .map(|(f, row)| {
+                    let mut line = top_line(f, row);
+                    line.within = listed_holder(f, row, &listed);
+                    line
+                })
                 .collect()
         };
         let top_increment = top(|row| row.increment.unwrap_or(0));
@@ -155,6 +165,28 @@ impl Report {
             top_peak,
         }
     }
+}
+
+/// The nearest line of `function` that holds `row` (following `within`
+/// outward) and is `listed` too.
+fn listed_holder(
+    function: &FunctionReport,
+    row: &LineReport,
+    listed: &[&(&FunctionReport, &LineReport)],
+) -> Option<u32> {
+    let mut at = row;
+    // Each step goes to an enclosing line: at most one per row.
+    for _ in 0..function.lines.len() {
+        let holder = function.line(at.within?)?;
+        let is_listed = listed
+            .iter()
+            .any(|(f, l)| std::ptr::eq(*f, function) && l.line == holder.line);
+        if is_listed {
+            return Some(holder.line);
+        }
+        at = holder;
+    }
+    None
 }
 
 /// The `fn` row, the first with figures, carries the whole call.
@@ -200,6 +232,7 @@ fn top_line(function: &FunctionReport, row: &LineReport) -> TopLine {
         contents: row.contents.trim().to_owned(),
         calls: callees.first().map(|c| c.function.clone()),
         callees,
+        within: None,
         site: top_site(row),
     }
 }

@@ -309,6 +309,10 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
                             l.callees.iter().map(|c| c.function.as_str()).collect();
                         contents.push_str(&format!("   [calls {}]", names.join(", ")));
                     }
+                    // Its bytes are in a line listed with it, which holds it.
+                    if let Some(holder) = l.within {
+                        contents.push_str(&format!("   [in line {holder}]"));
+                    }
                     // A second line in the cell, under the source.
                     if let Some(site) = &l.site {
                         contents.push('\n');

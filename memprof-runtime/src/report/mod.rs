@@ -158,6 +158,10 @@ pub struct LineReport {
     /// first; empty where it called none. `None` where the line never ran,
     /// and in a call's own table (edges are counted over every call).
     pub calls: Option<Vec<LineCall>>,
+    /// The line of the statement whose block holds this one (a `for`, an
+    /// `if`, a block; the `fn` line for the body's own statements), whose
+    /// figures include this line's; `None` on rows without a statement.
+    pub within: Option<u32>,
 }
 
 impl LineReport {
@@ -182,6 +186,7 @@ impl LineReport {
             contents,
             sites: None,
             calls: None,
+            within: None,
         }
     }
 
@@ -196,6 +201,7 @@ impl LineReport {
             let ours = self.sites.get_or_insert_with(Vec::new);
             crate::sites::merge(ours, theirs);
         }
+        self.within = self.within.or(other.within);
         if let Some(theirs) = &other.calls {
             callees::merge(self.calls.get_or_insert_with(Vec::new), theirs);
         }
@@ -393,6 +399,13 @@ pub(crate) fn function_report(
         lines.len(),
         &span,
     );
+    for (&row, &parent) in meta.cell_rows.iter().zip(meta.cell_parents) {
+        if let Some(line) = lines.get_mut(row as usize)
+            && parent != crate::kernel::layout::NO_CELL
+        {
+            line.within = Some(meta.first_line + parent);
+        }
+    }
     for (line, sites) in lines.iter_mut().zip(sites.into_iter().flatten()) {
         line.sites = (line.occurrences > 0).then_some(sites);
     }
