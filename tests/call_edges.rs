@@ -62,9 +62,32 @@ fn run() -> usize {
     plain.len() + stack.items.len() + both + rounds
 }
 
+/// Allocates nothing.
+#[profile]
+fn tag(n: usize) -> usize {
+    black_box(n + 1)
+}
+
+/// One function called from two rows by turns.
+#[profile]
+fn alternate() -> usize {
+    let mut sum = 0;
+    for i in 0..3 {
+        let a = tag(i);
+        let b = tag(a);
+        sum += a + b;
+    }
+    sum
+}
+
 /// `(function, calls, allocated bytes)` of each call the row made.
 fn calls_of(report: &memprof::Report, text: &str) -> Vec<(String, u64, u64)> {
-    let run = report.function("run").unwrap();
+    let function = if text.contains("tag(") {
+        "alternate"
+    } else {
+        "run"
+    };
+    let run = report.function(function).unwrap();
     let row = run.line_containing(text).unwrap();
     row.calls
         .as_ref()
@@ -77,6 +100,7 @@ fn calls_of(report: &memprof::Report, text: &str) -> Vec<(String, u64, u64)> {
 #[test]
 fn markers_come_from_the_calls_the_runtime_saw_begin() {
     assert_eq!(run(), 5 + 5 + 110 + 3);
+    assert_eq!(alternate(), 3 + 5 + 7);
     let report = memprof::report();
     let owned = |v: &[(&str, u64, u64)]| -> Vec<(String, u64, u64)> {
         v.iter().map(|&(f, c, b)| (f.to_owned(), c, b)).collect()
@@ -98,6 +122,14 @@ fn markers_come_from_the_calls_the_runtime_saw_begin() {
         owned(&[("call_edges::step", 4, 256)])
     );
     assert_eq!(calls_of(&report, "rounds += 1;"), []);
+    assert_eq!(
+        calls_of(&report, "let a = tag(i);"),
+        owned(&[("call_edges::tag", 3, 0)])
+    );
+    assert_eq!(
+        calls_of(&report, "let b = tag(a);"),
+        owned(&[("call_edges::tag", 3, 0)])
+    );
     // A row that never ran has no list; the `fn` row's calls are those
     // made from outside any profiled row (none here).
     assert_eq!(calls_of(&report, "fn run()"), []);

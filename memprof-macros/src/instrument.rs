@@ -174,7 +174,10 @@ impl Instrumenter {
 
     fn new_cell(&mut self, line: u32) -> u32 {
         self.cell_rows.push(line - self.first_line);
-        let parent = self.enclosing.last().map_or(NO_CELL, |l| l - self.first_line);
+        let parent = self
+            .enclosing
+            .last()
+            .map_or(NO_CELL, |l| l - self.first_line);
         self.cell_parents.push(parent);
         self.cell_rows.len() as u32 - 1
     }

@@ -14,9 +14,9 @@
 //!
 //! Each thread keeps each edge's figures in an [`EdgeCounts`] of its own,
 //! made here the first time (outside every figure) and listed for
-//! `report()`; the callee's aggregate remembers the latest one (its
-//! `edge_*` fields), which the kernel's exit counts in without asking the
-//! runtime while calls keep coming from the same row.
+//! `report()`; the callee's aggregate remembers the latest two (its
+//! `edges`), which the kernel's exit counts in without asking the runtime
+//! while calls keep coming from those rows.
 //!
 //! NOTE: not counted: quiet calls (see `kernel::quiet`), which allocate
 //! nothing in the steady state, and calls made while the caller's cursor is
@@ -57,7 +57,9 @@ fn lock() -> MutexGuard<'static, Option<HashMap<Key, &'static Edge>>> {
 
 /// The edges' list, locked so that no thread is inside it while the process
 /// forks (see `crate::fork`).
-pub(crate) struct EdgesHeldForFork(#[allow(dead_code)] MutexGuard<'static, Option<HashMap<Key, &'static Edge>>>);
+pub(crate) struct EdgesHeldForFork(
+    #[allow(dead_code)] MutexGuard<'static, Option<HashMap<Key, &'static Edge>>>,
+);
 
 impl EdgesHeldForFork {
     pub(crate) fn lock() -> Self {
@@ -141,15 +143,23 @@ pub(crate) unsafe fn find_for_kernel(top: *const CursorHead) {
     };
     // SAFETY: as the caller promises.
     let cell = get(&unsafe { &*outer }.cell);
-    let head: &ThreadFnHead = tf;
-    set(&head.edge_row, get(&caller_head.cells).wrapping_add(cell as usize));
-    set(&head.edge_caller, get(&caller_head.thread_fn));
     // SAFETY: as the caller promises.
     let edge = match unsafe { caller_of(outer) } {
         Some((caller, row)) => std::ptr::from_ref(&edge_of(tf, caller.meta(), row).counts),
         None => std::ptr::null(),
     };
-    set(&head.edge, edge);
+    // The latest first; the older of the two goes.
+    let head: &ThreadFnHead = tf;
+    let [latest, older] = &head.edges;
+    set(&older.row, get(&latest.row));
+    set(&older.caller, get(&latest.caller));
+    set(&older.counts, get(&latest.counts));
+    set(
+        &latest.row,
+        get(&caller_head.cells).wrapping_add(cell as usize),
+    );
+    set(&latest.caller, get(&caller_head.thread_fn));
+    set(&latest.counts, edge);
 }
 
 /// Counts a call that the runtime entered, whose frame is `frame`, whose

@@ -7,7 +7,7 @@
 use super::meta::{FnMeta, ThreadFnPtr, first_quiet_state};
 use crate::alloc::untracked;
 use crate::cells::{LineCell, RowFigures};
-use crate::kernel::layout::ThreadFnHead;
+use crate::kernel::layout::{EdgeSlot, ThreadFnHead};
 use crate::owned::load_u64;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -80,8 +80,10 @@ impl ThreadFn {
         self.streak.set(0);
         // Edges of the older generation are left out of reports: later
         // calls find this generation's (see `calls::edges`).
-        self.edge_row.set(std::ptr::null());
-        self.edge.set(std::ptr::null());
+        for slot in &self.edges {
+            slot.row.set(std::ptr::null());
+            slot.counts.set(std::ptr::null());
+        }
         self.generation.store(generation, Relaxed);
         if self.tables.get() != 0 {
             // Tables are to be handed out again: the kernel must leave this
@@ -237,9 +239,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
                 head: &meta.head,
                 target: Cell::new(std::ptr::null()),
                 cells: padded[PAD..].as_ptr(),
-                edge_row: Cell::new(std::ptr::null()),
-                edge_caller: Cell::new(std::ptr::null()),
-                edge: Cell::new(std::ptr::null()),
+                edges: [EdgeSlot::NONE, EdgeSlot::NONE],
             },
             meta,
             padded,

@@ -222,7 +222,8 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         count_streak(tf, false);
         // SAFETY: null or the aggregate's edge, which outlives the call.
         if let Some(edge) = unsafe { edge.as_ref() } {
-            edge.calls.store(load_u64(&edge.calls) + 1, Ordering::Relaxed);
+            edge.calls
+                .store(load_u64(&edge.calls) + 1, Ordering::Relaxed);
         }
     } else {
         exit_loud(cursor, call, t, edge);
@@ -282,7 +283,8 @@ fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters, edge: *const Ed
     call.row(0).closed(&stats, get(&call.base) + stats.end);
     // SAFETY: null or the aggregate's edge, which outlives the call.
     if let Some(edge) = unsafe { edge.as_ref() } {
-        edge.calls.store(load_u64(&edge.calls) + 1, Ordering::Relaxed);
+        edge.calls
+            .store(load_u64(&edge.calls) + 1, Ordering::Relaxed);
         let allocated = load_u64(&edge.allocated).wrapping_add(stats.allocated);
         edge.allocated.store(allocated, Ordering::Relaxed);
     }
@@ -303,8 +305,9 @@ pub enum Edge {
 
 /// The edge of a call of `tf`'s function whose caller's innermost cursor
 /// was `outer` when it began: the row open there, with the caller's
-/// aggregate, tell the edge; a call made from the same row as the
-/// function's previous call on this thread finds it in two compares.
+/// aggregate, tell the edge; a call made from one of the two rows that the
+/// function's latest edges on this thread came from finds it in two
+/// compares each.
 ///
 /// # Safety
 /// `outer` is null or a live cursor of this thread.
@@ -322,8 +325,11 @@ pub unsafe fn edge(tf: &ThreadFnHead, outer: *const CursorHead) -> Edge {
     // call of this thread, whose head is live.
     let caller = unsafe { &*outer.call };
     let row = get(&caller.cells).wrapping_add(cell as usize);
-    if row == get(&tf.edge_row) && get(&caller.thread_fn) == get(&tf.edge_caller) {
-        return Edge::Counts(get(&tf.edge));
+    let from = get(&caller.thread_fn);
+    for slot in &tf.edges {
+        if row == get(&slot.row) && from == get(&slot.caller) {
+            return Edge::Counts(get(&slot.counts));
+        }
     }
     Edge::Unknown
 }

@@ -221,13 +221,32 @@ pub struct ThreadFnHead {
     pub target: Cell<*const LineCell>,
     /// This aggregate's rows.
     pub cells: *const LineCell,
-    /// Owned by `calls::edges`: the caller's row (a cell of the caller's
-    /// table) and the caller's aggregate of the latest call edge this
-    /// thread recorded for the function, and that edge's counts: a call
-    /// made from the same row counts there with no lookup. Null: none.
-    pub edge_row: Cell<*const LineCell>,
-    pub edge_caller: Cell<*const ThreadFnHead>,
-    pub edge: Cell<*const EdgeCounts>,
+    /// Owned by `calls::edges`: the latest two call edges this thread
+    /// recorded for the function, latest first, each the caller's row (a
+    /// cell of the caller's table), the caller's aggregate and the edge's
+    /// counts: a call made from either row counts there with no lookup (a
+    /// function called from two rows by turns, `let a = parse(x); let b =
+    /// parse(y);` in a loop, too). Null: none.
+    pub edges: [EdgeSlot; 2],
+}
+
+/// One of the call edges a thread's aggregate remembers (see
+/// `ThreadFnHead::edges`).
+#[derive(Debug)]
+#[repr(C)]
+pub struct EdgeSlot {
+    pub row: Cell<*const LineCell>,
+    pub caller: Cell<*const ThreadFnHead>,
+    pub counts: Cell<*const EdgeCounts>,
+}
+
+impl EdgeSlot {
+    /// No edge.
+    pub const NONE: EdgeSlot = EdgeSlot {
+        row: Cell::new(core::ptr::null()),
+        caller: Cell::new(core::ptr::null()),
+        counts: Cell::new(core::ptr::null()),
+    };
 }
 
 /// One call edge's figures on one thread: calls of a function made while

@@ -102,7 +102,10 @@ fn a_row_written_before_call_edges_reads_without_calls() {
     );
     let back: LineReport = miniserde::json::from_str(&json).unwrap();
     assert_eq!(back, row);
-    let older = json.replace(r#","calls":[{"function":"app::f","calls":2,"allocated_bytes":64}]"#, "");
+    let older = json.replace(
+        r#","calls":[{"function":"app::f","calls":2,"allocated_bytes":64}]"#,
+        "",
+    );
     let read: LineReport = miniserde::json::from_str(&older).unwrap();
     assert_eq!(read.calls, None);
 }
