@@ -241,7 +241,9 @@ pub struct EdgeSlot {
 }
 
 impl EdgeSlot {
-    /// No edge.
+    /// No edge. A constant, as `LineCell::new` is: each use is a fresh
+    /// value.
+    #[allow(clippy::declare_interior_mutable_const)]
     pub const NONE: EdgeSlot = EdgeSlot {
         row: Cell::new(core::ptr::null()),
         caller: Cell::new(core::ptr::null()),

@@ -139,6 +139,7 @@ mod tests {
                 occurrences: 1,
                 contents: (*t).to_owned(),
                 sites: None,
+                calls: None,
             })
             .collect()
     }
