@@ -46,8 +46,9 @@ struct Edge {
 }
 
 /// Every edge's figures, by the callee's aggregate (one thread's), the
-/// caller and the row.
-type Key = (usize, usize, u32);
+/// callee (an ended thread's aggregate's memory may hold another
+/// function's later), the caller and the row.
+type Key = (usize, usize, usize, u32);
 
 static EDGES: Mutex<Option<HashMap<Key, &'static Edge>>> = Mutex::new(None);
 
@@ -69,12 +70,15 @@ impl EdgesHeldForFork {
 
 /// The calling thread's edge of `callee` (its aggregate `tf`) from row
 /// `row` of `caller`, made on first use; its counts cleared if they belong
-/// to an older generation. Only the thread that owns `tf` writes them.
+/// to an older generation. Only the thread that owns `tf` writes them (an
+/// aggregate at the address of an ended thread's takes over its edges,
+/// which keep counting in reports, as its rows do in `retired`).
 fn edge_of(tf: &ThreadFn, caller: &'static FnMeta, row: u32) -> &'static Edge {
     let callee = tf.meta();
     let generation = callee.head.generation.load(Relaxed);
     let key = (
         std::ptr::from_ref(tf) as usize,
+        std::ptr::from_ref(callee) as usize,
         std::ptr::from_ref(caller) as usize,
         row,
     );

@@ -88,24 +88,20 @@ fn processes_merge_by_the_rule_that_merges_threads() {
 }
 
 #[test]
-fn a_row_written_before_call_edges_reads_without_calls() {
+fn a_row_written_before_call_edges_reads_without_calls_or_within() {
     let mut row = LineReport::empty(3, "let v = f();".to_owned());
     row.calls = Some(vec![LineCall {
         function: "app::f".to_owned(),
         calls: 2,
         allocated_bytes: 64,
     }]);
+    row.within = Some(2);
     let json = miniserde::json::to_string(&row);
-    assert!(
-        json.ends_with(r#""calls":[{"function":"app::f","calls":2,"allocated_bytes":64}]}"#),
-        "{json}"
-    );
+    let added = r#","calls":[{"function":"app::f","calls":2,"allocated_bytes":64}],"within":2"#;
+    assert!(json.ends_with(&format!("{added}}}")), "{json}");
     let back: LineReport = miniserde::json::from_str(&json).unwrap();
     assert_eq!(back, row);
-    let older = json.replace(
-        r#","calls":[{"function":"app::f","calls":2,"allocated_bytes":64}]"#,
-        "",
-    );
+    let older = json.replace(added, "");
     let read: LineReport = miniserde::json::from_str(&older).unwrap();
-    assert_eq!(read.calls, None);
+    assert_eq!((read.calls, read.within), (None, None));
 }
