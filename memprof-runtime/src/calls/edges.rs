@@ -123,9 +123,9 @@ unsafe fn caller_of(outer: *const CursorHead) -> Option<(&'static ThreadFn, u32)
     Some((caller, row))
 }
 
-/// The kernel's exit found another edge than its aggregate's latest (its
-/// `exit` returned 2): makes the edge of the call whose body's cursor is
-/// `top` the aggregate's latest, under the very key the kernel compares
+/// The kernel's exit found another edge than its aggregate's latest two
+/// (its `exit` returned 2): makes the edge of the call whose body's cursor
+/// is `top` the aggregate's latest, under the very key the kernel compares
 /// (see `kernel::call::edge`), so that the exit, called again, counts in
 /// it (or in none, where the caller has no aggregate).
 ///

@@ -179,8 +179,9 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
 /// cursor `top`, records its `fn` row and its call edge, leaves the
 /// function's aggregate and takes both off the side stack. Returns 1,
 /// having done nothing, for a call the runtime entered; 2, having done
-/// nothing, when the aggregate's edge is not the one this call was made
-/// from (see [`edge`]): the runtime finds it and calls this again.
+/// nothing, when neither of the aggregate's latest edges is the one this
+/// call was made from (see [`edge`]): the runtime finds it and calls this
+/// again.
 ///
 /// # Safety
 /// `top` is the body's cursor of the innermost open synchronous call of this
@@ -293,13 +294,15 @@ fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters, edge: *const Ed
 /// Which call edge a call of `tf`'s function made from `outer`'s open row
 /// counts in (see [`exit`]).
 pub enum Edge {
-    /// The aggregate's latest edge, the one this call was made from.
+    /// One of the aggregate's two latest edges, the one this call was made
+    /// from: its counts (null where the caller has none).
     Counts(*const EdgeCounts),
     /// None: no profiled row of a synchronous call is open (a call from
     /// unprofiled code, or from an `async fn`'s), or its cursor is between
     /// rows.
     None,
-    /// Another edge than the aggregate's latest: the runtime's to find.
+    /// Another edge than the aggregate's latest two: the runtime's to
+    /// find.
     Unknown,
 }
 

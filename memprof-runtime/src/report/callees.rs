@@ -7,7 +7,8 @@ use crate::calls::edges;
 
 /// A profiled function that a row called: calls of it began while the row
 /// was the thread's innermost open row of a synchronous profiled call,
-/// directly or through functions that are not profiled. Its bytes are
+/// directly or through functions that are not profiled (or whose calls
+/// have gone quiet, which have no rows). Its bytes are
 /// counted again in that function's own rows, so the two are not to be
 /// added.
 ///
