@@ -36,6 +36,8 @@ fn row(line: u32, figures: Option<(i64, i64, u64, u64)>, contents: &str) -> memp
         in_use_bytes: None,
         contents: contents.to_owned(),
         sites: None,
+        calls: None,
+        within: None,
     }
 }
 

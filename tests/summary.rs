@@ -55,7 +55,7 @@ Top lines by Increment
  128.0 KiB   64.0 KiB        2             2        9   summary::load    let scratch = vec![0u8; 64 << 10];
   16.0 KiB    8.0 KiB        2             2       10   summary::load    let kept = vec![7u64; n];
       99 B       99 B        4             1       18   summary::parse   for i in 0..n {
-      99 B       97 B        4             3       19   summary::parse   words.push(i.to_string());
+      99 B       97 B        4             3       19   summary::parse   words.push(i.to_string());   [in line 18]
 
 Top lines by Peak
 
@@ -64,7 +64,7 @@ Top lines by Peak
  128.0 KiB   64.0 KiB        2             2        9   summary::load    let scratch = vec![0u8; 64 << 10];
   16.0 KiB    8.0 KiB        2             2       10   summary::load    let kept = vec![7u64; n];
       99 B       99 B        4             1       18   summary::parse   for i in 0..n {
-      99 B       97 B        4             3       19   summary::parse   words.push(i.to_string());
+      99 B       97 B        4             3       19   summary::parse   words.push(i.to_string());   [in line 18]
 "
     );
     // The JSON holds the same summary; never-called functions are in

@@ -160,6 +160,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         instrumenter.instrument_block(&mut func.block);
     }
     let cell_rows = &instrumenter.cell_rows;
+    let cell_parents = &instrumenter.cell_parents;
     let ncells = cell_rows.len();
 
     let scope = match args.scope {
@@ -268,7 +269,8 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             &__MEMPROF_CELLS,
             #scope,
         )
-        .with_limits(#limit, #max_retained)#without_gpu;
+        .with_limits(#limit, #max_retained)
+        .with_parents(&[#(#cell_parents),*])#without_gpu;
         ::memprof::__private::inventory::submit! {
             ::memprof::__private::Registration(&__MEMPROF_META)
         }

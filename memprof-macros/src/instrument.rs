@@ -16,6 +16,13 @@ pub(crate) struct Instrumenter {
     pub(crate) ancestors: Vec<u32>,
     /// For each cell, its row. Cell 0 is the `fn` line.
     pub(crate) cell_rows: Vec<u32>,
+    /// For each cell, the row of the statement whose block holds it (a
+    /// `for`, an `if`, the `fn` line for the body's), whose figures
+    /// include its own; `NO_CELL` for cell 0.
+    pub(crate) cell_parents: Vec<u32>,
+    /// Lines of the enclosing statements that have rows, innermost last,
+    /// from the `fn` line.
+    enclosing: Vec<u32>,
     pub(crate) frame: Ident,
     pub(crate) cursor: Ident,
     /// A step of the block's cursor to cell 0 (see `step_template`),
@@ -138,6 +145,8 @@ impl Instrumenter {
             last_line,
             ancestors: vec![fn_line],
             cell_rows: vec![fn_line - first_line],
+            cell_parents: vec![NO_CELL],
+            enclosing: vec![fn_line],
             enter_template: step_template(&cursor, is_async),
             frame_enter_template: step_template(&frame, is_async),
             frame,
@@ -165,6 +174,11 @@ impl Instrumenter {
 
     fn new_cell(&mut self, line: u32) -> u32 {
         self.cell_rows.push(line - self.first_line);
+        let parent = self
+            .enclosing
+            .last()
+            .map_or(NO_CELL, |l| l - self.first_line);
+        self.cell_parents.push(parent);
         self.cell_rows.len() as u32 - 1
     }
 
@@ -206,8 +220,14 @@ impl Instrumenter {
                     _ => true,
                 });
             self.ancestors.push(group.line);
+            if group.probed {
+                self.enclosing.push(group.line);
+            }
             for stmt in &mut group.stmts {
                 self.visit_stmt_mut(stmt);
+            }
+            if group.probed {
+                self.enclosing.pop();
             }
             self.ancestors.pop();
         }

@@ -6,7 +6,7 @@
 //! As glibc and jemalloc do, `pthread_atfork` handlers, registered with the
 //! exit hook at the first profiled call: before the fork, the forking
 //! thread takes every lock a child may need (the settings' first read, each
-//! function's list of aggregates, the `MEMPROF_OUTPUT` file), so that no
+//! function's list of aggregates, the call edges, the `MEMPROF_OUTPUT` file), so that no
 //! other thread is inside one; after it, the parent and the child each
 //! release their copy, and the child first ends the row writes its lost
 //! threads left open.
@@ -27,6 +27,7 @@ use std::sync::Once;
 /// What the forking thread holds from `prepare` until `parent` or `child`.
 struct Held {
     // NOTE: dropped in declaration order, the reverse of the order taken.
+    _edges: crate::calls::edges::EdgesHeldForFork,
     _sites: Option<crate::sites::HeldForFork>,
     _output: Option<std::sync::MutexGuard<'static, std::fs::File>>,
     lists: ListsHeldForFork,
@@ -62,8 +63,10 @@ extern "C" fn prepare() {
         let lists = ListsHeldForFork::lock();
         let output = crate::sink::hold_file_for_fork();
         let sites = crate::sites::hold_for_fork();
+        let edges = crate::calls::edges::EdgesHeldForFork::lock();
         let _ = HELD.try_with(|held| {
             *held.borrow_mut() = Some(Held {
+                _edges: edges,
                 _sites: sites,
                 _output: output,
                 lists,

@@ -79,9 +79,9 @@ pub use calls::AUTO_CALL_TABLES;
 pub use measure::Measurement;
 pub use pool::{PoolUsage, unwatch_pool};
 pub use region::Scope;
-pub use report::{FunctionReport, LineReport, Report, report, reset};
+pub use report::{FunctionReport, LineCall, LineReport, Report, report, reset};
 pub use sites::{Site, SiteFrame};
-pub use summary::{FunctionSummary, Summary, TopLine, TopSite, line_calls};
+pub use summary::{FunctionSummary, Summary, TopLine, TopSite};
 
 /// Reads a framework's pool at the statements of profiled calls.
 /// Documented at `memprof::watch_pool`.

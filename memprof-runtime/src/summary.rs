@@ -3,7 +3,7 @@
 //! and source text and, where allocation sites were recorded, where most of
 //! its bytes came from. Data only; `render` writes it as text.
 
-use crate::report::{FunctionReport, LineReport, Report};
+use crate::report::{FunctionReport, LineCall, LineReport, Report};
 use crate::sites::SiteFrame;
 
 /// How many lines each of the top-line lists holds.
@@ -65,10 +65,18 @@ pub struct TopLine {
     pub occurrences: u64,
     /// The source text, trimmed.
     pub contents: String,
-    /// The profiled function this line calls, if any (see [`line_calls`]):
-    /// its bytes are counted again in that function's own lines, so the
-    /// two are not to be added.
+    /// The profiled function this line calls, if any: the first of
+    /// `callees`. Its bytes are counted again in that function's own lines,
+    /// so the two are not to be added.
     pub calls: Option<String>,
+    /// Every profiled function this line called, from the call edges the
+    /// runtime records (see [`LineCall`]), most bytes allocated first.
+    pub callees: Vec<LineCall>,
+    /// The nearest line of the same function that holds this one (its
+    /// `for`, `if` or block: see [`LineReport::within`]) and is in the same
+    /// list: its figures include this line's, so the two are not to be
+    /// added.
+    pub within: Option<u32>,
     /// Where most of its bytes came from, where the line has allocation
     /// sites (`MEMPROF_SITES`) and allocated any bytes.
     pub site: Option<TopSite>,
@@ -94,29 +102,6 @@ pub struct TopSite {
     /// `allocated_bytes` is an estimate from a sample
     /// (`MEMPROF_SITES=sample`); the line's own figures stay exact.
     pub estimated: bool,
-}
-
-/// Whether the line `text` calls the function `path`: its own name (the
-/// last segment of the path), not part of a longer identifier, followed by
-/// `(` or `::<`. Read from the source text, so a method of another type
-/// with the same name counts too.
-///
-/// ```
-/// use memprof_runtime::line_calls;
-/// assert!(line_calls("let v = parse(&text);", "app::parse"));
-/// assert!(line_calls("let v = self.parse::<u8>(x)?;", "app::Parser::parse"));
-/// assert!(!line_calls("let v = reparse(&text);", "app::parse"));
-/// assert!(!line_calls("let parse = 1;", "app::parse"));
-/// ```
-pub fn line_calls(text: &str, path: &str) -> bool {
-    let name = path.rsplit("::").next().unwrap_or(path);
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
-    !name.is_empty()
-        && text.match_indices(name).any(|(at, _)| {
-            let before = text[..at].chars().next_back();
-            let after = &text[at + name.len()..];
-            !before.is_some_and(ident) && (after.starts_with('(') || after.starts_with("::<"))
-        })
 }
 
 impl Report {
@@ -161,10 +146,15 @@ impl Report {
                     .then_with(|| fa.name.cmp(&fb.name))
                     .then_with(|| a.line.cmp(&b.line))
             });
-            lines
-                .into_iter()
-                .take(TOP_LINES)
-                .map(|(f, row)| top_line(f, row, &functions))
+            let listed: Vec<&(&FunctionReport, &LineReport)> =
+                lines.into_iter().take(TOP_LINES).collect();
+            listed
+                .iter()
+                .map(|(f, row)| {
+                    let mut line = top_line(f, row);
+                    line.within = listed_holder(f, row, &listed);
+                    line
+                })
                 .collect()
         };
         let top_increment = top(|row| row.increment.unwrap_or(0));
@@ -175,6 +165,28 @@ impl Report {
             top_peak,
         }
     }
+}
+
+/// The nearest line of `function` that holds `row` (following `within`
+/// outward) and is `listed` too.
+fn listed_holder(
+    function: &FunctionReport,
+    row: &LineReport,
+    listed: &[&(&FunctionReport, &LineReport)],
+) -> Option<u32> {
+    let mut at = row;
+    // Each step goes to an enclosing line: at most one per row.
+    for _ in 0..function.lines.len() {
+        let holder = function.line(at.within?)?;
+        let is_listed = listed
+            .iter()
+            .any(|(f, l)| std::ptr::eq(*f, function) && l.line == holder.line);
+        if is_listed {
+            return Some(holder.line);
+        }
+        at = holder;
+    }
+    None
 }
 
 /// The `fn` row, the first with figures, carries the whole call.
@@ -207,11 +219,8 @@ fn statement_rows(function: &FunctionReport) -> impl Iterator<Item = &LineReport
         .skip(1)
 }
 
-fn top_line(function: &FunctionReport, row: &LineReport, ran: &[FunctionSummary]) -> TopLine {
-    let calls = ran
-        .iter()
-        .find(|f| f.name != function.name && line_calls(&row.contents, &f.name))
-        .map(|f| f.name.clone());
+fn top_line(function: &FunctionReport, row: &LineReport) -> TopLine {
+    let callees = row.calls.clone().unwrap_or_default();
     TopLine {
         function: function.name.clone(),
         line: row.line,
@@ -221,7 +230,9 @@ fn top_line(function: &FunctionReport, row: &LineReport, ran: &[FunctionSummary]
         allocated_bytes: row.allocated_bytes.unwrap_or(0),
         occurrences: row.occurrences,
         contents: row.contents.trim().to_owned(),
-        calls,
+        calls: callees.first().map(|c| c.function.clone()),
+        callees,
+        within: None,
         site: top_site(row),
     }
 }

@@ -317,7 +317,20 @@ fn caller_and_callee(parse_bytes: i64) -> Vec<serde_json::Value> {
             ),
         ],
     );
-    vec![parse, load]
+    vec![parse, with_call(load, 3, "app::parse", parse_bytes)]
+}
+
+/// `function` with the call edge memprof records from its row `row` (an
+/// index into its lines) to `callee`, one call allocating `bytes`.
+fn with_call(
+    mut function: serde_json::Value,
+    row: usize,
+    callee: &str,
+    bytes: i64,
+) -> serde_json::Value {
+    function["lines"][row]["calls"] =
+        serde_json::json!([{"function": callee, "calls": 1, "allocated_bytes": bytes}]);
+    function
 }
 
 #[test]
@@ -338,6 +351,31 @@ fn a_function_that_grew_through_its_callee_only_says_so() {
         out.contains("(each line that grew calls a function that grew: app::parse)\n"),
         "{out}"
     );
+}
+
+#[test]
+fn a_line_named_like_a_grown_function_that_did_not_call_it_is_own_growth() {
+    // The same reports without the edge: `parse(&text)` reads as a call of
+    // `app::parse`, but memprof saw none begin there (another type's
+    // `parse`), so the growth is the line's own.
+    let dir = scratch("diff-rule-callees-by-edge");
+    let without_edge = |bytes: i64| {
+        let mut functions = caller_and_callee(bytes);
+        functions[1]["lines"][3]["calls"] = serde_json::json!([]);
+        functions
+    };
+    write(&dir, "base.json", without_edge(16));
+    write(&dir, "head.json", without_edge(32));
+    let (out, _, _) = diff(&dir, &["base.json", "head.json"]);
+    let headers: Vec<&str> = out.lines().filter(|l| l.starts_with("Filename")).collect();
+    assert_eq!(
+        headers,
+        [
+            "Filename: src/app.rs   Function: app::load   Status: grew",
+            "Filename: src/app.rs   Function: app::parse   Status: grew",
+        ]
+    );
+    assert!(!out.contains("each line that grew calls"), "{out}");
 }
 
 /// Names, files and lines that try to break out: newlines, backticks,

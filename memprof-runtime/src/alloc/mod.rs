@@ -124,6 +124,7 @@ thread_local! {
                 device_peak: Cell::new(0),
                 device_carry: Cell::new(i64::MIN),
                 device_events: Cell::new(0),
+                open_cursor: Cell::new(std::ptr::null()),
             },
             mode: Cell::new(UNCLAIMED),
             wants_tracking: Cell::new(false),

@@ -114,6 +114,7 @@ impl<'a> Cursor<'a> {
                 events: Cell::new(0),
                 device_start: Cell::new(0),
                 device_saved: Cell::new(0),
+                outer: Cell::new(std::ptr::null()),
             },
             rest: if call.is_null() {
                 MaybeUninit::uninit()

@@ -266,6 +266,8 @@ impl Frame {
         );
         let thread_fn = thread_fn(meta);
         set(&self.state().thread_fn, thread_fn);
+        // Names this call as a caller (see `edges`).
+        set(&self.head.thread_fn, thread_fn.cast());
         // SAFETY: a non-null aggregate lives as long as this thread.
         match unsafe { thread_fn.as_ref() } {
             Some(t) => {
@@ -535,6 +537,12 @@ impl Frame {
             table,
             facts,
         }
+    }
+
+    /// The calling thread's aggregate of a synchronous call; null for an
+    /// `async fn` call, or none.
+    pub(crate) fn thread_fn(&self) -> *const ThreadFn {
+        get(&self.state().thread_fn)
     }
 
     /// Whether the runtime entered the call (a kernel-entered call has no

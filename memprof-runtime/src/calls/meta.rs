@@ -27,6 +27,10 @@ pub struct FnMeta {
     pub(crate) rows: &'static [&'static str],
     /// For each cell, the row it reports on. Cell 0 is the `fn` line.
     pub(crate) cell_rows: &'static [u32],
+    /// For each cell, the row of the statement whose block holds it, whose
+    /// figures include its own (`u32::MAX` for none); empty where not
+    /// given.
+    pub(crate) cell_parents: &'static [u32],
     /// Figures of the threads that have ended, folded in as each ends.
     pub(crate) retired: &'static [LineCell],
     pub(crate) scope: Scope,
@@ -87,6 +91,7 @@ impl FnMeta {
             first_line,
             rows,
             cell_rows,
+            cell_parents: &[],
             retired: cells,
             scope,
             peak_limit: u64::MAX,
@@ -105,6 +110,13 @@ impl FnMeta {
     pub const fn with_limits(mut self, peak: u64, retained: u64) -> Self {
         self.peak_limit = peak;
         self.retained_limit = retained;
+        self
+    }
+
+    /// Names, for each cell, the row of the statement whose block holds it
+    /// (`u32::MAX` for none): what the summary's `[in line N]` reads.
+    pub const fn with_parents(mut self, parents: &'static [u32]) -> Self {
+        self.cell_parents = parents;
         self
     }
 

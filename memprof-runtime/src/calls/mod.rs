@@ -9,6 +9,7 @@
 
 mod beside;
 mod cursor;
+pub(crate) mod edges;
 mod frame;
 mod meta;
 pub(crate) mod polling;

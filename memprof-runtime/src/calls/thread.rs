@@ -7,7 +7,7 @@
 use super::meta::{FnMeta, ThreadFnPtr, first_quiet_state};
 use crate::alloc::untracked;
 use crate::cells::{LineCell, RowFigures};
-use crate::kernel::layout::ThreadFnHead;
+use crate::kernel::layout::{EdgeSlot, ThreadFnHead};
 use crate::owned::load_u64;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -78,6 +78,12 @@ impl ThreadFn {
         self.cells().iter().for_each(LineCell::clear);
         self.calls.store(0, Relaxed);
         self.streak.set(0);
+        // Edges of the older generation are left out of reports: later
+        // calls find this generation's (see `calls::edges`).
+        for slot in &self.edges {
+            slot.row.set(std::ptr::null());
+            slot.counts.set(std::ptr::null());
+        }
         self.generation.store(generation, Relaxed);
         if self.tables.get() != 0 {
             // Tables are to be handed out again: the kernel must leave this
@@ -233,6 +239,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
                 head: &meta.head,
                 target: Cell::new(std::ptr::null()),
                 cells: padded[PAD..].as_ptr(),
+                edges: [EdgeSlot::NONE, EdgeSlot::NONE],
             },
             meta,
             padded,

@@ -2,8 +2,8 @@
 //! stack: a synchronous call's entry and exit, and a nested block's cursor.
 
 use super::layout::{
-    CALL_KERNEL, CallHead, Counters, CursorHead, FAST_ALL, FnHead, Globals, NO_CELL, NO_SAMPLE,
-    QUIET, QUIET_AFTER, ThreadFnHead, WITH_ROWS,
+    CALL_KERNEL, CallHead, Counters, CursorHead, EdgeCounts, FAST_ALL, FnHead, Globals, NO_CELL,
+    NO_SAMPLE, QUIET, QUIET_AFTER, ThreadFnHead, WITH_ROWS,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
@@ -155,6 +155,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
             events: Cell::new(t.events()),
             device_start: Cell::new(0),
             device_saved: Cell::new(0),
+            outer: Cell::new(get(&t.open_cursor)),
         });
         record.write(CallHead {
             counters: Cell::new(t as *const Counters),
@@ -170,13 +171,17 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
             start_allocated: Cell::new(allocated),
         })
     };
+    set(&t.open_cursor, top);
     top
 }
 
 /// Ends a call if [`enter`] entered it (returns 0): closes its body's
-/// cursor `top`, records its `fn` row, leaves the function's aggregate and
-/// takes both off the side stack. Returns 1, having done nothing, for a call
-/// the runtime entered.
+/// cursor `top`, records its `fn` row and its call edge, leaves the
+/// function's aggregate and takes both off the side stack. Returns 1,
+/// having done nothing, for a call the runtime entered; 2, having done
+/// nothing, when neither of the aggregate's latest edges is the one this
+/// call was made from (see [`edge`]): the runtime finds it and calls this
+/// again.
 ///
 /// # Safety
 /// `top` is the body's cursor of the innermost open synchronous call of this
@@ -195,6 +200,14 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         let call = &*call;
         (&*top, call, &*get(&call.counters), &*get(&call.thread_fn))
     };
+    // SAFETY: the body's cursor's `outer` is null or a live cursor of this
+    // thread, the caller's (see `enter`).
+    let edge = match unsafe { edge(tf, get(&cursor.outer)) } {
+        Edge::Counts(counts) => counts,
+        Edge::None => core::ptr::null(),
+        Edge::Unknown => return 2,
+    };
+    set(&t.open_cursor, get(&cursor.outer));
     let start = get(&call.start);
     if quiet_in(t, start, get(&call.start_allocs)) {
         // PERF: nothing was allocated or freed during the call, so neither
@@ -208,8 +221,13 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         close_quiet_in(t, get(&call.saved));
         call.row(0).closed_quiet(get(&call.base) + start, NO_SAMPLE);
         count_streak(tf, false);
+        // SAFETY: null or the aggregate's edge, which outlives the call.
+        if let Some(edge) = unsafe { edge.as_ref() } {
+            edge.calls
+                .store(load_u64(&edge.calls) + 1, Ordering::Relaxed);
+        }
     } else {
-        exit_loud(cursor, call, t);
+        exit_loud(cursor, call, t, edge);
         count_streak(tf, true);
     }
     set(&tf.depth, get(&tf.depth) - 1);
@@ -251,7 +269,7 @@ fn go_quiet(tf: &ThreadFnHead) {
 /// freed: its body's open row, if any (a step to no row), then its `fn`
 /// row. Out of line, so that [`exit`]'s quiet path saves no registers.
 #[inline(never)]
-fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
+fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters, edge: *const EdgeCounts) {
     if get(&cursor.cell) != NO_CELL {
         // SAFETY: the call's body cursor, live, which the kernel steps.
         unsafe { step(cursor, NO_CELL) };
@@ -264,6 +282,59 @@ fn exit_loud(cursor: &CursorHead, call: &CallHead, t: &Counters) {
         get(&call.start_allocated),
     );
     call.row(0).closed(&stats, get(&call.base) + stats.end);
+    // SAFETY: null or the aggregate's edge, which outlives the call.
+    if let Some(edge) = unsafe { edge.as_ref() } {
+        edge.calls
+            .store(load_u64(&edge.calls) + 1, Ordering::Relaxed);
+        let allocated = load_u64(&edge.allocated).wrapping_add(stats.allocated);
+        edge.allocated.store(allocated, Ordering::Relaxed);
+    }
+}
+
+/// Which call edge a call of `tf`'s function made from `outer`'s open row
+/// counts in (see [`exit`]).
+pub enum Edge {
+    /// One of the aggregate's two latest edges, the one this call was made
+    /// from: its counts (null where the caller has none).
+    Counts(*const EdgeCounts),
+    /// None: no profiled row of a synchronous call is open (a call from
+    /// unprofiled code, or from an `async fn`'s), or its cursor is between
+    /// rows.
+    None,
+    /// Another edge than the aggregate's latest two: the runtime's to
+    /// find.
+    Unknown,
+}
+
+/// The edge of a call of `tf`'s function whose caller's innermost cursor
+/// was `outer` when it began: the row open there, with the caller's
+/// aggregate, tell the edge; a call made from one of the two rows that the
+/// function's latest edges on this thread came from finds it in two
+/// compares each.
+///
+/// # Safety
+/// `outer` is null or a live cursor of this thread.
+#[inline(always)]
+pub unsafe fn edge(tf: &ThreadFnHead, outer: *const CursorHead) -> Edge {
+    // SAFETY: as the caller promises.
+    let Some(outer) = (unsafe { outer.as_ref() }) else {
+        return Edge::None;
+    };
+    let cell = get(&outer.cell);
+    if cell == NO_CELL {
+        return Edge::None;
+    }
+    // SAFETY: a live cursor in the chain belongs to an open synchronous
+    // call of this thread, whose head is live.
+    let caller = unsafe { &*outer.call };
+    let row = get(&caller.cells).wrapping_add(cell as usize);
+    let from = get(&caller.thread_fn);
+    for slot in &tf.edges {
+        if row == get(&slot.row) && from == get(&slot.caller) {
+            return Edge::Counts(get(&slot.counts));
+        }
+    }
+    Edge::Unknown
 }
 
 /// A cursor for a nested block of the call whose body's cursor is `top`, if
@@ -308,8 +379,11 @@ pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
                 events: Cell::new(0),
                 device_start: Cell::new(0),
                 device_saved: Cell::new(0),
+                outer: Cell::new(get(&(*counters).open_cursor)),
             })
         };
+        // SAFETY: as above.
+        set(&unsafe { &*counters }.open_cursor, record);
         if first != NO_CELL {
             // SAFETY: just written.
             unsafe { step(record, first) };
@@ -349,6 +423,7 @@ pub unsafe fn cursor_end(cursor: *const CursorHead) -> u32 {
         // SAFETY: as the caller promises.
         unsafe { step(cursor, NO_CELL) };
     }
+    set(&t.open_cursor, get(&head.outer));
     set(&t.stack_top, cursor as *mut u8);
     0
 }

@@ -82,6 +82,12 @@ pub struct Counters {
     pub device_peak: Cell<i64>,
     pub device_carry: Cell<i64>,
     pub device_events: Cell<u64>,
+    /// Owned by `calls::edges`: the innermost statement cursor of this
+    /// thread's open synchronous calls (a block's, or a call's body), whose
+    /// open row is the one a profiled call beginning now is made from;
+    /// null outside them. Each cursor keeps the one before it
+    /// (`CursorHead::outer`) and puts it back as it ends.
+    pub open_cursor: Cell<*const CursorHead>,
 }
 
 /// Accumulated figures of one table row. Owned by `cells`.
@@ -215,6 +221,45 @@ pub struct ThreadFnHead {
     pub target: Cell<*const LineCell>,
     /// This aggregate's rows.
     pub cells: *const LineCell,
+    /// Owned by `calls::edges`: the latest two call edges this thread
+    /// recorded for the function, latest first, each the caller's row (a
+    /// cell of the caller's table), the caller's aggregate and the edge's
+    /// counts: a call made from either row counts there with no lookup (a
+    /// function called from two rows by turns, `let a = parse(x); let b =
+    /// parse(y);` in a loop, too). Null: none.
+    pub edges: [EdgeSlot; 2],
+}
+
+/// One of the call edges a thread's aggregate remembers (see
+/// `ThreadFnHead::edges`).
+#[derive(Debug)]
+#[repr(C)]
+pub struct EdgeSlot {
+    pub row: Cell<*const LineCell>,
+    pub caller: Cell<*const ThreadFnHead>,
+    pub counts: Cell<*const EdgeCounts>,
+}
+
+impl EdgeSlot {
+    /// No edge. A constant, as `LineCell::new` is: each use is a fresh
+    /// value.
+    #[allow(clippy::declare_interior_mutable_const)]
+    pub const NONE: EdgeSlot = EdgeSlot {
+        row: Cell::new(core::ptr::null()),
+        caller: Cell::new(core::ptr::null()),
+        counts: Cell::new(core::ptr::null()),
+    };
+}
+
+/// One call edge's figures on one thread: calls of a function made while
+/// one row of a caller was open, and the bytes those calls allocated. Owned
+/// by `calls::edges`; written by the thread they belong to only (plain
+/// loads and stores), read by `report()`.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub struct EdgeCounts {
+    pub calls: AtomicU64,
+    pub allocated: AtomicU64,
 }
 
 /// `FnHead::fast`: the runtime enters every call.
@@ -306,7 +351,9 @@ pub struct CallHead {
     pub mode: Cell<u8>,
     /// A kernel-entered call: no open call of the function enclosed it.
     pub outermost: Cell<bool>,
-    /// A kernel-entered call: the thread's aggregate of the function.
+    /// A synchronous call: the thread's aggregate of the function (null
+    /// if none). The kernel's exit reads it for the calls it entered; call
+    /// edges, to name the caller (see `calls::edges`).
     pub thread_fn: Cell<*const ThreadFnHead>,
     /// A kernel-entered call: its own region's start and the enclosing
     /// region's watermark, and the context's allocation count and bytes
@@ -351,4 +398,9 @@ pub struct CursorHead {
     /// start and the enclosing device watermark (unused in other calls).
     pub device_start: Cell<i64>,
     pub device_saved: Cell<i64>,
+    /// The thread's innermost cursor when this one was made
+    /// (`Counters::open_cursor`), put back when it ends; for a call's body
+    /// cursor, its caller's. Null for a cursor outside that chain (an
+    /// `async fn`'s).
+    pub outer: Cell<*const CursorHead>,
 }

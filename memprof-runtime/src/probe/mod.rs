@@ -221,9 +221,14 @@ impl Drop for SyncCall {
     #[inline(always)]
     fn drop(&mut self) {
         let top = self.probe.0;
-        // SAFETY: this thread's innermost open call, if any.
-        if !top.is_null() && unsafe { crate::kernel::exit(top) } != 0 {
-            exit_slowly(top);
+        if top.is_null() {
+            return;
+        }
+        // SAFETY: this thread's innermost open call.
+        match unsafe { crate::kernel::exit(top) } {
+            0 => {}
+            1 => exit_slowly(top),
+            _ => exit_with_new_edge(top),
         }
     }
 }
@@ -293,11 +298,26 @@ fn enter_slowly(meta: &'static FnMeta, first: u32) -> *const CursorHead {
     if record.frame.is_outermost() {
         record.mark = crate::timeline::call_start(true, meta);
     }
+    crate::calls::edges::cursor_began(record.top.head());
     let top = std::ptr::from_ref(&record.top).cast::<CursorHead>();
     if first != NO_CELL {
         step(top, first);
     }
     top
+}
+
+/// [`SyncCall`]'s end for a call the kernel entered, made from another row
+/// than its function's latest call on this thread: the runtime finds that
+/// row's edge, then the kernel ends the call, counting in it.
+#[inline(never)]
+fn exit_with_new_edge(top: *const CursorHead) {
+    // SAFETY: the kernel returned 2 for this call: it entered it, and its
+    // caller's cursor has a row open.
+    unsafe { crate::calls::edges::find_for_kernel(top) };
+    // SAFETY: as for the first try, which did nothing.
+    let again = unsafe { crate::kernel::exit(top) };
+    // The edge found is the one the kernel compares.
+    debug_assert_eq!(again, 0);
 }
 
 /// [`SyncCall`]'s end for a call the runtime entered.
@@ -328,7 +348,9 @@ fn exit_slowly(top: *const CursorHead) {
     let record = unsafe { &*release.0 };
     // The body's closing brace ends before the call does.
     record.top.close();
-    finish(&record.frame, &record.mark, record.holds);
+    let outer = record.top.head().outer.get();
+    crate::calls::edges::cursor_ended(record.top.head());
+    finish(&record.frame, &record.mark, record.holds, outer);
 }
 
 /// [`SyncCall::cursor`] where the kernel made none: a call the runtime
@@ -345,6 +367,8 @@ fn cursor_slowly(frame: *const CallHead, first: u32) -> *const CursorHead {
             place,
         })
     };
+    // SAFETY: just written.
+    crate::calls::edges::cursor_began(unsafe { (*record).cursor.head() });
     let cursor = record.cast::<CursorHead>();
     if first != NO_CELL {
         step(cursor, first);
@@ -367,6 +391,7 @@ fn cursor_end_slowly(cursor: *const CursorHead) {
     // SAFETY: a cursor the runtime made is a whole record; dropping the
     // cursor closes its open row.
     unsafe {
+        crate::calls::edges::cursor_ended((*record).cursor.head());
         let place = (*record).place;
         std::ptr::drop_in_place(record);
         stack::pop(record.cast(), place, Layout::new::<CursorRecord>());
@@ -443,18 +468,21 @@ impl Drop for CallGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         if self.frame.is_recording() {
-            finish(self.frame, &self.mark, false);
+            // An `async fn` call: no caller's row (see `calls::edges`).
+            finish(self.frame, &self.mark, false, std::ptr::null());
         }
     }
 }
 
 /// Ends a recording call: see [`CallGuard`]. `holds`: tables printed during
-/// it were held back (see `output::budgeted_call_started`).
+/// it were held back (see `output::budgeted_call_started`); `outer`: the
+/// caller's cursor, for the call's edge (null: none).
 #[inline(never)]
-fn finish(frame: &Frame, mark: &CallMark, holds: bool) {
+fn finish(frame: &Frame, mark: &CallMark, holds: bool, outer: *const CursorHead) {
     let meta = frame.meta;
     let drawn = crate::timeline::call_end(mark, meta);
     let exit = frame.exit();
+    crate::calls::edges::count_runtime_call(frame, outer, exit.stats.allocated);
     // A call long enough to show on `mprof run`'s plot is not one to stop
     // timing.
     frame.count_streak(drawn || exit.stats.allocations != 0 || exit.stats.increment != 0);

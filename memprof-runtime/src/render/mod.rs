@@ -303,9 +303,15 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
                 l.function.clone(),
                 {
                     let mut contents = truncate(&l.contents.replace('\t', "    "), CONTENTS_WIDTH);
-                    // Its bytes are in the callee's lines too.
-                    if let Some(callee) = &l.calls {
-                        contents.push_str(&format!("   [calls {callee}]"));
+                    // Its bytes are in the callees' lines too.
+                    if !l.callees.is_empty() {
+                        let names: Vec<&str> =
+                            l.callees.iter().map(|c| c.function.as_str()).collect();
+                        contents.push_str(&format!("   [calls {}]", names.join(", ")));
+                    }
+                    // Its bytes are in a line listed with it, which holds it.
+                    if let Some(holder) = l.within {
+                        contents.push_str(&format!("   [in line {holder}]"));
                     }
                     // A second line in the cell, under the source.
                     if let Some(site) = &l.site {

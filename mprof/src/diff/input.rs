@@ -71,6 +71,22 @@ pub struct LineRun {
     /// never ran.
     #[serde(default)]
     pub sites: Option<Vec<SiteRun>>,
+    /// The profiled functions called while the line ran, from the call
+    /// edges memprof records; absent before it recorded them.
+    #[serde(default)]
+    pub calls: Option<Vec<CallRun>>,
+}
+
+/// A profiled function that a line called, as memprof's `LineCall` writes
+/// it; its name read [`printable`].
+///
+/// [`printable`]: crate::printable
+#[derive(Debug, Deserialize)]
+pub struct CallRun {
+    #[serde(deserialize_with = "crate::printable::deserialize")]
+    pub function: String,
+    pub calls: u64,
+    pub allocated_bytes: u64,
 }
 
 /// One allocation site of a line: a call stack below it and what was

@@ -143,6 +143,7 @@ mod tests {
                 pool_reserved: None,
                 contents: (*t).to_owned(),
                 sites: None,
+                calls: None,
             })
             .collect()
     }

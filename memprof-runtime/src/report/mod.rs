@@ -1,10 +1,13 @@
 //! Report data: each profiled function's rows, summed over its calls on
 //! every thread, and their JSON. Printing them is `output`'s.
 
+mod callees;
+
 use crate::alloc::untracked;
 use crate::calls::{FnMeta, Registration};
 use crate::cells::{LineCell, RowFigures};
 use crate::sites::Site;
+pub use callees::LineCall;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Every profiled function, aggregated over all its calls so far.
@@ -158,6 +161,15 @@ pub struct LineReport {
     /// (`MEMPROF_SITES`); `None` when sites are not recorded or the line
     /// never ran.
     pub sites: Option<Vec<Site>>,
+    /// The profiled functions called while the line ran, from the call
+    /// edges the runtime records (see [`LineCall`]), most bytes allocated
+    /// first; empty where it called none. `None` where the line never ran,
+    /// and in a call's own table (edges are counted over every call).
+    pub calls: Option<Vec<LineCall>>,
+    /// The line of the statement whose block holds this one (a `for`, an
+    /// `if`, a block; the `fn` line for the body's own statements), whose
+    /// figures include this line's; `None` on rows without a statement.
+    pub within: Option<u32>,
 }
 
 impl LineReport {
@@ -183,6 +195,8 @@ impl LineReport {
             in_use_bytes: None,
             contents,
             sites: None,
+            calls: None,
+            within: None,
         }
     }
 
@@ -196,6 +210,10 @@ impl LineReport {
         if let Some(theirs) = &other.sites {
             let ours = self.sites.get_or_insert_with(Vec::new);
             crate::sites::merge(ours, theirs);
+        }
+        self.within = self.within.or(other.within);
+        if let Some(theirs) = &other.calls {
+            callees::merge(self.calls.get_or_insert_with(Vec::new), theirs);
         }
     }
 
@@ -338,6 +356,7 @@ fn report_of(meta: &'static FnMeta) -> FunctionReport {
         };
     let mut function = function_report(meta, &rows, calls, None);
     function.running = running;
+    callees::fill(meta, &mut function.lines);
     function
 }
 
@@ -390,6 +409,13 @@ pub(crate) fn function_report(
         lines.len(),
         &span,
     );
+    for (&row, &parent) in meta.cell_rows.iter().zip(meta.cell_parents) {
+        if let Some(line) = lines.get_mut(row as usize)
+            && parent != crate::kernel::layout::NO_CELL
+        {
+            line.within = Some(meta.first_line + parent);
+        }
+    }
     for (line, sites) in lines.iter_mut().zip(sites.into_iter().flatten()) {
         if line.occurrences == 0 {
             continue;
@@ -523,91 +549,4 @@ pub fn reset() {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_starts_with_the_schema_version() {
-        assert_eq!(
-            Report::default().to_json(),
-            r#"{"schema":1,"functions":[],"summary":{"functions":[],"top_increment":[],"top_peak":[]}}"#
-        );
-    }
-
-    /// A line as a report shows `f`.
-    fn shown(f: &RowFigures, counted: bool) -> LineReport {
-        let mut line = LineReport::empty(7, "let v = f();".to_owned());
-        line.set_figures(f, counted);
-        line
-    }
-
-    #[test]
-    fn processes_merge_by_the_rule_that_merges_threads() {
-        let a = RowFigures {
-            occurrences: 2,
-            increment: -300,
-            peak: 4096,
-            allocations: 3,
-            allocated: 5000,
-            mem_usage: 10_000,
-            gpu: Some((1 << 20, 3 << 20, 2 << 20)),
-            driver: None,
-            pool: Some((4 << 20, 40 << 20, 64 << 20)),
-        };
-        let b = RowFigures {
-            occurrences: 5,
-            increment: 1000,
-            peak: 512,
-            allocations: 9,
-            allocated: 900,
-            mem_usage: 12_000,
-            gpu: Some((-(1 << 20), 1 << 20, 4 << 20)),
-            driver: Some((64, 700 << 20)),
-            pool: Some((-(1 << 20), 36 << 20, 96 << 20)),
-        };
-        let mut threads = a;
-        threads.add(&b);
-        let mut processes = shown(&a, true);
-        processes.add(&shown(&b, true));
-        assert_eq!(processes, shown(&threads, true));
-        assert_eq!(
-            (processes.occurrences, processes.increment, processes.peak),
-            (7, Some(700), Some(4096))
-        );
-        assert_eq!(
-            (
-                processes.allocations,
-                processes.allocated_bytes,
-                processes.mem_usage
-            ),
-            (Some(12), Some(5900), Some(12_000))
-        );
-        assert_eq!(
-            (
-                processes.gpu_increment,
-                processes.gpu_usage,
-                processes.gpu_peak
-            ),
-            (Some(0), Some(3 << 20), Some(4 << 20))
-        );
-        assert_eq!(
-            (processes.gpu_driver_increment, processes.gpu_driver_usage),
-            (Some(64), Some(700 << 20))
-        );
-        assert_eq!(
-            (
-                processes.pool_increment,
-                processes.pool_allocated,
-                processes.pool_reserved
-            ),
-            (Some(3 << 20), Some(40 << 20), Some(96 << 20))
-        );
-        // A line that never ran in either stays without figures.
-        let mut never = shown(&RowFigures::default(), false);
-        never.add(&shown(&RowFigures::default(), false));
-        assert_eq!(
-            (never.increment, never.mem_usage, never.gpu_usage),
-            (None, None, None)
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,258 @@
+//! Call edges: which row of which profiled function was open on the thread
+//! when each profiled call began, with the calls made from it and the bytes
+//! they allocated. The summary's `[calls …]`, the JSON's `calls` of a row and
+//! `mprof diff`'s callees come from these, never from a line's text.
+//!
+//! The row a call is made from is the one open in the thread's innermost
+//! statement cursor (`Counters::open_cursor`): each cursor of a synchronous
+//! call (a block's, a call's body) becomes the innermost as it is made and
+//! puts the one before it back as it ends, so a call made through
+//! unprofiled code counts from the profiled row that led to it. An `async
+//! fn`'s cursors stay out of that chain (a future outlives the poll that
+//! made it): calls made in its body count from the synchronous row that
+//! polls it, if any.
+//!
+//! Each thread keeps each edge's figures in an [`EdgeCounts`] of its own,
+//! made here the first time (outside every figure) and listed for
+//! `report()`; the callee's aggregate remembers the latest two (its
+//! `edges`), which the kernel's exit counts in without asking the runtime
+//! while calls keep coming from those rows.
+//!
+//! NOTE: not counted: quiet calls (see `kernel::quiet`), which allocate
+//! nothing in the steady state, and calls made while the caller's cursor is
+//! between rows. A row with no edge has no marker: a marker is always an
+//! edge that was recorded.
+
+use super::frame::Frame;
+use super::meta::FnMeta;
+use super::thread::ThreadFn;
+use crate::alloc::untracked;
+use crate::kernel::layout::{CursorHead, EdgeCounts, NO_CELL, ThreadFnHead};
+use crate::owned::{get, load_u64, set};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Mutex, MutexGuard};
+
+/// One thread's figures of one edge: calls of `callee` made while row
+/// `row` (an index into the caller's rows) of `caller` was open.
+#[derive(Debug)]
+struct Edge {
+    caller: &'static FnMeta,
+    row: u32,
+    callee: &'static FnMeta,
+    /// The callee's `memprof::reset` generation the counts belong to.
+    generation: std::sync::atomic::AtomicU64,
+    counts: EdgeCounts,
+}
+
+/// Every edge's figures, by the callee's aggregate (one thread's), the
+/// callee (an ended thread's aggregate's memory may hold another
+/// function's later), the caller and the row.
+type Key = (usize, usize, usize, u32);
+
+static EDGES: Mutex<Option<HashMap<Key, &'static Edge>>> = Mutex::new(None);
+
+fn lock() -> MutexGuard<'static, Option<HashMap<Key, &'static Edge>>> {
+    EDGES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The edges' list, locked so that no thread is inside it while the process
+/// forks (see `crate::fork`).
+pub(crate) struct EdgesHeldForFork(
+    #[allow(dead_code)] MutexGuard<'static, Option<HashMap<Key, &'static Edge>>>,
+);
+
+impl EdgesHeldForFork {
+    pub(crate) fn lock() -> Self {
+        EdgesHeldForFork(lock())
+    }
+}
+
+/// The calling thread's edge of `callee` (its aggregate `tf`) from row
+/// `row` of `caller`, made on first use; its counts cleared if they belong
+/// to an older generation. Only the thread that owns `tf` writes them (an
+/// aggregate at the address of an ended thread's takes over its edges,
+/// which keep counting in reports, as its rows do in `retired`).
+fn edge_of(tf: &ThreadFn, caller: &'static FnMeta, row: u32) -> &'static Edge {
+    let callee = tf.meta();
+    let generation = callee.head.generation.load(Relaxed);
+    let key = (
+        std::ptr::from_ref(tf) as usize,
+        std::ptr::from_ref(callee) as usize,
+        std::ptr::from_ref(caller) as usize,
+        row,
+    );
+    let edge = untracked(|| {
+        *lock()
+            .get_or_insert_with(HashMap::new)
+            .entry(key)
+            .or_insert_with(|| {
+                Box::leak(Box::new(Edge {
+                    caller,
+                    row,
+                    callee,
+                    generation: generation.into(),
+                    counts: EdgeCounts::default(),
+                }))
+            })
+    });
+    if edge.generation.load(Relaxed) != generation {
+        edge.counts.calls.store(0, Relaxed);
+        edge.counts.allocated.store(0, Relaxed);
+        edge.generation.store(generation, Relaxed);
+    }
+    edge
+}
+
+/// The caller whose cursor `outer` is, and the row open there: `None` for
+/// no cursor, a cursor between rows, or a caller without an aggregate.
+///
+/// # Safety
+/// `outer` is null or a live cursor of this thread's chain.
+unsafe fn caller_of(outer: *const CursorHead) -> Option<(&'static ThreadFn, u32)> {
+    // SAFETY: as the caller promises.
+    let outer = unsafe { outer.as_ref() }?;
+    let cell = get(&outer.cell);
+    if cell == NO_CELL || outer.call.is_null() {
+        return None;
+    }
+    // SAFETY: a cursor in the chain belongs to an open synchronous call of
+    // this thread; its aggregate, if set, lives as long as the thread.
+    let caller = unsafe { get(&(*outer.call).thread_fn).cast::<ThreadFn>().as_ref() }?;
+    let row = *caller.meta().cell_rows.get(cell as usize)?;
+    Some((caller, row))
+}
+
+/// The kernel's exit found another edge than its aggregate's latest two
+/// (its `exit` returned 2): makes the edge of the call whose body's cursor
+/// is `top` the aggregate's latest, under the very key the kernel compares
+/// (see `kernel::call::edge`), so that the exit, called again, counts in
+/// it (or in none, where the caller has no aggregate).
+///
+/// # Safety
+/// `top` is the body's cursor of the innermost open synchronous call of
+/// this thread, which the kernel entered, and whose `outer` is a live
+/// cursor with a row open.
+pub(crate) unsafe fn find_for_kernel(top: *const CursorHead) {
+    // SAFETY: as the caller promises: a kernel-entered call has its
+    // aggregate, and its caller's cursor a call.
+    let (outer, tf, caller_head) = unsafe {
+        let top = &*top;
+        let outer = get(&top.outer);
+        (
+            outer,
+            &*get(&(*top.call).thread_fn).cast::<ThreadFn>(),
+            &*(*outer).call,
+        )
+    };
+    // SAFETY: as the caller promises.
+    let cell = get(&unsafe { &*outer }.cell);
+    // SAFETY: as the caller promises.
+    let edge = match unsafe { caller_of(outer) } {
+        Some((caller, row)) => std::ptr::from_ref(&edge_of(tf, caller.meta(), row).counts),
+        None => std::ptr::null(),
+    };
+    // The latest first; the older of the two goes.
+    let head: &ThreadFnHead = tf;
+    let [latest, older] = &head.edges;
+    set(&older.row, get(&latest.row));
+    set(&older.caller, get(&latest.caller));
+    set(&older.counts, get(&latest.counts));
+    set(
+        &latest.row,
+        get(&caller_head.cells).wrapping_add(cell as usize),
+    );
+    set(&latest.caller, get(&caller_head.thread_fn));
+    set(&latest.counts, edge);
+}
+
+/// Counts a call that the runtime entered, whose frame is `frame`, whose
+/// body's cursor began after `outer` and which allocated `allocated` bytes.
+pub(crate) fn count_runtime_call(frame: &Frame, outer: *const CursorHead, allocated: u64) {
+    // SAFETY: a frame's aggregate lives as long as its thread.
+    let Some(tf) = (unsafe { frame.thread_fn().as_ref() }) else {
+        return;
+    };
+    // SAFETY: the body cursor's `outer` is null or a live cursor.
+    let Some((caller, row)) = (unsafe { caller_of(outer) }) else {
+        return;
+    };
+    let counts = &edge_of(tf, caller.meta(), row).counts;
+    counts.calls.store(load_u64(&counts.calls) + 1, Relaxed);
+    let sum = load_u64(&counts.allocated).wrapping_add(allocated);
+    counts.allocated.store(sum, Relaxed);
+}
+
+/// Makes `cursor` the thread's innermost, keeping the one before it in its
+/// `outer`: for the cursors the runtime makes of synchronous calls.
+pub(crate) fn cursor_began(cursor: &CursorHead) {
+    // SAFETY: null or this thread's counters.
+    if let Some(t) = unsafe { crate::alloc::thread_counters().as_ref() } {
+        set(&cursor.outer, get(&t.open_cursor));
+        set(&t.open_cursor, std::ptr::from_ref(cursor));
+    }
+}
+
+/// Puts back the cursor that was innermost before `cursor` began.
+pub(crate) fn cursor_ended(cursor: &CursorHead) {
+    // SAFETY: null or this thread's counters.
+    if let Some(t) = unsafe { crate::alloc::thread_counters().as_ref() }
+        && std::ptr::eq(get(&t.open_cursor), cursor)
+    {
+        set(&t.open_cursor, get(&cursor.outer));
+    }
+}
+
+/// One edge as a report shows it: from a row of a caller to a callee, over
+/// every thread.
+#[derive(Debug, Clone)]
+pub(crate) struct EdgeSum {
+    pub(crate) row: u32,
+    pub(crate) callee: &'static FnMeta,
+    pub(crate) calls: u64,
+    pub(crate) allocated: u64,
+}
+
+/// The edges from `caller`'s rows, each summed over the threads: by row,
+/// then most bytes allocated first, then by the callee's name.
+pub(crate) fn from(caller: &FnMeta) -> Vec<EdgeSum> {
+    let mut sums: Vec<EdgeSum> = Vec::new();
+    let edges = lock();
+    for edge in edges.iter().flat_map(|m| m.values()) {
+        if !std::ptr::eq(edge.caller, caller)
+            || edge.generation.load(Relaxed) != edge.callee.head.generation.load(Relaxed)
+        {
+            continue;
+        }
+        let (calls, allocated) = (
+            edge.counts.calls.load(Relaxed),
+            edge.counts.allocated.load(Relaxed),
+        );
+        if calls == 0 {
+            continue;
+        }
+        match sums
+            .iter_mut()
+            .find(|s| s.row == edge.row && std::ptr::eq(s.callee, edge.callee))
+        {
+            Some(sum) => {
+                sum.calls += calls;
+                sum.allocated += allocated;
+            }
+            None => sums.push(EdgeSum {
+                row: edge.row,
+                callee: edge.callee,
+                calls,
+                allocated,
+            }),
+        }
+    }
+    drop(edges);
+    sums.sort_by(|a, b| {
+        a.row
+            .cmp(&b.row)
+            .then_with(|| b.allocated.cmp(&a.allocated))
+            .then_with(|| a.callee.name().cmp(b.callee.name()))
+    });
+    sums
+}
