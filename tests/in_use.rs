@@ -189,10 +189,11 @@ fn child_service() {
     remember(100);
 }
 
-fn exit_report() -> Value {
+/// The report at exit, as JSON, and the text printed at exit.
+fn exit_report() -> (Value, String) {
     let dir = child::scratch_dir("in-use");
     let json = dir.join("report.json");
-    run_child(
+    let (text, _) = run_child(
         "child_service",
         &[
             ("MEMPROF_SITES", "1"),
@@ -200,7 +201,8 @@ fn exit_report() -> Value {
             ("MEMPROF_JSON", json.to_str().unwrap()),
         ],
     );
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (report, text)
 }
 
 fn line<'a>(report: &'a Value, function: &str, text: &str) -> &'a Value {
@@ -228,7 +230,7 @@ fn figures(line: &Value) -> (u64, u64, i64) {
 
 #[test]
 fn live_is_what_is_still_allocated_whoever_frees_it() {
-    let report = exit_report();
+    let (report, text) = exit_report();
     // The leak: every order, and the vector that holds them (its last
     // capacity, 128 orders of 24 bytes, one block).
     let order = line(&report, "in_use::remember", "let order");
@@ -252,4 +254,39 @@ fn live_is_what_is_still_allocated_whoever_frees_it() {
     let sites = order["sites"].as_array().unwrap();
     assert_eq!(sites.len(), 1, "{sites:?}");
     assert_eq!(sites[0]["in_use_bytes"], 30_000);
+    // The exit summary: a Live column, and the lines still holding bytes,
+    // most first; the functions that freed all they made read 0 B.
+    let live = text
+        .split("Top lines by Live (still in use)\n")
+        .nth(1)
+        .unwrap();
+    let rows: Vec<&str> = live
+        .lines()
+        .filter(|l| l.contains("in_use::"))
+        .map(|l| l.split("in_use::remember").nth(1).unwrap_or(l).trim())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "for _ in 0..n {",
+            "let order = black_box(vec![1u8; 300]);   [in line 22]",
+            "KEPT.lock().unwrap().push(order);   [in line 22]",
+        ],
+        "{live}"
+    );
+    let summary = text.split("Summary:").nth(1).unwrap();
+    let price = summary
+        .lines()
+        .find(|l| l.contains("in_use::price "))
+        .unwrap();
+    let cells: Vec<&str> = price
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        cells[..4],
+        ["1000 B", "1000 B", "9.8 KiB", "0 B"],
+        "{price}"
+    );
 }

@@ -20,6 +20,10 @@ pub struct Summary {
     /// The statement lines with the highest Peak, highest first; at most
     /// 10, only lines whose peak is above zero.
     pub top_peak: Vec<TopLine>,
+    /// The statement lines holding the most bytes still in use (Live),
+    /// highest first; at most 10, only lines holding some. Empty where
+    /// allocation sites were not recorded.
+    pub top_live: Vec<TopLine>,
 }
 
 /// One function's row of the summary: its `fn` row's figures.
@@ -44,6 +48,12 @@ pub struct FunctionSummary {
     /// The highest rise of counted device memory within one call, where
     /// device allocations were counted.
     pub gpu_peak: Option<u64>,
+    /// Bytes its calls allocated that are still in use (Live), where
+    /// allocation sites were recorded.
+    pub live: Option<u64>,
+    /// A framework's pool (`memprof::watch_pool`): bytes in its live
+    /// tensors after a call, the highest, where one was read.
+    pub pool_allocated: Option<u64>,
 }
 
 /// One line of the program, in the top lists.
@@ -63,6 +73,9 @@ pub struct TopLine {
     pub allocated_bytes: u64,
     /// Executions of the line.
     pub occurrences: u64,
+    /// Bytes the line allocated that are still in use (Live), where
+    /// allocation sites were recorded.
+    pub in_use_bytes: Option<u64>,
     /// The source text, trimmed.
     pub contents: String,
     /// The profiled function this line calls, if any: the first of
@@ -159,10 +172,12 @@ impl Report {
         };
         let top_increment = top(|row| row.increment.unwrap_or(0));
         let top_peak = top(|row| i64::try_from(row.peak.unwrap_or(0)).unwrap_or(i64::MAX));
+        let top_live = top(|row| i64::try_from(row.in_use_bytes.unwrap_or(0)).unwrap_or(i64::MAX));
         Summary {
             functions,
             top_increment,
             top_peak,
+            top_live,
         }
     }
 }
@@ -207,6 +222,8 @@ fn function_summary(function: &FunctionReport) -> Option<FunctionSummary> {
         allocations: row.allocations.unwrap_or(0),
         allocated_bytes: row.allocated_bytes.unwrap_or(0),
         gpu_peak: row.gpu_peak,
+        live: row.in_use_bytes,
+        pool_allocated: row.pool_allocated,
     })
 }
 
@@ -229,6 +246,7 @@ fn top_line(function: &FunctionReport, row: &LineReport) -> TopLine {
         allocations: row.allocations.unwrap_or(0),
         allocated_bytes: row.allocated_bytes.unwrap_or(0),
         occurrences: row.occurrences,
+        in_use_bytes: row.in_use_bytes,
         contents: row.contents.trim().to_owned(),
         calls: callees.first().map(|c| c.function.clone()),
         callees,

@@ -254,7 +254,8 @@ fn simple_table(header: &[&str], figures: usize, records: Vec<Vec<String>>) -> S
     ruled(&table.to_string())
 }
 
-/// The summary's text: its functions, then its two lists of top lines.
+/// The summary's text: its functions, then its lists of top lines (by
+/// Increment, by Peak, and by Live where sites were recorded).
 pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
     let figure = |v: i64| bytes(v, settings);
     let gpu = summary.functions.iter().any(|f| f.gpu_peak.is_some());
@@ -263,7 +264,17 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
         "Summary: {ran} function{} ran, highest peak first\n\n",
         if ran == 1 { "" } else { "s" }
     );
+    // Bytes still in use, and a framework's pool, where the run has them.
+    let live = summary.functions.iter().any(|f| f.live.is_some());
+    let pool = summary.functions.iter().any(|f| f.pool_allocated.is_some());
+    let optional = |v: Option<u64>| v.map(|v| figure(as_i64(v))).unwrap_or_default();
     let mut header = vec!["Peak", "Kept/call", "Kept", "Allocs", "Allocated", "Calls"];
+    if live {
+        header.insert(3, "Live");
+    }
+    if pool {
+        header.insert(1, "Pool alloc");
+    }
     if gpu {
         header.insert(1, "GPU peak");
     }
@@ -278,8 +289,14 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
             figure(as_i64(f.allocated_bytes)),
             f.calls.to_string(),
         ];
+        if live {
+            record.insert(3, optional(f.live));
+        }
+        if pool {
+            record.insert(1, optional(f.pool_allocated));
+        }
         if gpu {
-            record.insert(1, f.gpu_peak.map(|v| figure(v as i64)).unwrap_or_default());
+            record.insert(1, optional(f.gpu_peak));
         }
         record.extend([f.name.clone(), f.file.clone()]);
         record
@@ -288,13 +305,14 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
     for (title, lines) in [
         ("Top lines by Increment", &summary.top_increment),
         ("Top lines by Peak", &summary.top_peak),
+        ("Top lines by Live (still in use)", &summary.top_live),
     ] {
         if lines.is_empty() {
             continue;
         }
         out.push_str(&format!("\n{title}\n\n"));
         let records = lines.iter().map(|l| {
-            vec![
+            let mut record = vec![
                 figure(l.increment),
                 figure(l.peak as i64),
                 l.allocations.to_string(),
@@ -320,21 +338,25 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
                     }
                     contents
                 },
-            ]
+            ];
+            if live {
+                record.insert(0, optional(l.in_use_bytes));
+            }
+            record
         });
-        out.push_str(&simple_table(
-            &[
-                "Increment",
-                "Peak",
-                "Allocs",
-                "Occurrences",
-                "Line #",
-                "Function",
-                "Line Contents",
-            ],
-            5,
-            records.collect(),
-        ));
+        let mut header = vec![
+            "Increment",
+            "Peak",
+            "Allocs",
+            "Occurrences",
+            "Line #",
+            "Function",
+            "Line Contents",
+        ];
+        if live {
+            header.insert(0, "Live");
+        }
+        out.push_str(&simple_table(&header, header.len() - 2, records.collect()));
     }
     out
 }

@@ -6,7 +6,7 @@ use super::*;
 fn json_starts_with_the_schema_version() {
     assert_eq!(
         Report::default().to_json(),
-        r#"{"schema":1,"functions":[],"summary":{"functions":[],"top_increment":[],"top_peak":[]}}"#
+        r#"{"schema":1,"functions":[],"summary":{"functions":[],"top_increment":[],"top_peak":[],"top_live":[]}}"#
     );
 }
 
