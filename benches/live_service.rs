@@ -10,7 +10,9 @@
 //! printing the requests per second its clients achieved, and prints each
 //! one's median throughput and the median of its ratios to the plain
 //! service's throughput in the same round (the load of a shared machine
-//! drifts between rounds, and a service's throughput with it): the profiled
+//! drifts between rounds, and a service's throughput with it), and the same
+//! for the CPU time the process spent per order (steadier where other work
+//! shares the cores; a wrapper's own processes are not in it): the profiled
 //! binary as `cargo memprof` runs it (`MEMPROF_REPORT=off`, its report
 //! written to `MEMPROF_JSON`) with `MEMPROF_LIVE=1` and sampled allocation
 //! sites (`MEMPROF_SITES=sample`, bytes in use estimated), with every
@@ -84,9 +86,11 @@ impl<'a> Run<'a> {
         c
     }
 
-    /// Requests per second in one run; its checksum must be `expected`.
-    /// A wrapper (heaptrack) prints lines of its own among the service's.
-    fn throughput(&self, expected: &str) -> f64 {
+    /// Requests per second in one run, and the CPU time (µs) the service's
+    /// process spent per order; its checksum must be `expected`. A wrapper
+    /// (heaptrack) prints lines of its own among the service's, and its
+    /// own processes' time is not counted.
+    fn measure(&self, expected: &str) -> Measured {
         let out = self
             .command()
             .stderr(Stdio::null())
@@ -99,11 +103,23 @@ impl<'a> Run<'a> {
             "{}: {stdout}",
             self.name
         );
-        stdout
-            .lines()
-            .find_map(|l| l.strip_suffix(" requests/s")?.parse().ok())
-            .unwrap_or_else(|| panic!("{}: no throughput in {stdout}", self.name))
+        let figure = |unit: &str| -> f64 {
+            stdout
+                .lines()
+                .find_map(|l| l.strip_suffix(unit)?.parse().ok())
+                .unwrap_or_else(|| panic!("{}: no{unit} in {stdout}", self.name))
+        };
+        Measured {
+            rate: figure(" requests/s"),
+            cpu: figure(" us of CPU per order"),
+        }
     }
+}
+
+#[derive(Clone, Copy)]
+struct Measured {
+    rate: f64,
+    cpu: f64,
 }
 
 fn main() {
@@ -183,7 +199,7 @@ fn main() {
             } else {
                 &expected
             };
-            rates[i].push(run.throughput(expected));
+            rates[i].push(run.measure(expected));
         }
     }
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -193,20 +209,29 @@ fn main() {
     ] {
         println!(
             "order-service, {} orders from {CLIENTS} keep-alive clients, {cores} cores, \
-             {ROUNDS} interleaved rounds: median throughput, and the median (lowest–highest) \
-             of its ratios to the plain service's in the same round:",
+             {ROUNDS} interleaved rounds. Throughput: the median, and the median (lowest–highest) \
+             of its ratios to the plain service's in the same round; CPU per order: the median, \
+             and the median of its ratios to the plain service's:",
             runs[0].requests
         );
         for (run, r) in runs.iter().zip(rates) {
-            let ratios: Vec<f64> = r.iter().zip(&rates[0]).map(|(r, p)| r / p).collect();
-            let (low, high) = ratios
+            let ratios = |figure: fn(&Measured) -> f64| -> Vec<f64> {
+                r.iter()
+                    .zip(&rates[0])
+                    .map(|(r, p)| figure(r) / figure(p))
+                    .collect()
+            };
+            let rate = ratios(|m| m.rate);
+            let (low, high) = rate
                 .iter()
                 .fold((f64::MAX, 0f64), |(l, h), &x| (l.min(x), h.max(x)));
             println!(
-                "| {} | {:.0} requests/s | {:.2}× ({low:.2}–{high:.2}) |",
+                "| {} | {:.0} requests/s | {:.2}× ({low:.2}–{high:.2}) | {:.1} µs | {:.2}× |",
                 run.name,
-                median(r.clone()),
-                median(ratios),
+                median(r.iter().map(|m| m.rate).collect()),
+                median(rate),
+                median(r.iter().map(|m| m.cpu).collect()),
+                median(ratios(|m| m.cpu)),
             );
         }
     }

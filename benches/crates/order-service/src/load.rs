@@ -12,11 +12,17 @@ pub struct Load {
     /// Order-independent: the same for every run of the same load.
     pub checksum: u64,
     pub seconds: f64,
+    /// CPU time the process used meanwhile, all its threads, in seconds.
+    pub cpu_seconds: f64,
 }
 
 impl Load {
     pub fn per_second(&self) -> f64 {
         self.answered as f64 / self.seconds
+    }
+
+    pub fn cpu_micros_per_order(&self) -> f64 {
+        self.cpu_seconds * 1e6 / self.answered as f64
     }
 }
 
@@ -33,10 +39,12 @@ pub fn run(port: u16, requests: usize, clients: usize) -> Load {
         .collect();
     ready.wait();
     let start = Instant::now();
+    let cpu_start = cpu_seconds();
     let mut load = Load {
         answered: 0,
         checksum: 0,
         seconds: 0.0,
+        cpu_seconds: 0.0,
     };
     for thread in threads {
         let (answered, checksum) = thread.join().expect("a client thread");
@@ -44,7 +52,27 @@ pub fn run(port: u16, requests: usize, clients: usize) -> Load {
         load.checksum = load.checksum.wrapping_add(checksum);
     }
     load.seconds = start.elapsed().as_secs_f64();
+    load.cpu_seconds = cpu_seconds() - cpu_start;
     load
+}
+
+/// The CPU time this process has used, user and system, its ended threads
+/// included: `utime` and `stime` of `/proc/self/stat`, in Linux's clock
+/// ticks of 1/100 s. 0 where there is no such file.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // The fields after the command's name, which is in parentheses and may
+    // hold spaces: state first, then utime and stime 11 and 12 further.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    ticks as f64 / 100.0
 }
 
 /// One client's orders: how many were answered, and their checksum.

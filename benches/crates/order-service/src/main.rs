@@ -8,10 +8,11 @@
 //! on 127.0.0.1 (a free port), then sends REQUESTS orders (default 20,000)
 //! from CLIENTS client threads (default 4), each over one keep-alive
 //! connection, a request at a time. It prints the answers' checksum, then
-//! the throughput the clients achieved. With `hold` it then prints its pid
-//! and keeps serving until its standard input closes (for a snapshot of
-//! the service as the load left it). With `--features dhat` it runs under
-//! dhat's heap profiler.
+//! the throughput the clients achieved and the CPU time the process (the
+//! service and its clients) spent per order meanwhile. With `hold` it then
+//! prints its pid and keeps serving until its standard input closes (for a
+//! snapshot of the service as the load left it). With `--features dhat`
+//! it runs under dhat's heap profiler.
 
 mod cache;
 mod load;
@@ -41,6 +42,7 @@ fn main() {
         load.checksum
     );
     println!("{:.0} requests/s", load.per_second());
+    println!("{:.1} us of CPU per order", load.cpu_micros_per_order());
     if args.get(2).is_some_and(|a| a == "hold") {
         println!("pid {}", std::process::id());
         hold();
