@@ -20,8 +20,10 @@
 //! `MEMPROF=off`; dhat; and heaptrack on the plain binary where it is
 //! installed (`scripts/install-peers`). The clients run in the profiled
 //! process too, and pay what its other threads pay. A second table runs
-//! the plain and the exact service on 2,500 orders: what the exact mode
-//! costs before the orders served slow it down.
+//! the plain and the exact service on 2,500 orders, so that a cost that
+//! grows with the orders served shows against the first: exact sites'
+//! did, when each `async fn` call charged its sites under keys of its own
+//! (docs/cost.md, "A running service").
 //!
 //! Last, one more exact run is held open after its load, and
 //! `mprof snapshot` of it shows the lines holding the most bytes in use:
@@ -44,8 +46,7 @@ const FIXTURE: Fixture = Fixture {
 const REQUESTS: &str = "20000";
 const CLIENTS: &str = "4";
 /// Orders of the short runs, which see what a longer run's first orders
-/// cost: the exact mode's cost grows with the orders served (see
-/// docs/cost.md, "A running service").
+/// cost.
 const FEW: &str = "2500";
 const ROUNDS: usize = 7;
 
