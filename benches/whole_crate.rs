@@ -20,96 +20,18 @@ use std::time::Instant;
 const MEGABYTES: &str = "8";
 const ROUNDS: usize = 5;
 
-fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-}
+/// The fixture and its builds: see support/fixture.rs.
+#[path = "support/fixture.rs"]
+mod fixture;
 
-fn fixture() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fixture = root.join("benches/crates/parser-shape");
-    // The workspace's exact dependency versions, with nothing to resolve
-    // but dhat's.
-    std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock"))
-        .expect("fixture is writable");
-    fixture
-}
+use fixture::{Fixture, installed, median};
+
+const FIXTURE: Fixture = Fixture {
+    name: "parser-shape",
+};
 
 fn target() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("parser-shape")
-}
-
-/// Builds the fixture in release, with `features`, into `dir`.
-fn build(fixture: &Path, dir: &str, features: &[&str]) -> PathBuf {
-    let target = target().join(dir);
-    let status = cargo()
-        .args(["build", "--quiet", "--release", "--manifest-path"])
-        .arg(fixture.join("Cargo.toml"))
-        .args(features.iter().flat_map(|f| ["--features", f]))
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the fixture ({dir}) failed");
-    target.join("release/memprof-parser-shape")
-}
-
-/// Builds the fixture through `cargo memprof run --release` (which runs it
-/// once) and returns the profiled binary.
-fn build_profiled(fixture: &Path) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let tools = target().join("tools");
-    let status = cargo()
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "-p",
-            "mprof",
-            "--bin",
-            "cargo-memprof",
-            "--bin",
-            "mprof",
-        ])
-        .current_dir(root)
-        .env("CARGO_TARGET_DIR", &tools)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building cargo-memprof failed");
-    let target = target().join("profiled");
-    let out = Command::new(tools.join("release/cargo-memprof"))
-        .args(["memprof", "run", "--release", "--", "1"])
-        .current_dir(fixture)
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .expect("cargo-memprof runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // cargo-memprof builds its copy of the crate under the target directory.
-    let found = find(&target.join("memprof"), "memprof-parser-shape");
-    found.expect("the profiled binary")
-}
-
-/// `mprof`, built beside cargo-memprof by [`build_profiled`].
-fn mprof() -> PathBuf {
-    target().join("tools/release/mprof")
-}
-
-fn find(dir: &Path, name: &str) -> Option<PathBuf> {
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if let Some(found) = find(&path, name) {
-                return Some(found);
-            }
-        } else if path.file_name().is_some_and(|n| n == name)
-            && path.parent().is_some_and(|p| p.ends_with("target/release"))
-        {
-            return Some(path);
-        }
-    }
-    None
+    FIXTURE.target()
 }
 
 /// A way to run the fixture: the program, the arguments before the
@@ -156,19 +78,13 @@ fn time(mut command: Command, expected: &str) -> f64 {
     seconds
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let fixture = fixture();
-    let plain = build(&fixture, "plain", &[]);
-    let dhat = build(&fixture, "dhat", &["dhat"]);
-    let profiled = build_profiled(&fixture);
+    let plain = FIXTURE.build("plain", &[]);
+    let dhat = FIXTURE.build("dhat", &["dhat"]);
+    let profiled = FIXTURE.build_profiled(&["1"]);
     let json = target().join("report.json");
     let expected = {
         let out = Command::new(&plain).arg(MEGABYTES).output().expect("runs");
@@ -178,10 +94,7 @@ fn main() {
             .unwrap_or_default()
             .to_owned()
     };
-    let heaptrack = Command::new("heaptrack")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let heaptrack = installed("heaptrack");
     let json = json.display().to_string();
     let as_cargo_memprof = [("MEMPROF_REPORT", "off"), ("MEMPROF_JSON", json.as_str())];
     let with = |extra: (&'static str, &'static str)| {
@@ -215,7 +128,7 @@ fn main() {
     ];
     let mut recorded = Run::new(
         "mprof run of the profiled binary (compare with its direct run above)",
-        &mprof(),
+        &FIXTURE.mprof(),
         as_cargo_memprof.to_vec(),
     );
     recorded.args = vec![
