@@ -46,6 +46,28 @@ extern "C" fn note_start_dir() {
     untracked(|| START_DIR.get_or_init(|| std::env::current_dir().ok()));
 }
 
+/// Whether `MEMPROF_SITES` asks for sites, noted as the program loads:
+/// the configuration is read at the first profiled call, and threads
+/// started before it must already report their frees to sites (see
+/// `sites::follow_every_thread`).
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NOTE_SITES_WANTED: extern "C" fn() = note_sites_wanted;
+
+#[cfg(target_os = "linux")]
+extern "C" fn note_sites_wanted() {
+    untracked(|| {
+        let wanted = std::env::var("MEMPROF_SITES")
+            .ok()
+            .and_then(|v| crate::config::parse_sites(&v))
+            .is_some_and(|mode| mode != crate::sites::Mode::Off);
+        if wanted {
+            crate::sites::wanted_at_load();
+        }
+    });
+}
+
 fn from_start_dir(path: &mut PathBuf) {
     if let Some(Some(dir)) = START_DIR.get()
         && path.is_relative()

@@ -16,11 +16,10 @@
 //! whether or not it was handed a table (`nth` 0 when not).
 
 use super::beside::Beside;
-use super::meta::{FnMeta, switch_on_entry, table_every_call, tables_per_thread};
+use super::meta::{FnMeta, switch_on_entry, tables_per_thread};
 use super::thread::{ThreadFn, set_published, thread_fn};
 use crate::alloc::{self, ThreadCounters};
 use crate::cells::LineCell;
-use crate::config::ReportMode;
 use crate::kernel::layout::{
     CALL_DEVICE, CALL_OFF, CALL_RUNTIME, CALL_SLOW, CallHead, Counters, FAST_NONE,
 };
@@ -31,6 +30,9 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering::Relaxed;
 
 mod fast_entry;
+mod own_table;
+
+pub(crate) use own_table::OwnTable;
 
 /// Under `MEMPROF_REPORT=auto`, this many calls of a function print their own
 /// table; later ones only feed the table printed at exit.
@@ -185,53 +187,6 @@ pub(crate) struct CallFacts {
     pub(crate) sites_serial: u64,
 }
 
-/// A finished call's own rows. Dropping it folds them into the aggregate of
-/// the thread it ended on.
-#[derive(Debug)]
-pub(crate) struct OwnTable {
-    meta: &'static FnMeta,
-    cells: Box<[LineCell]>,
-}
-
-impl OwnTable {
-    pub(crate) fn cells(&self) -> &[LineCell] {
-        &self.cells
-    }
-}
-
-impl Drop for OwnTable {
-    fn drop(&mut self) {
-        alloc::untracked(|| {
-            let thread_fn = thread_fn(self.meta);
-            // SAFETY: a non-null aggregate lives as long as this thread.
-            let (target, calls) = match unsafe { thread_fn.as_ref() } {
-                Some(t) => {
-                    if t.depth.get() == 0 {
-                        t.renew();
-                    }
-                    (t.cells(), Some(&t.calls))
-                }
-                // Thread teardown: straight into the retired rows, under
-                // the lock that makes us their only writer.
-                None => (self.meta.retired, None),
-            };
-            let _lock = calls
-                .is_none()
-                .then(|| self.meta.threads.lock().unwrap_or_else(|e| e.into_inner()));
-            let cells = std::mem::take(&mut self.cells);
-            for (sum, cell) in target.iter().zip(cells.iter()) {
-                sum.absorb(&cell.read());
-            }
-            match calls {
-                Some(calls) => calls.store(calls.load(Relaxed) + 1, Relaxed),
-                None => {
-                    self.meta.retired_calls.fetch_add(1, Relaxed);
-                }
-            }
-        });
-    }
-}
-
 impl Frame {
     #[inline]
     pub(crate) fn new(meta: &'static FnMeta) -> Self {
@@ -316,7 +271,10 @@ impl Frame {
         self.open();
         set(&self.state().is_async, true);
         if crate::sites::enabled() {
-            set(&self.state().poll_slot, super::polling::register(self));
+            set(
+                &self.state().poll_slot,
+                super::polling::register(std::ptr::from_ref(self).cast()),
+            );
         }
     }
 
@@ -330,79 +288,6 @@ impl Frame {
     /// no thread's depth counts, always are. Only once entered.
     pub(crate) fn is_outermost(&self) -> bool {
         get(&self.state().outermost) || !get(&self.state().nested_count)
-    }
-
-    /// Which per-call table an outermost call starts, or 0 for none.
-    #[inline]
-    fn wanted_table(&self) -> u64 {
-        let meta = self.meta;
-        // PERF: once a function's tables are handed out, a call only reads
-        // `tables`, a line no call writes.
-        if meta.tables.load(Relaxed) >= AUTO_CALL_TABLES
-            && !meta.has_budget()
-            && !table_every_call()
-        {
-            return 0;
-        }
-        self.claim_table()
-    }
-
-    #[cold]
-    fn claim_table(&self) -> u64 {
-        let meta = self.meta;
-        let mode = crate::settings::get().report;
-        let nth = match mode {
-            // NOTE: then `meta.tables` stays 0, so that every call comes
-            // here; the kernel enters a thread's calls once its tables are
-            // handed out (see `thread::set_published`).
-            ReportMode::Auto if tables_per_thread() => {
-                // SAFETY: a non-null aggregate lives as long as this thread.
-                match unsafe { thread_fn(meta).as_ref() } {
-                    Some(t) if t.tables.get() < AUTO_CALL_TABLES => {
-                        t.tables.set(t.tables.get() + 1);
-                        t.tables.get()
-                    }
-                    _ => u64::MAX,
-                }
-            }
-            ReportMode::Auto if meta.tables.load(Relaxed) < AUTO_CALL_TABLES => {
-                meta.tables.fetch_add(1, Relaxed) + 1
-            }
-            ReportMode::Exit | ReportMode::Off if !meta.has_budget() => {
-                // No per-call tables in these modes: later calls need not
-                // come here.
-                meta.tables.store(AUTO_CALL_TABLES, Relaxed);
-                0
-            }
-            // `call`, and every call of a function with a budget (whose
-            // message shows the call's own table): untallied.
-            _ => u64::MAX,
-        };
-        let printed = match mode {
-            ReportMode::Call => true,
-            ReportMode::Auto => nth <= AUTO_CALL_TABLES,
-            ReportMode::Exit | ReportMode::Off => false,
-        };
-        if printed || meta.has_budget() { nth } else { 0 }
-    }
-
-    #[cold]
-    fn own_table(&self, nth: u64) {
-        let cells = alloc::untracked(|| LineCell::row_set(self.meta.cell_count()));
-        set(&self.head.cells, cells.as_ptr());
-        self.state().own.set(Some(cells));
-        set(&self.state().nth, nth);
-        // A table that is neither printed nor checked (`nth` 0: an `async
-        // fn` call past its function's first tables) is read only through
-        // the aggregate: its sites go there, as a synchronous call's do, so
-        // that a service's thousands of async calls do not each fill the
-        // thread's sites table with keys of their own.
-        static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let serial = match nth {
-            0 => 0,
-            _ => SERIALS.fetch_add(1, Relaxed),
-        };
-        set(&self.state().sites_serial, serial);
     }
 
     fn open(&self) {

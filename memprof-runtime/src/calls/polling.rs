@@ -1,36 +1,33 @@
 //! The `async fn` calls being polled on this thread, for allocation sites
 //! (`MEMPROF_SITES`): an `async fn` call keeps its frame and cursors in its
 //! future, not on the side stack, so the walker of open rows (see
-//! `probe::open_rows`) finds them here.
+//! `probe::open_rows`) finds them through here (`polled_rows` reads them).
 //!
 //! Each poll of an [`Instrumented`](super::Instrumented) future links a
 //! [`Link`] on the poll's own stack into the thread's list; the call's
 //! frame, made in its first poll, registers in the future's slot, which
-//! outlives it. The frame keeps its innermost open cursor, and each cursor
-//! the one it encloses (see `Cursor::step`): a chain from the innermost
-//! statement out to the call.
+//! outlives it. Frames are held here by address only.
 
-use super::Frame;
-use crate::kernel::layout::{CursorHead, NO_CELL};
-use crate::owned::get;
-use crate::sites::Key;
 use std::cell::Cell;
+
+/// A registered call's frame, by address (a `calls::Frame`).
+pub(crate) type FramePtr = *const ();
 
 /// Where a polled future's frame registers: null until its first poll
 /// makes it, and again once it ends.
 #[derive(Debug, Default)]
-pub(crate) struct Slot(Cell<*const Frame>);
+pub(crate) struct Slot(Cell<FramePtr>);
 
 impl Slot {
     pub(crate) const fn new() -> Slot {
         Slot(Cell::new(std::ptr::null()))
     }
 
-    pub(super) fn set(&self, frame: *const Frame) {
+    pub(super) fn set(&self, frame: FramePtr) {
         self.0.set(frame);
     }
 
-    fn get(&self) -> *const Frame {
+    fn get(&self) -> FramePtr {
         self.0.get()
     }
 }
@@ -72,7 +69,7 @@ pub(crate) fn polling<R>(slot: &Slot, poll: impl FnOnce() -> R) -> R {
 
 /// Registers a starting `async fn` call's frame in the future being
 /// polled, and returns its slot (null if none is).
-pub(crate) fn register(frame: &Frame) -> *const Slot {
+pub(crate) fn register(frame: FramePtr) -> *const Slot {
     POLLING
         .try_with(|p| {
             // SAFETY: null or a link on the stack of a poll still running.
@@ -92,15 +89,14 @@ pub(crate) fn register(frame: &Frame) -> *const Slot {
         .unwrap_or(std::ptr::null())
 }
 
-/// Hands each row open in the `async fn` calls polled on this thread to
-/// `push`, outermost first: each call's `fn` row, then its cursors' rows
-/// from the outermost block in.
-pub(crate) fn open_rows(push: &mut dyn FnMut(Option<Key>, u64)) {
-    const MAX_POLLS: usize = 64;
+/// The frames registered in the futures polled on this thread, outermost
+/// first, at most `MAX_POLLS`; how many were written to `frames`.
+pub(crate) const MAX_POLLS: usize = 64;
+
+pub(crate) fn polled(frames: &mut [FramePtr; MAX_POLLS]) -> usize {
     let Ok(mut link) = POLLING.try_with(Cell::get) else {
-        return;
+        return 0;
     };
-    let mut frames: [*const Frame; MAX_POLLS] = [std::ptr::null(); MAX_POLLS];
     let mut n = 0;
     // SAFETY: links on the stacks of polls still running, innermost first.
     while let Some(l) = unsafe { link.as_ref() } {
@@ -112,26 +108,6 @@ pub(crate) fn open_rows(push: &mut dyn FnMut(Option<Key>, u64)) {
         }
         link = l.outer;
     }
-    for &frame in frames[..n].iter().rev() {
-        // SAFETY: a registered frame, which unregisters before it ends.
-        let frame = unsafe { &*frame };
-        push(frame.site_key(0), get(&frame.head.start_allocs));
-        let mut cursors: [*const CursorHead; MAX_POLLS] = [std::ptr::null(); MAX_POLLS];
-        let mut m = 0;
-        let mut cursor = frame.innermost_cursor();
-        while !cursor.is_null() && m < MAX_POLLS {
-            cursors[m] = cursor;
-            m += 1;
-            // SAFETY: a linked cursor of this frame, still open.
-            cursor = unsafe { super::cursor::enclosing(cursor) };
-        }
-        for &cursor in cursors[..m].iter().rev() {
-            // SAFETY: as above.
-            let head = unsafe { &*cursor };
-            let cell = get(&head.cell);
-            if cell != NO_CELL {
-                push(frame.site_key(cell), get(&head.start_allocs));
-            }
-        }
-    }
+    frames[..n].reverse();
+    n
 }

@@ -54,7 +54,7 @@ pub(super) fn walk(rows: &mut Rows) -> usize {
         walk_side_stack(counters, base, top, &mut push);
     }
     // `async fn` calls keep their rows in their futures.
-    crate::calls::polling::open_rows(&mut push);
+    crate::calls::polled_rows::open_rows(&mut push);
     n
 }
 

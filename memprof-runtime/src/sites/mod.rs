@@ -7,13 +7,20 @@
 //!   open on the thread, which a walker of the side stack that the runtime
 //!   registers reads);
 //! - `tables`: where that goes, per thread, in fixed-capacity tables;
-//! - `resolve`: at report time, the figures of one function's rows,
-//!   symbolized, trimmed to the frames below the line, and merged.
+//! - `in_use`: each recorded block until it is freed, on any thread, by
+//!   the rows and stack that made it (the Live figures);
+//! - `figures`: at report time, the figures of one function's rows, from
+//!   both, merged by stack; `resolve` symbolizes a stack and trims it to
+//!   the frames below the line.
+//!
+//! Beside them: `frames` (taking a stack) and `mapping` (memory for the
+//! tables, outside the allocator).
 //!
 //! Off (the default), none of it runs: the allocator's fast path is that of
 //! a build without sites. On, statements and calls still run as they do
 //! without it; each thread's allocations take the allocator's slow path.
 
+mod figures;
 mod frames;
 mod in_use;
 mod mapping;
@@ -21,8 +28,9 @@ mod recorder;
 mod resolve;
 mod tables;
 
+pub(crate) use figures::{for_rows, merge};
 pub(crate) use recorder::{OpenRow, Rows, allocation, free, set_walker, thread_ends};
-pub(crate) use resolve::{Span, for_rows, merge};
+pub(crate) use resolve::Span;
 pub(crate) use tables::Key;
 pub(crate) use tables::MAX_OPEN;
 pub use tables::table_sets;
@@ -95,26 +103,14 @@ pub(crate) fn enabled() -> bool {
     MODE.load(Relaxed) != OFF
 }
 
-/// `MEMPROF_SITES` asked for sites as the program loaded.
+/// `MEMPROF_SITES` asks for sites: noted as the program loads (see
+/// `settings`), before the configuration is read at the first profiled
+/// call, so that threads started before it report their frees.
 static WANTED_AT_LOAD: AtomicBool = AtomicBool::new(false);
 
-#[cfg(target_os = "linux")]
-#[used]
-#[unsafe(link_section = ".init_array")]
-static NOTE_WANTED: extern "C" fn() = note_wanted;
-
-/// Notes, as the program loads, whether sites will be recorded: the
-/// configuration is read at the first profiled call, and threads started
-/// before it must already report their frees (see [`follow_every_thread`]).
-#[cfg(target_os = "linux")]
-extern "C" fn note_wanted() {
-    crate::alloc::untracked(|| {
-        let wanted = std::env::var("MEMPROF_SITES")
-            .ok()
-            .and_then(|v| crate::config::parse_sites(&v))
-            .is_some_and(|mode| mode != Mode::Off);
-        WANTED_AT_LOAD.store(wanted, Relaxed);
-    });
+/// Notes that `MEMPROF_SITES` asks for sites (see [`follow_every_thread`]).
+pub(crate) fn wanted_at_load() {
+    WANTED_AT_LOAD.store(true, Relaxed);
 }
 
 /// Whether every thread's allocations and frees go to sites from its

@@ -8,8 +8,9 @@
 //! allocated if it is open now and started before it, by the thread's
 //! allocation count (`clock`), which each row keeps at its start.
 //!
-//! Nothing here allocates or locks: stacks are taken (see `frames`) into
-//! a buffer on the stack, and figures go into the thread's [`Tables`].
+//! Nothing here allocates: stacks are taken (see `frames`) into a buffer
+//! on the stack, figures go into the thread's [`Tables`], and each block
+//! into `in_use`, under one of its shards' spin locks.
 
 use super::tables::{COUNT_UNIT, Key, MAX_FRAMES, MAX_OPEN, NO_STACK, Tables};
 use std::cell::Cell;
@@ -205,7 +206,11 @@ pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
             t.live_insert(ptr as usize, stack, bytes, clock, rows[0].start);
         }
         if !ptr.is_null() {
-            super::in_use::allocated(ptr as usize, rows, &frames[..len], allocations, bytes);
+            let open = rows.iter().map(|row| super::in_use::Row {
+                meta: row.key.meta,
+                cell: row.key.cell,
+            });
+            super::in_use::allocated(ptr as usize, open, &frames[..len], allocations, bytes);
         }
     });
 }

@@ -15,21 +15,21 @@ mod origins;
 
 pub(crate) use origins::{MAX_ROWS, Read, Row};
 
-use super::recorder::OpenRow;
-
 /// Records the block at `ptr`, allocated while `rows` were open (outermost
 /// first) through `frames`, standing for `count` allocations (in
 /// `COUNT_UNIT`s) of `bytes`.
-pub(crate) fn allocated(ptr: usize, rows: &[OpenRow], frames: &[usize], count: u64, bytes: u64) {
+pub(crate) fn allocated(
+    ptr: usize,
+    rows: impl Iterator<Item = Row>,
+    frames: &[usize],
+    count: u64,
+    bytes: u64,
+) {
     // Each row once (a call's own table and the aggregate are one row);
     // past `MAX_ROWS`, the innermost takes the last place.
     let mut kept = [Row { meta: 0, cell: 0 }; MAX_ROWS];
     let mut n = 0;
-    for open in rows {
-        let row = Row {
-            meta: open.key.meta,
-            cell: open.key.cell,
-        };
+    for row in rows {
         if kept[..n].contains(&row) {
             continue;
         }
