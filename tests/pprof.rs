@@ -37,11 +37,42 @@ fn build(n: usize) -> usize {
     local.len() + kept.len()
 }
 
+/// A loop whose body's allocations its line holds too, as its row does.
+#[memprof::profile]
+#[inline(never)]
+fn repeat(n: usize) -> usize {
+    let mut kept = Vec::new();
+    for i in 0..n {
+        kept.push(vec![i as u8; 100]);
+    }
+    kept.len()
+}
+
+/// Lines that call another profiled function.
+#[memprof::profile]
+#[inline(never)]
+fn batches(n: usize) -> usize {
+    let mut total = 0;
+    for _ in 0..2 {
+        total += build(n);
+    }
+    total
+}
+
 #[test]
 #[ignore = "a child run: this file's tests start it"]
 fn child_build() {
     if is_child() {
         assert_eq!(build(10), 74);
+    }
+}
+
+#[test]
+#[ignore = "a child run: this file's tests start it"]
+fn child_nested() {
+    if is_child() {
+        assert_eq!(repeat(3), 3);
+        assert_eq!(batches(10), 148);
     }
 }
 
@@ -73,11 +104,16 @@ fn values(objects: i64, space: i64, inuse: i64) -> HeapValues {
 /// The child's profile (`MEMPROF_PPROF`) and its JSON report, with sites
 /// `sites` (`MEMPROF_SITES`).
 fn child_profile(sites: &str, dir: &str) -> (HeapProfile, memprof::Report) {
+    child_profile_of("child_build", sites, dir)
+}
+
+/// [`child_profile`] of child test `child`.
+fn child_profile_of(child: &str, sites: &str, dir: &str) -> (HeapProfile, memprof::Report) {
     let dir = child::scratch_dir(dir);
     let pprof = dir.join("heap.pb.gz");
     let json = dir.join("report.json");
     run_child(
-        "child_build",
+        child,
         &[
             ("MEMPROF_SITES", sites),
             ("MEMPROF_REPORT", "off"),
@@ -247,4 +283,64 @@ fn a_profile_minus_its_base_holds_what_grew() {
     // Negative values survive the format.
     let back = HeapProfile::from_pprof(&grown.to_pprof()).unwrap();
     assert_eq!(back.samples, grown.samples);
+}
+
+/// The profiled line `text` of `function` in this file, as a frame.
+fn line_in(function: &str, text: &str) -> SiteFrame {
+    SiteFrame {
+        function: format!("pprof::{function}"),
+        file: Some("tests/pprof.rs".to_owned()),
+        line: Some(line_of(text)),
+    }
+}
+
+#[test]
+fn a_line_inside_a_loop_holds_its_share_and_the_loop_s_line_is_on_its_stack() {
+    for (sites, dir) in [("0", "pprof-loop"), ("1", "pprof-loop-sites")] {
+        let (profile, _) = child_profile_of("child_nested", sites, dir);
+        let push = line_in("repeat", "kept.push(vec![i as u8; 100]);");
+        let for_line = line_in("repeat", "for i in 0..n {");
+        let repeat: Vec<_> = profile
+            .samples
+            .iter()
+            .filter(|(stack, _)| stack.iter().any(|f| f.function == "pprof::repeat"))
+            .map(|(stack, v)| (stack.clone(), *v))
+            .collect();
+        // Three blocks of 100 bytes and `kept`'s buffer of 4 handles, made
+        // once (four allocations), all kept: the body's, not the loop's
+        // line, which holds nothing of its own.
+        assert_eq!(
+            repeat,
+            [(vec![push, for_line], values(4, 396, 396))],
+            "MEMPROF_SITES={sites}"
+        );
+    }
+}
+
+#[test]
+fn sites_through_another_profiled_function_are_left_to_its_lines() {
+    let (profile, _) = child_profile_of("child_nested", "1", "pprof-through");
+    // `batches` calls `build` twice: its lines hold nothing of their own,
+    // `build`'s hold both calls, each allocation once.
+    assert!(
+        profile
+            .samples
+            .keys()
+            .all(|stack| stack.iter().all(|f| f.function != "pprof::batches")),
+        "{profile:?}"
+    );
+    let build: Vec<HeapValues> = profile
+        .samples
+        .iter()
+        .filter(|(stack, _)| stack.last().unwrap().function == "pprof::build")
+        .map(|(_, v)| *v)
+        .collect();
+    assert_eq!(
+        build,
+        [
+            values(2, 1024, 1024),
+            values(20, 20_000, 20_000),
+            values(2, 480, 480)
+        ]
+    );
 }

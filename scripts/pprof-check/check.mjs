@@ -1,7 +1,11 @@
 // Decodes memprof's pprof profiles with Datadog's pprof-format (a reader
 // memprof did not write) and checks each against the JSON report of the
-// same run: per profiled line, the samples that end at it add up, to the
-// byte, to the line's sites (or to the line itself without sites); the
+// same run: per profiled line, the samples whose stacks hold the line add
+// up, to the byte, to the line's row: its sites (those that do not pass
+// through another profiled function, whose own lines hold them), or the
+// line itself without sites. A line's stacks are those of its own share and
+// of the lines it encloses (a loop's body), so this holds for every line
+// whatever memprof reads of their nesting. The
 // sample types are Go's heap ones, inuse_space the default; a sampled run
 // records its mean as the period; every location names a function, a file
 // and a line.
@@ -24,6 +28,8 @@ function fail(message) {
 /// report gives it: its sites' figures, or its own without sites. The
 /// `fn` row (the first with figures) holds the whole call and is left out.
 function expected(report) {
+  const profiled = new Set(report.functions
+    .filter((f) => f.lines.some((l) => l.sites !== null)).map((f) => f.name));
   const lines = new Map();
   for (const f of report.functions) {
     const rows = f.lines.filter((l) => l.increment !== null).slice(1);
@@ -32,6 +38,7 @@ function expected(report) {
       const sum = lines.get(key) ?? [0n, 0n, 0n, 0n];
       if (row.sites !== null) {
         for (const site of row.sites) {
+          if (site.frames.some((frame) => profiled.has(frame.function))) continue;
           sum[0] += BigInt(site.allocations);
           sum[1] += BigInt(site.allocated_bytes);
           sum[3] += BigInt(Math.max(site.live_bytes, 0));
@@ -41,7 +48,7 @@ function expected(report) {
         sum[1] += BigInt(row.allocated_bytes ?? 0);
         sum[3] += BigInt(Math.max(row.increment ?? 0, 0));
       }
-      if (sum.some((v) => v !== 0n)) lines.set(key, sum);
+      lines.set(key, sum);
     }
   }
   return lines;
@@ -79,27 +86,31 @@ function check(reportPath, profilePath, mean) {
     });
     locations.set(BigInt(location.id), frames);
   }
-  const got = new Map();
+  const want = expected(report);
+  const got = new Map([...want.keys()].map((key) => [key, [0n, 0n, 0n, 0n]]));
   for (const sample of profile.sample) {
     const stack = sample.locationId.flatMap((id) => {
       const frames = locations.get(BigInt(id));
       if (!frames) fail(`${profilePath}: a sample names location ${id}, not listed`);
       return frames;
     });
-    const line = stack[stack.length - 1];
-    const key = `${line.name}\t${line.file}\t${line.line}`;
-    const sum = got.get(key) ?? [0n, 0n, 0n, 0n];
-    sample.value.forEach((v, i) => { sum[i] += BigInt(v); });
-    got.set(key, sum);
+    const keys = new Set(stack.map((frame) => `${frame.name}\t${frame.file}\t${frame.line}`));
+    let lines = 0;
+    for (const key of keys) {
+      const sum = got.get(key);
+      if (!sum) continue;
+      lines += 1;
+      sample.value.forEach((v, i) => { sum[i] += BigInt(v); });
+    }
+    if (lines === 0) fail(`${profilePath}: a sample's stack holds no profiled line: ${JSON.stringify(stack)}`);
   }
-  const want = expected(report);
   const show = (m) => JSON.stringify([...m].sort(), (_, v) => (typeof v === 'bigint' ? v.toString() : v));
   if (show(got) !== show(want)) {
     fail(`${profilePath} does not add up to ${reportPath}:\n  profile ${show(got)}\n  report  ${show(want)}`);
   }
-  const total = [...got.values()].reduce((a, v) => a + v[1], 0n);
+  const total = profile.sample.reduce((a, s) => a + BigInt(s.value[1]), 0n);
   console.log(`pprof-check: ${profilePath}: ${profile.sample.length} samples, ${profile.location.length} locations, `
-    + `${got.size} profiled lines, ${total} bytes allocated: the same as ${reportPath}`);
+    + `${got.size} profiled lines as in ${reportPath}, ${total} bytes allocated in all`);
 }
 
 const args = process.argv.slice(2);

@@ -8,13 +8,14 @@
 //! path: a profile is made when it is asked for.
 
 mod encode;
+mod nesting;
 mod proto;
 
 pub use encode::DecodeError;
 
 use crate::report::{FunctionReport, LineReport, Report};
 use crate::sites::{Site, SiteFrame};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// A sample's four values, Go's heap sample types, in their order in the
 /// profile: `alloc_objects`, `alloc_space`, `inuse_objects`, `inuse_space`.
@@ -56,12 +57,18 @@ impl HeapValues {
 
 /// A heap profile: call stacks and what was allocated through each.
 ///
-/// Each stack is innermost frame first and ends with the profiled line
-/// itself, as a frame of its own (the profiled function's name, its file and
-/// the line). With `MEMPROF_SITES` on, a line has one stack per site, its
-/// frames between the allocation and the line; without, one stack of the
-/// line alone, with the line's figures. The `fn` row is left out: it holds
-/// the whole call, whose statements are already there.
+/// Each stack is innermost frame first: the frames of a site between the
+/// allocation and the profiled line (with `MEMPROF_SITES`), then the
+/// profiled line as a frame of its own (the profiled function's name, its
+/// file and the line), then the profiled lines that enclose it (a loop's
+/// line after its body's), outermost last. A line holds its own share: its
+/// figures less those of the lines it encloses, so that each allocation
+/// counts once and the samples through a line add up to its row in the
+/// tables. The `fn` row is left out: it holds the whole call, whose
+/// statements are there. A site that passes through another profiled
+/// function is left to that function's lines, which record it too; without
+/// sites, a line that calls a profiled function holds that call's bytes as
+/// well as the function's own lines do.
 ///
 /// Values are those of the report: a site's figures, scaled from a sample
 /// under `MEMPROF_SITES=sample` as its estimates are (each sampled
@@ -104,49 +111,56 @@ pub struct HeapProfile {
 impl HeapProfile {
     /// The profile of `report`'s lines and sites (see [`HeapProfile`]).
     pub fn of_report(report: &Report) -> HeapProfile {
+        // Functions whose own rows record the sites that pass through them.
+        let profiled: HashSet<&str> = report
+            .functions
+            .iter()
+            .filter(|f| f.lines.iter().any(|l| l.sites.is_some()))
+            .map(|f| f.name.as_str())
+            .collect();
         let mut profile = HeapProfile::default();
         for function in &report.functions {
-            for row in statement_rows(function) {
-                profile.add_row(function, row);
-            }
+            profile.add_function(function, &profiled);
         }
         profile
     }
 
-    fn add_row(&mut self, function: &FunctionReport, row: &LineReport) {
-        let line = SiteFrame {
-            function: function.name.clone(),
-            file: Some(function.file.clone()),
-            line: Some(row.line),
-        };
-        match &row.sites {
-            Some(sites) => {
-                for site in sites {
-                    let mut stack = site.frames.clone();
-                    stack.push(line.clone());
-                    let (inuse_objects, inuse_space) = in_use(row, Some(site));
-                    self.add(
-                        stack,
-                        HeapValues {
-                            alloc_objects: signed(site.allocations),
-                            alloc_space: signed(site.allocated_bytes),
-                            inuse_objects,
-                            inuse_space,
-                        },
-                    );
+    /// Each statement row's own share (its figures less those of the rows
+    /// it encloses), on a stack of its sites' frames, its line, and the
+    /// lines that enclose it.
+    fn add_function(&mut self, function: &FunctionReport, profiled: &HashSet<&str>) {
+        let parents = nesting::enclosing(&function.lines);
+        let statements: Vec<usize> = statement_rows(function).collect();
+        let mut own: BTreeMap<usize, BTreeMap<Vec<SiteFrame>, HeapValues>> = statements
+            .iter()
+            .map(|&i| (i, figures(&function.lines[i], profiled)))
+            .collect();
+        for &i in &statements {
+            let Some(parent) = parents[i] else { continue };
+            let inner = figures(&function.lines[i], profiled);
+            if let Some(outer) = own.get_mut(&parent) {
+                for (frames, values) in inner {
+                    let entry = outer.entry(frames).or_default();
+                    *entry = entry.minus(&values);
                 }
             }
-            None => {
-                let (inuse_objects, inuse_space) = in_use(row, None);
-                self.add(
-                    vec![line],
-                    HeapValues {
-                        alloc_objects: signed(row.allocations.unwrap_or(0)),
-                        alloc_space: signed(row.allocated_bytes.unwrap_or(0)),
-                        inuse_objects,
-                        inuse_space,
-                    },
-                );
+        }
+        let line = |i: usize| SiteFrame {
+            function: function.name.clone(),
+            file: Some(function.file.clone()),
+            line: Some(function.lines[i].line),
+        };
+        for (i, shares) in own {
+            let mut lines = vec![line(i)];
+            let mut at = i;
+            while let Some(parent) = parents[at] {
+                lines.push(line(parent));
+                at = parent;
+            }
+            for (frames, values) in shares {
+                let mut stack = frames;
+                stack.extend(lines.iter().cloned());
+                self.add(stack, values);
             }
         }
     }
@@ -221,12 +235,57 @@ fn in_use(row: &LineReport, site: Option<&Site>) -> (i64, i64) {
 
 /// The rows with figures after the `fn` row (the first with figures, which
 /// holds the whole call): the function's statements.
-fn statement_rows(function: &FunctionReport) -> impl Iterator<Item = &LineReport> {
+fn statement_rows(function: &FunctionReport) -> impl Iterator<Item = usize> + '_ {
     function
         .lines
         .iter()
-        .filter(|l| l.increment.is_some())
+        .enumerate()
+        .filter(|(_, l)| l.increment.is_some())
         .skip(1)
+        .map(|(i, _)| i)
+}
+
+/// A row's figures, whole (enclosed rows' included): per site, keyed by
+/// its frames, where sites were recorded, less those that pass through a
+/// profiled function (whose own rows hold them); else the row's own, under
+/// no frame.
+fn figures(row: &LineReport, profiled: &HashSet<&str>) -> BTreeMap<Vec<SiteFrame>, HeapValues> {
+    let mut out: BTreeMap<Vec<SiteFrame>, HeapValues> = BTreeMap::new();
+    match &row.sites {
+        Some(sites) => {
+            for site in sites {
+                if site
+                    .frames
+                    .iter()
+                    .any(|f| profiled.contains(f.function.as_str()))
+                {
+                    continue;
+                }
+                let (inuse_objects, inuse_space) = in_use(row, Some(site));
+                out.entry(site.frames.clone())
+                    .or_default()
+                    .add(&HeapValues {
+                        alloc_objects: signed(site.allocations),
+                        alloc_space: signed(site.allocated_bytes),
+                        inuse_objects,
+                        inuse_space,
+                    });
+            }
+        }
+        None => {
+            let (inuse_objects, inuse_space) = in_use(row, None);
+            out.insert(
+                Vec::new(),
+                HeapValues {
+                    alloc_objects: signed(row.allocations.unwrap_or(0)),
+                    alloc_space: signed(row.allocated_bytes.unwrap_or(0)),
+                    inuse_objects,
+                    inuse_space,
+                },
+            );
+        }
+    }
+    out
 }
 
 fn signed(v: u64) -> i64 {

@@ -36,15 +36,26 @@ pub fn folded(profile: &HeapProfile, width: Width) -> Vec<String> {
     lines
 }
 
-/// A stack's frames root first: the profiled function, its line
-/// (`name:LINE`), then the sites' frames outermost first.
+/// A stack's frames root first: the profiled function, its lines
+/// outermost first (`file:LINE`), then the sites' frames outermost first
+/// (`function (file:LINE)`).
 fn frames(stack: &[SiteFrame]) -> Vec<String> {
     let mut out = Vec::with_capacity(stack.len() + 1);
-    let Some((line, sites)) = stack.split_last() else {
+    let Some(root) = stack.last() else {
         return out;
     };
-    out.push(clean(&line.function));
-    out.push(clean(&at(line)));
+    // The profiled lines are the stack's last frames, in the root's function.
+    let lines = stack
+        .iter()
+        .rev()
+        .take_while(|f| f.function == root.function && f.file == root.file)
+        .count();
+    let (sites, lines) = stack.split_at(stack.len() - lines);
+    out.push(clean(&root.function));
+    out.extend(lines.iter().rev().map(|f| match (&f.file, f.line) {
+        (Some(file), Some(line)) => clean(&format!("{file}:{line}")),
+        _ => clean(&at(f)),
+    }));
     out.extend(sites.iter().rev().map(|f| clean(&at(f))));
     out
 }
@@ -81,6 +92,8 @@ pub fn svg(profile: &HeapProfile, width: Width, title: &str) -> Result<Option<St
     options.title = title.to_owned();
     options.count_name = "bytes".to_owned();
     options.name_type = "Stack:".to_owned();
+    // The start of a frame (the function) says more than its end.
+    options.text_truncate_direction = inferno::flamegraph::TextTruncateDirection::Right;
     options.colors =
         inferno::flamegraph::color::Palette::Basic(inferno::flamegraph::color::BasicPalette::Mem);
     let mut out = Vec::new();
@@ -96,7 +109,8 @@ pub fn flamegraph(input: &Path, output: &Path, width: Width) -> Result<i32, Erro
         Width::Allocated => "bytes allocated",
         Width::InUse => "bytes in use",
     };
-    let title = format!("{what}: {}", crate::printable::path(input));
+    let name = input.file_name().map_or(input.as_os_str(), |n| n);
+    let title = format!("{what}: {}", crate::printable::path(Path::new(name)));
     let Some(svg) = svg(&profile, width, &title)? else {
         return Err(Error::Report {
             path: input.to_path_buf(),
