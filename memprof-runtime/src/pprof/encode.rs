@@ -8,6 +8,7 @@ use crate::sites::SiteFrame;
 use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
+use foldhash::fast::FixedState;
 use prost::Message;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -32,19 +33,34 @@ impl std::fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+/// A map with foldhash's hasher, fixed: the same profile from the same
+/// report.
+type Map<K, V> = HashMap<K, V, FixedState>;
+
 /// The profile's messages as they are built: each string, function and
 /// location once.
-#[derive(Default)]
 struct Builder<'p> {
-    strings: HashMap<&'p str, i64>,
+    strings: Map<&'p str, i64>,
     string_table: Vec<String>,
-    functions: HashMap<(&'p str, &'p str), u64>,
+    functions: Map<(&'p str, &'p str), u64>,
     function: Vec<Function>,
-    locations: HashMap<(u64, u32), u64>,
+    locations: Map<(&'p str, &'p str, u32), u64>,
     location: Vec<Location>,
 }
 
 impl<'p> Builder<'p> {
+    /// Room for about `frames` frames.
+    fn with_capacity(frames: usize) -> Self {
+        Builder {
+            strings: Map::with_capacity_and_hasher(frames, FixedState::default()),
+            string_table: Vec::with_capacity(frames),
+            functions: Map::with_capacity_and_hasher(frames, FixedState::default()),
+            function: Vec::with_capacity(frames),
+            locations: Map::with_capacity_and_hasher(frames, FixedState::default()),
+            location: Vec::with_capacity(frames),
+        }
+    }
+
     fn string(&mut self, s: &'p str) -> i64 {
         if self.string_table.is_empty() {
             self.string_table.push(String::new());
@@ -61,7 +77,12 @@ impl<'p> Builder<'p> {
 
     fn location(&mut self, frame: &'p SiteFrame) -> u64 {
         let file = frame.file.as_deref().unwrap_or("");
-        let function_id = match self.functions.get(&(frame.function.as_str(), file)) {
+        let line = frame.line.unwrap_or(0);
+        let key = (frame.function.as_str(), file, line);
+        if let Some(&id) = self.locations.get(&key) {
+            return id;
+        }
+        let function_id = match self.functions.get(&(key.0, file)) {
             Some(&id) => id,
             None => {
                 let id = self.function.len() as u64 + 1;
@@ -73,31 +94,29 @@ impl<'p> Builder<'p> {
                     system_name: name,
                     filename,
                 });
-                self.functions.insert((frame.function.as_str(), file), id);
+                self.functions.insert((key.0, file), id);
                 id
             }
         };
-        let line = frame.line.unwrap_or(0);
-        *self
-            .locations
-            .entry((function_id, line))
-            .or_insert_with(|| {
-                let id = self.location.len() as u64 + 1;
-                self.location.push(Location {
-                    id,
-                    line: vec![Line {
-                        function_id,
-                        line: i64::from(line),
-                    }],
-                });
-                id
-            })
+        let id = self.location.len() as u64 + 1;
+        self.location.push(Location {
+            id,
+            line: vec![Line {
+                function_id,
+                line: i64::from(line),
+            }],
+        });
+        self.locations.insert(key, id);
+        id
     }
 }
 
 /// `profile` as gzipped profile.proto.
 pub(super) fn encode(profile: &HeapProfile) -> Vec<u8> {
-    let mut b = Builder::default();
+    // Room for the common case; tables sized for every frame would be
+    // mostly empty where stacks share their functions.
+    let frames = profile.samples.len().min(4096);
+    let mut b = Builder::with_capacity(frames);
     b.string("");
     let sample_type: Vec<ValueType> = SAMPLE_TYPES
         .iter()
@@ -149,10 +168,7 @@ pub(super) fn encode(profile: &HeapProfile) -> Vec<u8> {
         default_sample_type,
     };
     let raw = message.encode_to_vec();
-    let mut gz = GzEncoder::new(
-        Vec::with_capacity(raw.len() / 4 + 64),
-        Compression::default(),
-    );
+    let mut gz = GzEncoder::new(Vec::with_capacity(raw.len() / 4 + 64), Compression::fast());
     // NOTE: writing into a Vec cannot fail.
     let _ = gz.write_all(&raw);
     gz.finish().unwrap_or_default()
@@ -201,8 +217,8 @@ pub(super) fn decode(bytes: &[u8]) -> Result<HeapProfile, DecodeError> {
                 .to_owned(),
         ));
     }
-    let functions: HashMap<u64, &Function> = message.function.iter().map(|f| (f.id, f)).collect();
-    let mut frames_of: HashMap<u64, Vec<SiteFrame>> = HashMap::new();
+    let functions: Map<u64, &Function> = message.function.iter().map(|f| (f.id, f)).collect();
+    let mut frames_of: Map<u64, Vec<SiteFrame>> = Map::default();
     for location in &message.location {
         let mut frames = Vec::with_capacity(location.line.len());
         for line in &location.line {

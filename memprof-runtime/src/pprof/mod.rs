@@ -130,21 +130,32 @@ impl HeapProfile {
     /// lines that enclose it.
     fn add_function(&mut self, function: &FunctionReport, profiled: &HashSet<&str>) {
         let parents = nesting::enclosing(&function.lines);
-        let statements: Vec<usize> = statement_rows(function).collect();
-        let mut own: BTreeMap<usize, BTreeMap<Vec<SiteFrame>, HeapValues>> = statements
+        let rows: Vec<usize> = statement_rows(function).collect();
+        let mut shares: Vec<BTreeMap<Vec<SiteFrame>, HeapValues>> = rows
             .iter()
-            .map(|&i| (i, figures(&function.lines[i], profiled)))
+            .map(|&i| figures(&function.lines[i], profiled))
             .collect();
-        for &i in &statements {
-            let Some(parent) = parents[i] else { continue };
-            let inner = figures(&function.lines[i], profiled);
-            if let Some(outer) = own.get_mut(&parent) {
-                for (frames, values) in inner {
-                    let entry = outer.entry(frames).or_default();
-                    *entry = entry.minus(&values);
+        // PERF: in line order, a row's figures are still whole when they are
+        // taken from its parent's (its own children come after it), so each
+        // row's figures are made once.
+        for c in 0..rows.len() {
+            let Some(parent) = parents[rows[c]] else {
+                continue;
+            };
+            let Some(p) = rows[..c].iter().position(|&r| r == parent) else {
+                continue;
+            };
+            let (before, after) = shares.split_at_mut(c);
+            for (frames, values) in &after[0] {
+                match before[p].get_mut(frames) {
+                    Some(outer) => *outer = outer.minus(values),
+                    None => {
+                        before[p].insert(frames.clone(), HeapValues::default().minus(values));
+                    }
                 }
             }
         }
+        let own = rows.into_iter().zip(shares);
         let line = |i: usize| SiteFrame {
             function: function.name.clone(),
             file: Some(function.file.clone()),
