@@ -248,7 +248,7 @@ fn with_sites_each_site_is_a_stack_that_ends_at_its_line() {
     );
     // The profiled line ends each stack, as a frame of its own; the sites'
     // frames are symbolized with their files and lines.
-    for (stack, _) in &profile.samples {
+    for stack in profile.samples.keys() {
         let last = stack.last().unwrap();
         assert_eq!(last.file.as_deref(), Some("tests/pprof.rs"));
         for f in &stack[..stack.len() - 1] {

@@ -64,10 +64,10 @@ pub(crate) fn enclosing(lines: &[LineReport]) -> Vec<Option<usize>> {
                         return none;
                     }
                     popped = stack.pop().map(|open| open.owner);
-                    if let Some(top) = stack.last_mut() {
-                        if top.nested == 0 {
-                            top.last = None;
-                        }
+                    if let Some(top) = stack.last_mut()
+                        && top.nested == 0
+                    {
+                        top.last = None;
                     }
                 }
                 '(' | '[' => top.nested += 1,
