@@ -9,8 +9,9 @@
 
 pub mod flamegraph;
 
+use crate::diff::input::{LineRun, RunReport, SiteRun};
 use crate::error::Error;
-use memprof_runtime::HeapProfile;
+use memprof_runtime::{FunctionReport, HeapProfile, LineReport, Report, Site, SiteFrame};
 use std::path::Path;
 
 /// The heap profile of the file at `path`: a pprof profile (gzipped or
@@ -22,8 +23,8 @@ pub fn read(path: &Path) -> Result<HeapProfile, Error> {
         .find(|b| !b.is_ascii_whitespace())
         .is_some_and(|&b| b == b'{');
     if json {
-        let report = crate::report::read(path)?;
-        return Ok(HeapProfile::of_report(&report));
+        let report = crate::diff::input::read(path)?;
+        return Ok(HeapProfile::of_report(&report_of(&report)));
     }
     HeapProfile::from_pprof(&bytes).map_err(|e| Error::Report {
         path: path.to_path_buf(),
@@ -52,4 +53,68 @@ pub fn diff(base: &Path, head: &Path, output: &Path) -> Result<i32, Error> {
     let grown = read(head)?.minus(&read(base)?);
     write(output, &grown)?;
     Ok(0)
+}
+
+/// The runtime's report of what `mprof diff` reads of one: the figures a
+/// profile takes, from reports of every memprof version that `mprof diff`
+/// reads, names and files [`printable`](crate::printable).
+fn report_of(run: &RunReport) -> Report {
+    let functions = run
+        .functions
+        .iter()
+        .map(|f| FunctionReport {
+            name: f.name.clone(),
+            file: f.file.clone(),
+            calls: f.calls,
+            running: 0,
+            gpu: None,
+            gpu_driver: None,
+            pool: None,
+            lines: f.lines.iter().map(line_of).collect(),
+        })
+        .collect();
+    Report { functions }
+}
+
+fn line_of(line: &LineRun) -> LineReport {
+    LineReport {
+        line: line.line,
+        mem_usage: line.mem_usage,
+        increment: line.increment,
+        peak: line.peak,
+        occurrences: line.occurrences,
+        allocations: line.allocations,
+        allocated_bytes: line.allocated_bytes,
+        gpu_usage: None,
+        gpu_increment: None,
+        gpu_peak: line.gpu_peak,
+        gpu_driver_usage: None,
+        gpu_driver_increment: None,
+        pool_allocated: None,
+        pool_increment: None,
+        pool_reserved: None,
+        contents: line.contents.clone(),
+        sites: line
+            .sites
+            .as_ref()
+            .map(|sites| sites.iter().map(site_of).collect()),
+    }
+}
+
+fn site_of(site: &SiteRun) -> Site {
+    Site {
+        allocations: site.allocations,
+        allocated_bytes: site.allocated_bytes,
+        live_bytes: site.live_bytes,
+        estimated: site.estimated,
+        frames: site
+            .frames
+            .iter()
+            .map(|f| SiteFrame {
+                function: f.function.clone(),
+                file: f.file.clone(),
+                line: f.line,
+            })
+            .collect(),
+    }
 }
