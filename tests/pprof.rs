@@ -344,3 +344,24 @@ fn sites_through_another_profiled_function_are_left_to_its_lines() {
         ]
     );
 }
+
+#[test]
+fn memprof_pprof_never_writes_through_a_link() {
+    let dir = child::scratch_dir("pprof-link");
+    let target = dir.join("precious.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = dir.join("heap.pb.gz");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (_, stderr) = run_child(
+        "child_build",
+        &[
+            ("MEMPROF_REPORT", "off"),
+            ("MEMPROF_PPROF", link.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    let warning = format!("memprof: cannot write MEMPROF_PPROF={}: ", link.display());
+    assert!(stderr.contains(&warning), "{stderr}");
+}
