@@ -247,13 +247,17 @@ fn with_sites_each_site_is_a_stack_that_ends_at_its_line() {
         ]
     );
     // The profiled line ends each stack, as a frame of its own; the sites'
-    // frames are symbolized with their files and lines.
+    // frames are symbolized with their files and lines where the binary has
+    // debug information (not `cargo test --release`'s).
+    let debug_info = cfg!(debug_assertions);
     for stack in profile.samples.keys() {
         let last = stack.last().unwrap();
         assert_eq!(last.file.as_deref(), Some("tests/pprof.rs"));
         for f in &stack[..stack.len() - 1] {
-            assert_eq!(f.file.as_deref(), Some("tests/pprof.rs"), "{f:?}");
-            assert!(f.line.is_some(), "{f:?}");
+            if debug_info || f.file.is_some() {
+                assert_eq!(f.file.as_deref(), Some("tests/pprof.rs"), "{f:?}");
+                assert!(f.line.is_some(), "{f:?}");
+            }
         }
     }
     // The same run's JSON gives the same profile.
