@@ -100,7 +100,9 @@ function check(reportPath, profilePath, mean) {
       const sum = got.get(key);
       if (!sum) continue;
       lines += 1;
-      sample.value.forEach((v, i) => { sum[i] += BigInt(v); });
+      // int64 as profile.proto declares them: pprof-format reads a
+      // negative value's 10-byte varint as a large unsigned number.
+      sample.value.forEach((v, i) => { sum[i] += BigInt.asIntN(64, BigInt(v)); });
     }
     if (lines === 0) fail(`${profilePath}: a sample's stack holds no profiled line: ${JSON.stringify(stack)}`);
   }
@@ -108,7 +110,7 @@ function check(reportPath, profilePath, mean) {
   if (show(got) !== show(want)) {
     fail(`${profilePath} does not add up to ${reportPath}:\n  profile ${show(got)}\n  report  ${show(want)}`);
   }
-  const total = profile.sample.reduce((a, s) => a + BigInt(s.value[1]), 0n);
+  const total = profile.sample.reduce((a, s) => a + BigInt.asIntN(64, BigInt(s.value[1])), 0n);
   console.log(`pprof-check: ${profilePath}: ${profile.sample.length} samples, ${profile.location.length} locations, `
     + `${got.size} profiled lines as in ${reportPath}, ${total} bytes allocated in all`);
 }
