@@ -254,6 +254,39 @@ mod tests {
     }
 
     #[test]
+    fn struct_literals_else_ifs_and_one_line_blocks_enclose_what_they_should() {
+        let lines = rows(&[
+            ("fn g() {", true),
+            ("    let v = Foo {", true),
+            ("        a: \"{\",", false),
+            ("    };", false),
+            ("    if a {", true),
+            ("        x();", true),
+            ("    } else if b {", false),
+            ("        y(); /* { */", true),
+            ("    }", false),
+            ("    loop { z(); }", true),
+            ("    w(|c| c == '}');", true),
+            ("}", true),
+        ]);
+        let expected = [
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some(4),
+            None,
+            Some(4),
+            None,
+            None,
+            None,
+            None,
+        ];
+        assert_eq!(enclosing(&lines), expected);
+    }
+
+    #[test]
     fn braces_that_do_not_balance_enclose_nothing() {
         let lines = rows(&[
             ("#[profile]", true),
