@@ -40,20 +40,40 @@ type Map<K, V> = HashMap<K, V, FixedState>;
 /// The profile's messages as they are built: each string, function and
 /// location once.
 struct Builder<'p> {
-    strings: Map<&'p str, i64>,
-    string_table: Vec<String>,
+    strings: Strings<'p>,
     functions: Map<(&'p str, &'p str), u64>,
     function: Vec<Function>,
-    locations: Map<(&'p str, &'p str, u32), u64>,
+    locations: Map<(u64, u32), u64>,
     location: Vec<Location>,
+}
+
+/// The string table, each string once; index 0 is the empty string.
+struct Strings<'p> {
+    index: Map<&'p str, i64>,
+    table: Vec<String>,
+}
+
+impl<'p> Strings<'p> {
+    fn get(&mut self, s: &'p str) -> i64 {
+        let next = self.table.len() as i64;
+        let index = *self.index.entry(s).or_insert(next);
+        if index == next {
+            self.table.push(s.to_owned());
+        }
+        index
+    }
 }
 
 impl<'p> Builder<'p> {
     /// Room for about `frames` frames.
     fn with_capacity(frames: usize) -> Self {
+        let mut strings = Strings {
+            index: Map::with_capacity_and_hasher(frames, FixedState::default()),
+            table: Vec::with_capacity(frames),
+        };
+        strings.get("");
         Builder {
-            strings: Map::with_capacity_and_hasher(frames, FixedState::default()),
-            string_table: Vec::with_capacity(frames),
+            strings,
             functions: Map::with_capacity_and_hasher(frames, FixedState::default()),
             function: Vec::with_capacity(frames),
             locations: Map::with_capacity_and_hasher(frames, FixedState::default()),
@@ -62,51 +82,40 @@ impl<'p> Builder<'p> {
     }
 
     fn string(&mut self, s: &'p str) -> i64 {
-        if self.string_table.is_empty() {
-            self.string_table.push(String::new());
-            self.strings.insert("", 0);
-        }
-        if let Some(&index) = self.strings.get(s) {
-            return index;
-        }
-        let index = self.string_table.len() as i64;
-        self.string_table.push(s.to_owned());
-        self.strings.insert(s, index);
-        index
+        self.strings.get(s)
     }
 
     fn location(&mut self, frame: &'p SiteFrame) -> u64 {
         let file = frame.file.as_deref().unwrap_or("");
         let line = frame.line.unwrap_or(0);
-        let key = (frame.function.as_str(), file, line);
-        if let Some(&id) = self.locations.get(&key) {
-            return id;
+        // PERF: one hash of the strings per frame; the location's key is
+        // the function's id.
+        let next = self.function.len() as u64 + 1;
+        let function_id = *self
+            .functions
+            .entry((frame.function.as_str(), file))
+            .or_insert(next);
+        if function_id == next {
+            let name = self.strings.get(&frame.function);
+            let filename = self.strings.get(file);
+            self.function.push(Function {
+                id: function_id,
+                name,
+                system_name: name,
+                filename,
+            });
         }
-        let function_id = match self.functions.get(&(key.0, file)) {
-            Some(&id) => id,
-            None => {
-                let id = self.function.len() as u64 + 1;
-                let name = self.string(&frame.function);
-                let filename = self.string(file);
-                self.function.push(Function {
-                    id,
-                    name,
-                    system_name: name,
-                    filename,
-                });
-                self.functions.insert((key.0, file), id);
-                id
-            }
-        };
-        let id = self.location.len() as u64 + 1;
-        self.location.push(Location {
-            id,
-            line: vec![Line {
-                function_id,
-                line: i64::from(line),
-            }],
-        });
-        self.locations.insert(key, id);
+        let next = self.location.len() as u64 + 1;
+        let id = *self.locations.entry((function_id, line)).or_insert(next);
+        if id == next {
+            self.location.push(Location {
+                id,
+                line: vec![Line {
+                    function_id,
+                    line: i64::from(line),
+                }],
+            });
+        }
         id
     }
 }
@@ -117,7 +126,6 @@ pub(super) fn encode(profile: &HeapProfile) -> Vec<u8> {
     // mostly empty where stacks share their functions.
     let frames = profile.samples.len().min(4096);
     let mut b = Builder::with_capacity(frames);
-    b.string("");
     let sample_type: Vec<ValueType> = SAMPLE_TYPES
         .iter()
         .map(|(kind, unit)| ValueType {
@@ -158,7 +166,7 @@ pub(super) fn encode(profile: &HeapProfile) -> Vec<u8> {
         sample,
         location: b.location,
         function: b.function,
-        string_table: b.string_table,
+        string_table: b.strings.table,
         time_nanos: profile.time_nanos,
         period_type,
         period: profile
@@ -177,8 +185,8 @@ pub(super) fn encode(profile: &HeapProfile) -> Vec<u8> {
 impl Builder<'_> {
     /// A string made here (not borrowed from the profile), added last.
     fn string_owned(&mut self, s: String) -> i64 {
-        let index = self.string_table.len() as i64;
-        self.string_table.push(s);
+        let index = self.strings.table.len() as i64;
+        self.strings.table.push(s);
         index
     }
 }

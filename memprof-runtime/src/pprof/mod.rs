@@ -15,7 +15,11 @@ pub use encode::DecodeError;
 
 use crate::report::{FunctionReport, LineReport, Report};
 use crate::sites::{Site, SiteFrame};
+use foldhash::fast::FixedState;
 use std::collections::{BTreeMap, HashSet};
+
+/// The names of the profiled functions that recorded sites.
+type Profiled<'r> = HashSet<&'r str, FixedState>;
 
 /// A sample's four values, Go's heap sample types, in their order in the
 /// profile: `alloc_objects`, `alloc_space`, `inuse_objects`, `inuse_space`.
@@ -112,7 +116,7 @@ impl HeapProfile {
     /// The profile of `report`'s lines and sites (see [`HeapProfile`]).
     pub fn of_report(report: &Report) -> HeapProfile {
         // Functions whose own rows record the sites that pass through them.
-        let profiled: HashSet<&str> = report
+        let profiled: Profiled<'_> = report
             .functions
             .iter()
             .filter(|f| f.lines.iter().any(|l| l.sites.is_some()))
@@ -128,7 +132,7 @@ impl HeapProfile {
     /// Each statement row's own share (its figures less those of the rows
     /// it encloses), on a stack of its sites' frames, its line, and the
     /// lines that enclose it.
-    fn add_function(&mut self, function: &FunctionReport, profiled: &HashSet<&str>) {
+    fn add_function(&mut self, function: &FunctionReport, profiled: &Profiled<'_>) {
         let parents = nesting::enclosing(&function.lines);
         let rows: Vec<usize> = statement_rows(function).collect();
         let mut shares: Vec<BTreeMap<Vec<SiteFrame>, HeapValues>> = rows
@@ -260,7 +264,7 @@ fn statement_rows(function: &FunctionReport) -> impl Iterator<Item = usize> + '_
 /// its frames, where sites were recorded, less those that pass through a
 /// profiled function (whose own rows hold them); else the row's own, under
 /// no frame.
-fn figures(row: &LineReport, profiled: &HashSet<&str>) -> BTreeMap<Vec<SiteFrame>, HeapValues> {
+fn figures(row: &LineReport, profiled: &Profiled<'_>) -> BTreeMap<Vec<SiteFrame>, HeapValues> {
     let mut out: BTreeMap<Vec<SiteFrame>, HeapValues> = BTreeMap::new();
     match &row.sites {
         Some(sites) => {
