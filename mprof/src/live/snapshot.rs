@@ -18,6 +18,13 @@ pub enum Format {
 
 /// Takes process `pid`'s snapshot and writes it to `output`, or to stdout.
 pub fn snapshot(pid: u32, output: Option<&Path>, format: Format) -> Result<i32, Error> {
+    // SAFETY: a plain query of a descriptor.
+    if format == Format::Pprof && output.is_none() && unsafe { libc::isatty(1) } == 1 {
+        return Err(Error::Usage(
+            "--format pprof writes a gzipped profile: name a file with -o, or redirect stdout"
+                .to_owned(),
+        ));
+    }
     let mut document = super::client::snapshot(super::client::listening(pid))?;
     document.push('\n');
     let bytes = match format {
