@@ -463,9 +463,9 @@ pub fn measure_in<R>(scope: Scope, f: impl FnOnce() -> R) -> (R, Measurement) {
 pub const ENABLED: bool = cfg!(feature = "enabled");
 
 pub use memprof_runtime::{
-    Allocator, FunctionReport, FunctionSummary, LineCall, LineReport, Measurement, PoolUsage,
-    Report, Scope, Site, SiteFrame, Summary, TopLine, TopSite, process_heap, report, reset,
-    unwatch_pool,
+    Allocator, DecodeError, FunctionReport, FunctionSummary, HeapProfile, HeapValues, LineCall,
+    LineReport, Measurement, PoolUsage, Report, Scope, Site, SiteFrame, Summary, TopLine, TopSite,
+    heap_profile, process_heap, report, reset, unwatch_pool,
 };
 
 /// Reads a training framework's own memory pool at every statement of the

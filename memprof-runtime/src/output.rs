@@ -205,7 +205,7 @@ fn report_at_exit() {
     // `auto`, a test binary prints no exit tables.
     let auto_in_test = config.report == ReportMode::Auto && config.test_binary;
     let tables = !matches!(config.report, ReportMode::Call | ReportMode::Off) && !auto_in_test;
-    if !tables && config.json.is_none() {
+    if !tables && config.json.is_none() && config.pprof.is_none() {
         return;
     }
     let metas = registered();
@@ -335,12 +335,30 @@ extern "C" fn stdout_before_main() {
 /// `MEMPROF_JSON`: the aggregated report, written at exit, with those of
 /// the run's earlier processes (see `json_file`).
 fn write_json(report: &Report) {
+    write_pprof(report);
     let Some(path) = &crate::settings::get().json else {
         return;
     };
     if let Err(err) = crate::json_file::write(path, report, crate::json_file::AT_EXIT) {
         crate::stdio::warning!(
             "memprof: cannot write MEMPROF_JSON={}: {err}",
+            path.display()
+        );
+    }
+}
+
+/// `MEMPROF_PPROF`: the heap profile of this process's report, in
+/// pprof's format (see `pprof`), written at exit beside `MEMPROF_JSON`, by
+/// the same rules (a new file renamed over the old, never through a link).
+fn write_pprof(report: &Report) {
+    let Some(path) = &crate::settings::get().pprof else {
+        return;
+    };
+    let mut profile = crate::pprof::HeapProfile::of_report(report);
+    profile.sample_mean = crate::sites::sample_mean();
+    if let Err(err) = crate::safe_file::write(path, &profile.to_pprof()) {
+        crate::stdio::warning!(
+            "memprof: cannot write MEMPROF_PPROF={}: {err}",
             path.display()
         );
     }

@@ -16,6 +16,9 @@ pub(crate) fn get() -> &'static Config {
             if let Some(json) = &mut config.json {
                 from_start_dir(json);
             }
+            if let Some(pprof) = &mut config.pprof {
+                from_start_dir(pprof);
+            }
             if let crate::config::Output::File(path) = &mut config.output {
                 from_start_dir(path);
             }

@@ -31,6 +31,8 @@ pub enum Error {
     /// A running program's channel (`mprof snapshot`, `mprof top`) could not
     /// be reached, or refused the request; the whole sentence.
     Live(String),
+    /// Arguments that do not go together; the whole sentence.
+    Usage(String),
 }
 
 impl Error {
@@ -47,7 +49,7 @@ impl Error {
     /// cannot read, as 1 there means "grew past --fail-over"; 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Report { .. } => 2,
+            Error::Report { .. } | Error::Usage(_) => 2,
             Error::Spawn { source, .. } if source.kind() == io::ErrorKind::NotFound => 127,
             Error::Spawn { .. } => 126,
             _ => 1,
@@ -92,7 +94,7 @@ impl fmt::Display for Error {
             Error::Report { path, problem } => {
                 write!(f, "cannot read {}: {problem}", crate::printable::path(path))
             }
-            Error::Live(message) => f.write_str(message),
+            Error::Live(message) | Error::Usage(message) => f.write_str(message),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod live;
 pub mod plot;
 pub mod printable;
 pub mod procfs;
+pub mod profile;
 pub mod report;
 pub mod run;
 pub mod summary;

@@ -8,7 +8,7 @@
 
 use clap::{Parser, Subcommand};
 use mprof::error::Error;
-use mprof::{diff, files, html, live, plot, run, top};
+use mprof::{diff, files, html, live, plot, profile, run, top};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -73,6 +73,27 @@ enum Command {
     /// Write a running program's report as it stands (MEMPROF_JSON's schema, with the time
     /// and its uptime), without stopping it; the program must run with MEMPROF_LIVE=1
     Snapshot(SnapshotArgs),
+    /// Write a run's report (MEMPROF_JSON, a snapshot) as a heap profile in pprof's format
+    /// (gzipped profile.proto), for pprof's viewer and profiling backends
+    Pprof {
+        /// The report
+        report: PathBuf,
+        /// The profile to write
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Draw a report's or a pprof heap profile's allocation stacks as an SVG flame graph:
+    /// the profiled function at the root, its lines above it, then the sites' frames
+    Flamegraph {
+        /// The report (MEMPROF_JSON, a snapshot) or heap profile (MEMPROF_PPROF)
+        input: PathBuf,
+        /// The SVG to write
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: PathBuf,
+        /// Widths are bytes in use rather than bytes allocated
+        #[arg(long)]
+        inuse: bool,
+    },
     /// Watch a running program's functions live (it must run with MEMPROF_LIVE=1), or start
     /// one after -- with it: heap, and per function calls, peak, kept, kept/min, allocs/s
     Top(TopArgs),
@@ -109,6 +130,9 @@ struct SnapshotArgs {
     /// The file to write [default: stdout]
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// The snapshot's form: memprof's JSON, or a heap profile in pprof's format
+    #[arg(long, value_enum, default_value = "json")]
+    format: live::snapshot::Format,
 }
 
 const DIFF_HELP: &str = "\
@@ -153,6 +177,14 @@ struct DiffArgs {
     /// The report's form
     #[arg(long, value_enum, default_value = "text")]
     format: diff::Format,
+    /// With --format pprof: the profile to write
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "FILE",
+        required_if_eq("format", "pprof")
+    )]
+    output: Option<PathBuf>,
     /// Also show the functions whose figures did not change
     #[arg(long)]
     all: bool,
@@ -329,7 +361,21 @@ fn execute(command: Command) -> Result<i32, Error> {
             once: args.once,
             interval: std::time::Duration::from_secs_f64(args.interval),
         }),
-        Command::Snapshot(args) => live::snapshot::snapshot(args.pid, args.output.as_deref()),
+        Command::Snapshot(args) => {
+            live::snapshot::snapshot(args.pid, args.output.as_deref(), args.format)
+        }
+        Command::Pprof { report, output } => profile::pprof(&report, &output),
+        Command::Flamegraph {
+            input,
+            output,
+            inuse,
+        } => {
+            let width = match inuse {
+                true => profile::flamegraph::Width::InUse,
+                false => profile::flamegraph::Width::Allocated,
+            };
+            profile::flamegraph::flamegraph(&input, &output, width)
+        }
         Command::Diff(args) => diff::diff(&diff::DiffOptions {
             base: args.base,
             head: args.head,
@@ -340,6 +386,7 @@ fn execute(command: Command) -> Result<i32, Error> {
             }),
             allow_empty_base: args.allow_empty_base,
             format: args.format,
+            output: args.output,
             all: args.all,
         }),
     }

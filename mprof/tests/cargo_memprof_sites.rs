@@ -13,12 +13,18 @@ fn sites_name_the_functions_of_a_package_left_as_written() {
     let dir = fixture("sites", 17);
     let out = TempDir::new("sites-out");
     let json = out.join("report.json");
+    let pprof = out.join("heap.pb.gz");
     // Only app is profiled: helper::squares, which line 16 calls, is not
     // annotated, so the line's one figure is all its table shows of it.
     let args = ["run", "--offline", "-p", "app", "--sites"];
     let run = run(
         &dir,
-        &[&args[..], &["--json", json.to_str().unwrap()]].concat(),
+        &[
+            &args[..],
+            &["--json", json.to_str().unwrap()],
+            &["--pprof", pprof.to_str().unwrap()],
+        ]
+        .concat(),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
@@ -65,6 +71,27 @@ fn sites_name_the_functions_of_a_package_left_as_written() {
         &serde_json::json!({"function": "helper::squares", "file": "helper/src/lib.rs", "line": 2}),
         "{site}"
     );
+    // --pprof: the same site as a stack that ends at the line, the user's
+    // file names.
+    let profile = memprof::HeapProfile::from_pprof(&std::fs::read(&pprof).unwrap()).unwrap();
+    let (stack, values) = profile
+        .samples
+        .iter()
+        .find(|(stack, _)| stack.last().and_then(|f| f.line) == Some(16))
+        .unwrap();
+    let line = stack.last().unwrap();
+    assert_eq!(
+        (line.function.as_str(), line.file.as_deref()),
+        ("app::main", Some("app/src/main.rs"))
+    );
+    assert_eq!(
+        (
+            stack[stack.len() - 2].function.as_str(),
+            stack[stack.len() - 2].file.as_deref()
+        ),
+        ("helper::squares", Some("helper/src/lib.rs"))
+    );
+    assert_eq!((values.alloc_space, values.inuse_space), (8000, 8000));
     assert!(!run.stderr.contains("target/memprof"), "{}", run.stderr);
     assert_doc_shows(&run);
 

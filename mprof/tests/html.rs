@@ -548,6 +548,14 @@ fn a_line_with_sites_opens_to_each_site_and_its_frames_escaped() {
     assert!(!page.contains("<img"), "{page}");
     assert!(!page.contains('\u{1b}'), "{page}");
     assert_eq!(page.matches("details.sites {").count(), 1);
+    // The allocation flame graph, inline: the line above its sites, each
+    // frame's name escaped in its tooltip.
+    assert!(page.contains("<section id=\"flamegraph\">"), "{page}");
+    assert!(page.contains("<title>src/app.rs:12 (6,656 bytes"), "{page}");
+    assert!(
+        page.contains("<title>&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;::build"),
+        "{page}"
+    );
 }
 
 #[test]

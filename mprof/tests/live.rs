@@ -1,6 +1,7 @@
 //! A running program watched from outside: `MEMPROF_LIVE`'s socket, `mprof
 //! snapshot`, `mprof diff` between two snapshots, `mprof top --once`, and
-//! `MEMPROF_JSON` written on SIGTERM and SIGINT.
+//! `MEMPROF_JSON` written on SIGTERM and SIGINT; a snapshot as a heap profile
+//! (`--format pprof`).
 //!
 //! The service is this test binary itself, run again with
 //! `MPROF_TEST_SERVICE` set: `service_child` calls `remember`, which keeps
@@ -557,4 +558,39 @@ fn the_programs_own_sigterm_handler_still_runs_after_the_report() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(calls(&report, "remember") >= 1);
+}
+
+#[test]
+fn a_snapshot_as_a_heap_profile_is_the_json_snapshot_s() {
+    let dir = scratch("live-pprof");
+    let mut service = Service::start("grow", &dir, &[("MEMPROF_LIVE", "1")]);
+    service.send("pause");
+    service.wait_for("paused");
+    let pid = service.pid().to_string();
+    let out = mprof(
+        &dir,
+        &["snapshot", &pid, "--format", "pprof", "-o", "heap.pb.gz"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    snapshot(&dir, service.pid(), "heap.json");
+    let out = mprof(&dir, &["pprof", "heap.json", "-o", "from-json.pb.gz"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let read = |name: &str| {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        memprof::HeapProfile::from_pprof(&bytes).unwrap()
+    };
+    let (live, from_json) = (read("heap.pb.gz"), read("from-json.pb.gz"));
+    assert_eq!(live.samples, from_json.samples);
+    // `remember`'s first line: one entry a call, a multiple of 64 bytes,
+    // all kept (the history holds it).
+    let (_, entry) = live
+        .samples
+        .iter()
+        .find(|(stack, _)| stack[0].function == "live::remember")
+        .unwrap();
+    assert!(entry.alloc_objects >= 1, "{entry:?}");
+    assert_eq!(entry.alloc_space % ENTRY_STEP as i64, 0, "{entry:?}");
+    assert_eq!(entry.inuse_space, entry.alloc_space);
+    let (_, status) = service.finish();
+    assert!(status.success(), "{status:?}");
 }

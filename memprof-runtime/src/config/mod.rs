@@ -156,6 +156,9 @@ pub(crate) struct Config {
     pub(crate) output: Output,
     /// Where to write `report().to_json()` at exit (`MEMPROF_JSON`).
     pub(crate) json: Option<PathBuf>,
+    /// Where to write the heap profile in pprof's format at exit
+    /// (`MEMPROF_PPROF`; see `pprof`).
+    pub(crate) pprof: Option<PathBuf>,
     pub(crate) gpu: GpuSelection,
     pub(crate) gpu_memory: GpuMemory,
     pub(crate) gpu_sample: GpuSample,
@@ -320,6 +323,9 @@ fn load(vars: &mut Vars<'_>) -> Config {
     let json = vars.parse("MEMPROF_JSON", "a file path", |v| {
         (!v.is_empty()).then(|| PathBuf::from(v))
     });
+    let pprof = vars.parse("MEMPROF_PPROF", "a file path", |v| {
+        (!v.is_empty()).then(|| PathBuf::from(v))
+    });
     let gpu = vars
         .parse(
             "MEMPROF_GPU",
@@ -403,6 +409,7 @@ fn load(vars: &mut Vars<'_>) -> Config {
         },
         output,
         json,
+        pprof,
         gpu,
         gpu_memory,
         gpu_sample,

@@ -45,6 +45,7 @@ fn no_variables_give_the_defaults() {
     assert_eq!(config.render, RenderSettings::default());
     assert_eq!(config.output, Output::Stdout);
     assert_eq!(config.json, None);
+    assert_eq!(config.pprof, None);
     assert_eq!(config.gpu, GpuSelection::Auto);
     assert_eq!(config.gpu_memory, GpuMemory::Auto);
     assert_eq!(config.gpu_sample, GpuSample::Allocations);
@@ -62,6 +63,7 @@ fn each_variable_sets_its_field() {
         ("MEMPROF_COLUMNS", "Allocs, allocated"),
         ("MEMPROF_OUTPUT", "stderr"),
         ("MEMPROF_JSON", "out.json"),
+        ("MEMPROF_PPROF", "heap.pb.gz"),
         ("MEMPROF_GPU", "1"),
         ("MEMPROF_GPU_MEMORY", "device"),
         ("MEMPROF_NVML_LIB", "/opt/nvml.so"),
@@ -84,6 +86,7 @@ fn each_variable_sets_its_field() {
     );
     assert_eq!(config.output, Output::Stderr);
     assert_eq!(config.json, Some(PathBuf::from("out.json")));
+    assert_eq!(config.pprof, Some(PathBuf::from("heap.pb.gz")));
     assert_eq!(config.gpu, GpuSelection::Index(1));
     assert_eq!(config.gpu_memory, GpuMemory::Device);
     assert_eq!(config.nvml_lib, Some(PathBuf::from("/opt/nvml.so")));

@@ -121,7 +121,7 @@ pub(crate) fn follow_every_thread() -> bool {
 }
 
 /// The sampling mean, or `None` when every allocation is recorded.
-fn sample_mean() -> Option<u64> {
+pub(crate) fn sample_mean() -> Option<u64> {
     (MODE.load(Relaxed) == SAMPLE).then(|| MEAN.load(Relaxed))
 }
 

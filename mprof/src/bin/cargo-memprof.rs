@@ -41,6 +41,9 @@ struct Cli {
     /// Also write the whole report as an HTML page (as `mprof html` does)
     #[arg(long, value_name = "FILE", global = true)]
     html: Option<PathBuf>,
+    /// Also write the report as a heap profile in pprof's format (as `mprof pprof` does)
+    #[arg(long, value_name = "FILE", global = true)]
+    pprof: Option<PathBuf>,
     /// Show where each line's bytes were allocated (call stacks); =sample or =sample:SIZE samples them
     #[arg(
         long,
@@ -72,7 +75,15 @@ enum Command {
 }
 
 /// memprof's flags that take a value, to be moved before the subcommand.
-const OWN_FLAGS: [&str; 6] = ["--fn", "--skip-fn", "--dep", "--top", "--json", "--html"];
+const OWN_FLAGS: [&str; 7] = [
+    "--fn",
+    "--skip-fn",
+    "--dep",
+    "--top",
+    "--json",
+    "--html",
+    "--pprof",
+];
 /// memprof's flags whose value, if any, follows `=`: moved alone.
 const OWN_SWITCHES: [&str; 1] = ["--sites"];
 
@@ -135,6 +146,7 @@ fn main() {
         top: cli.top,
         json: cli.json,
         html: cli.html,
+        pprof: cli.pprof,
         sites: cli.sites,
     };
     let code = match cargo_memprof::execute(&options) {

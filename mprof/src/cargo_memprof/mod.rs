@@ -51,6 +51,8 @@ pub struct Options {
     pub top: usize,
     pub json: Option<PathBuf>,
     pub html: Option<PathBuf>,
+    /// `--pprof`: where to write the report as a heap profile.
+    pub pprof: Option<PathBuf>,
     /// `--sites`'s value: `all` (the flag alone), `sample` or
     /// `sample:<size>`.
     pub sites: Option<String>,

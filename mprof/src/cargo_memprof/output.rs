@@ -1,7 +1,7 @@
 //! The end of a `cargo memprof` run: the report that its processes merged
 //! into one `MEMPROF_JSON` file, printed as the summary and the tables of
-//! the functions with the highest peaks, and kept whole with `--json` and
-//! `--html`.
+//! the functions with the highest peaks, and kept whole with `--json`,
+//! `--html` and `--pprof`.
 
 use super::Options;
 use super::Subcommand;
@@ -9,7 +9,7 @@ use super::error::CargoError;
 use std::path::{Path, PathBuf};
 
 /// Prints the report at `path`, if the run wrote one, and copies it where
-/// `--json` and `--html` say.
+/// `--json`, `--html` and `--pprof` say.
 /// `renames` maps the copy's file names back, (prefix, replacement): a
 /// `--dep` copy's absolute path to `<name>-<version>`, as cargo names a
 /// registry package, so its rows read `either-1.19.0/src/lib.rs`, and the
@@ -66,6 +66,13 @@ pub fn print(
         std::fs::copy(path, json).map_err(|e| CargoError::io("write", json, e))?;
         eprintln!("cargo-memprof: wrote {}", json.display());
     }
+    if let Some(pprof) = &options.pprof {
+        let mut profile = memprof_runtime::HeapProfile::of_report(&report);
+        profile.sample_mean = sample_mean(options.sites.as_deref());
+        memprof_runtime::safe_file::write(pprof, &profile.to_pprof())
+            .map_err(|e| CargoError::io("write", pprof, e))?;
+        eprintln!("cargo-memprof: wrote {}", pprof.display());
+    }
     if let Some(html) = &options.html {
         let written = crate::html::html(&crate::html::HtmlOptions {
             report: path.to_path_buf(),
@@ -77,6 +84,16 @@ pub fn print(
         eprintln!("cargo-memprof: wrote {}", written.display());
     }
     Ok(())
+}
+
+/// The sampling mean that `--sites` asked for: `sample` (the runtime's
+/// default, 32 KiB) or `sample:SIZE`; `None` for every allocation.
+fn sample_mean(sites: Option<&str>) -> Option<u64> {
+    match sites?.split_once(':') {
+        None if sites == Some("sample") => Some(32 << 10),
+        Some(("sample", size)) => memprof_runtime::units::parse_size(size).ok(),
+        _ => None,
+    }
 }
 
 /// Where the report's text goes: `MEMPROF_OUTPUT` (`stdout`, `stderr` or

@@ -52,9 +52,12 @@ pub struct LineRun {
     #[serde(default)]
     pub occurrences: u64,
     /// Bytes the line allocated that were still in use when the report was
-    /// taken (`Live`); `None` without sites, or before memprof kept it.
+    /// taken (`Live`), and their allocations; `None` without sites, or
+    /// before memprof kept them.
     #[serde(default)]
     pub in_use_bytes: Option<u64>,
+    #[serde(default)]
+    pub in_use_allocations: Option<u64>,
     /// A framework's pool (`memprof::watch_pool`): bytes in its live tensors
     /// after the line (highest), their change over it (summed), and bytes
     /// its pools held from the driver (highest); `None` where none was read.
@@ -98,6 +101,12 @@ pub struct SiteRun {
     pub allocated_bytes: u64,
     /// Of those, bytes not freed when the line ended.
     pub live_bytes: i64,
+    /// Of those, allocations and bytes still in use when the report was
+    /// taken (`Live`); absent before memprof kept them.
+    #[serde(default)]
+    pub in_use_allocations: Option<u64>,
+    #[serde(default)]
+    pub in_use_bytes: Option<u64>,
     /// The figures are scaled from a sample (`MEMPROF_SITES=sample`).
     pub estimated: bool,
     /// Innermost first; empty where the line allocated itself.

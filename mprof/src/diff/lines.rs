@@ -138,6 +138,7 @@ mod tests {
                 allocated_bytes: None,
                 occurrences: 1,
                 in_use_bytes: None,
+                in_use_allocations: None,
                 pool_allocated: None,
                 pool_increment: None,
                 pool_reserved: None,

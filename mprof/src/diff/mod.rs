@@ -23,6 +23,9 @@ pub enum Format {
     Text,
     /// One compact table to paste into a pull request
     Markdown,
+    /// A heap profile in pprof's format, to -o: per stack, HEAD's values minus BASE's
+    /// (reports or heap profiles)
+    Pprof,
 }
 
 #[derive(Debug)]
@@ -33,6 +36,8 @@ pub struct DiffOptions {
     pub fail_over: Option<Threshold>,
     pub allow_empty_base: bool,
     pub format: Format,
+    /// Where `--format pprof` writes its profile.
+    pub output: Option<PathBuf>,
     /// Also show the functions whose figures did not change.
     pub all: bool,
 }
@@ -40,6 +45,14 @@ pub struct DiffOptions {
 /// Prints the comparison; the exit status is 1 when a figure grew past
 /// `--fail-over`, each such figure named on stderr.
 pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
+    if options.format == Format::Pprof {
+        let Some(output) = &options.output else {
+            return Err(Error::Usage(
+                "--format pprof writes a file: name it with -o".to_owned(),
+            ));
+        };
+        return crate::profile::diff(&options.base, &options.head, output);
+    }
     let base = input::read(&options.base)?;
     let head = input::read(&options.head)?;
     // NOTE: with nothing in the base, every function is new and nothing is
@@ -66,6 +79,7 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
     let out = match options.format {
         Format::Text => table::report(&shown, unchanged, options.lines),
         Format::Markdown => markdown::report(&shown, unchanged, options.lines),
+        Format::Pprof => String::new(),
     };
     print!("{out}");
     let Some(threshold) = options.fail_over else {

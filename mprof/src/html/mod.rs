@@ -7,6 +7,7 @@
 //! Increment and Peak ([`run`]), and its allocation sites where the run
 //! recorded them ([`sites`]); with a `.dat` from `mprof run`, the memory
 //! over time with the profiled calls' brackets, drawn by [`crate::plot`];
+//! where sites were recorded, the allocation flame graph ([`flame`]);
 //! and with a base report, `mprof diff`'s comparison, grown lines
 //! highlighted ([`compare`]).
 //!
@@ -16,6 +17,7 @@
 //! escapes) go in as they are.
 
 mod compare;
+mod flame;
 mod run;
 mod sites;
 
@@ -50,6 +52,10 @@ pub fn html(options: &HtmlOptions) -> Result<PathBuf, Error> {
         Some(path) => Some(crate::plot::svg(path)?),
         None => None,
     };
+    let flame = match sites::any(&report) {
+        true => flame::graph(&options.report)?,
+        false => None,
+    };
     let output = match &options.output {
         Some(path) => path.clone(),
         None => options.report.with_extension("html"),
@@ -59,6 +65,7 @@ pub fn html(options: &HtmlOptions) -> Result<PathBuf, Error> {
         report_path: &options.report,
         base: base.as_ref().zip(options.base.as_deref()),
         plot: plot.as_deref().zip(options.dat.as_deref()),
+        flame: flame.as_deref(),
     });
     std::fs::write(&output, page.into_string()).map_err(|e| Error::io("write", &output, e))?;
     Ok(output)
@@ -72,6 +79,8 @@ pub struct Page<'a> {
     pub base: Option<(&'a RunReport, &'a Path)>,
     /// The plot's SVG and the `.dat` it was drawn from.
     pub plot: Option<(&'a str, &'a Path)>,
+    /// The allocation flame graph's inline SVG, where the run has sites.
+    pub flame: Option<&'a str>,
 }
 
 /// The whole document.
@@ -87,6 +96,7 @@ pub fn page(page: &Page) -> Markup {
                 style {
                     (PreEscaped(STYLE))
                     @if sites::any(page.report) { (PreEscaped(sites::STYLE)) }
+                    @if page.flame.is_some() { (PreEscaped(flame::STYLE)) }
                 }
             }
             body {
@@ -96,6 +106,7 @@ pub fn page(page: &Page) -> Markup {
                     nav {
                         a href="#summary" { "Summary" }
                         @if page.plot.is_some() { a href="#timeline" { "Memory over time" } }
+                        @if page.flame.is_some() { a href="#flamegraph" { "Flame graph" } }
                         a href="#functions" { "Functions" }
                         @if page.base.is_some() { a href="#comparison" { "Comparison" } }
                     }
@@ -109,6 +120,7 @@ pub fn page(page: &Page) -> Markup {
                             figure.plot { (PreEscaped(inline_svg(svg))) }
                         }
                     }
+                    @if let Some(svg) = page.flame { (flame::section(svg)) }
                     (run::functions(page.report))
                     @if let Some((base, path)) = page.base {
                         (compare::comparison(base, path, page.report))
