@@ -124,6 +124,11 @@ fn row<'a>(report: &'a Value, function: &str, text: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {text:?} in {function}"))
 }
 
+/// Growth of a row's bytes in use (Live) between two snapshots.
+fn live_growth(before: &Value, after: &Value, function: &str, text: &str) -> i64 {
+    growth(before, after, function, text, "in_use_bytes")
+}
+
 /// Growth of a row's `field` between two snapshots.
 fn growth(before: &Value, after: &Value, function: &str, text: &str, field: &str) -> i64 {
     let at = |r: &Value| row(r, function, text)[field].as_i64().unwrap_or(0);
@@ -170,25 +175,13 @@ const HEALTHY: [(&str, &str); 3] = [
 fn exact_live_growth_is_the_leak_to_the_byte_and_nothing_elsewhere() {
     let n = 2000;
     let (before, after) = two_snapshots("1", "live-leak-exact", n);
-    let leak = growth(
-        &before,
-        &after,
-        "handle_order",
-        "remember(cache",
-        "in_use_bytes",
-    );
+    let leak = live_growth(&before, &after, "handle_order", "remember(cache");
     assert_eq!(leak, n as i64 * KEPT_PER_ORDER);
-    let handler = growth(
-        &before,
-        &after,
-        "handle_order",
-        "async fn handle_order",
-        "in_use_bytes",
-    );
+    let handler = live_growth(&before, &after, "handle_order", "async fn handle_order");
     assert_eq!(handler, leak);
     for (function, text) in HEALTHY {
         assert_eq!(
-            growth(&before, &after, function, text, "in_use_bytes"),
+            live_growth(&before, &after, function, text),
             0,
             "{function}: {text}"
         );
@@ -260,13 +253,7 @@ fn sampled_live_growth_is_the_leak_within_ten_percent() {
     let n = 6000;
     let (before, after) = two_snapshots("sample:1024", "live-leak-sampled", n);
     let planted = n as f64 * KEPT_PER_ORDER as f64;
-    let leak = growth(
-        &before,
-        &after,
-        "handle_order",
-        "remember(cache",
-        "in_use_bytes",
-    );
+    let leak = live_growth(&before, &after, "handle_order", "remember(cache");
     let error = (leak as f64 - planted) / planted;
     eprintln!("sampled live growth: {leak} B against {planted} B planted ({error:+.3})");
     assert!(
@@ -274,7 +261,7 @@ fn sampled_live_growth_is_the_leak_within_ten_percent() {
         "{leak} B against {planted} B: {error:+.3}"
     );
     for (function, text) in HEALTHY {
-        let healthy = growth(&before, &after, function, text, "in_use_bytes");
+        let healthy = live_growth(&before, &after, function, text);
         assert!(
             (healthy.abs() as f64) <= 0.01 * planted,
             "{function}: {text}: {healthy} B"
