@@ -129,15 +129,28 @@ impl Drop for Locked {
     }
 }
 
-/// Records the block at `ptr`; false if it could not be.
-pub(crate) fn insert(ptr: usize, weight: Weight) -> bool {
+/// What [`insert`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Inserted {
+    /// A new block.
+    New,
+    /// The address was recorded already, with this weight: its free was
+    /// not seen (a thread that does not report its frees). The new block
+    /// takes its place.
+    Replaced(Weight),
+    /// Not recorded: no room.
+    Not,
+}
+
+/// Records the block at `ptr`.
+pub(crate) fn insert(ptr: usize, weight: Weight) -> Inserted {
     let hash = hash(ptr);
     let mut shard = Locked::of(&SHARD[shard_of(hash)]);
     // NOTE: past the address-space budget (see `mapping`) a block is not
     // recorded: in use nowhere, as sites lose what their full tables cannot
     // hold.
     if !shard.reserve() {
-        return false;
+        return Inserted::Not;
     }
     let this: &'static Shard = shard.0;
     let slots = shard.slots();
@@ -146,17 +159,25 @@ pub(crate) fn insert(ptr: usize, weight: Weight) -> bool {
     while slots[i].ptr != 0 && slots[i].ptr != ptr {
         i = (i + 1) & mask;
     }
-    if slots[i].ptr == 0 {
-        this.len.fetch_add(1, Ordering::Relaxed);
-        COUNTS[bucket_of(hash)].fetch_add(1, Ordering::Relaxed);
-    }
+    let inserted = match slots[i].ptr {
+        0 => {
+            this.len.fetch_add(1, Ordering::Relaxed);
+            COUNTS[bucket_of(hash)].fetch_add(1, Ordering::Relaxed);
+            Inserted::New
+        }
+        _ => Inserted::Replaced(Weight {
+            origin: slots[i].origin,
+            count: slots[i].count,
+            bytes: slots[i].bytes,
+        }),
+    };
     slots[i] = Block {
         ptr,
         origin: weight.origin,
         count: weight.count,
         bytes: weight.bytes,
     };
-    true
+    inserted
 }
 
 /// Forgets the block at `ptr`, if recorded, and hands back its weight.
@@ -264,8 +285,12 @@ mod tests {
         let base = 0x7fff_0000_0000usize;
         let n = 5_000;
         for k in 0..n {
-            assert!(insert(base + 16 * k, weight(k as u32)));
+            assert_eq!(insert(base + 16 * k, weight(k as u32)), Inserted::New);
         }
+        // An address recorded again (its free unseen) hands back the old
+        // weight, and keeps the new one.
+        assert_eq!(insert(base, weight(7)), Inserted::Replaced(weight(0)));
+        assert_eq!(insert(base, weight(0)), Inserted::Replaced(weight(7)));
         // Every other one freed, then all looked up: shifted blocks are
         // still found.
         for k in (0..n).step_by(2) {

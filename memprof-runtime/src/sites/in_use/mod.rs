@@ -49,8 +49,15 @@ pub(crate) fn allocated(
         count,
         bytes,
     };
-    if blocks::insert(ptr, weight) {
-        origins::add(origin, count, bytes, 1);
+    match blocks::insert(ptr, weight) {
+        blocks::Inserted::New => origins::add(origin, count, bytes, 1),
+        // Freed where no report was made (a thread that follows no frees):
+        // the old block is gone.
+        blocks::Inserted::Replaced(old) => {
+            origins::add(old.origin, old.count, old.bytes, -1);
+            origins::add(origin, count, bytes, 1);
+        }
+        blocks::Inserted::Not => {}
     }
 }
 
