@@ -98,6 +98,7 @@ fn report(distinct: bool) -> Report {
             gpu_driver: None,
             pool: None,
             lines,
+            sites_left_out: None,
         });
     }
     report

@@ -464,8 +464,8 @@ pub const ENABLED: bool = cfg!(feature = "enabled");
 
 pub use memprof_runtime::{
     Allocator, DecodeError, FunctionReport, FunctionSummary, HeapProfile, HeapValues, LineCall,
-    LineReport, Measurement, PoolUsage, Report, Scope, Site, SiteFrame, Summary, TopLine, TopSite,
-    heap_profile, process_heap, report, reset, unwatch_pool,
+    LineReport, Measurement, PoolUsage, Report, Scope, Site, SiteFrame, SitesLeftOut, Summary,
+    TopLine, TopSite, heap_profile, process_heap, report, reset, unwatch_pool,
 };
 
 /// Reads a training framework's own memory pool at every statement of the

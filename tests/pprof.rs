@@ -161,6 +161,7 @@ fn report_of(functions: &serde_json::Value) -> memprof::Report {
             gpu_driver: None,
             pool: None,
             lines,
+            sites_left_out: None,
         });
     }
     report

@@ -82,7 +82,7 @@ pub use pool::{PoolUsage, unwatch_pool};
 pub use pprof::{DecodeError, HeapProfile, HeapValues, heap_profile};
 pub use region::Scope;
 pub use report::{FunctionReport, LineCall, LineReport, Report, report, reset};
-pub use sites::{Site, SiteFrame};
+pub use sites::{Site, SiteFrame, SitesLeftOut};
 pub use summary::{FunctionSummary, Summary, TopLine, TopSite};
 
 /// Reads a framework's pool at the statements of profiled calls.
@@ -132,6 +132,7 @@ pub mod __private {
     };
     pub use crate::region::Scope;
     pub use crate::report::reports_built;
+    pub use crate::sites::in_use_footprint as sites_in_use_footprint;
     pub use crate::sites::table_sets as sites_table_sets;
     pub use crate::tls::{give_up as give_up_tls_shortcut, in_use as tls_shortcut_in_use};
     pub use crate::track::track;

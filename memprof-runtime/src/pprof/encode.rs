@@ -159,7 +159,10 @@ pub(super) fn encode(profile: &HeapProfile) -> Vec<u8> {
             "memprof: exact figures, or scaled where the report's sites were sampled".to_owned()
         }
     };
-    let comment = vec![b.string_owned(note)];
+    let mut comment = vec![b.string_owned(note)];
+    if let Some(note) = crate::render::left_out_note(&profile.left_out, None) {
+        comment.push(b.string_owned(note));
+    }
     let default_sample_type = sample_type[3].r#type;
     let message = Profile {
         sample_type,

@@ -110,6 +110,9 @@ pub struct HeapProfile {
     /// When the profile was taken, in nanoseconds since the Unix epoch; 0
     /// where not known.
     pub time_nanos: i64,
+    /// What the report's sites and Live left out, every function's added
+    /// up (see [`SitesLeftOut`](crate::SitesLeftOut)), written as a comment.
+    pub left_out: crate::SitesLeftOut,
 }
 
 impl HeapProfile {
@@ -125,6 +128,9 @@ impl HeapProfile {
         let mut profile = HeapProfile::default();
         for function in &report.functions {
             profile.add_function(function, &profiled);
+            if let Some(left_out) = &function.sites_left_out {
+                profile.left_out.add(left_out);
+            }
         }
         profile
     }
@@ -207,6 +213,7 @@ impl HeapProfile {
             samples,
             sample_mean: self.sample_mean.or(base.sample_mean),
             time_nanos: self.time_nanos,
+            left_out: self.left_out.clone(),
         }
     }
 

@@ -1,6 +1,9 @@
 //! Text rendering: byte figures and line tables.
 
+mod left_out;
 mod sites;
+
+pub(crate) use left_out::left_out_note;
 
 use crate::alloc::untracked;
 use crate::calls::CallFacts;
@@ -217,6 +220,13 @@ pub(crate) fn table(
     out.push('\n');
     out.push_str(&table);
     out.push_str(&sites::under_table(function, settings));
+    if let Some(note) = function
+        .sites_left_out
+        .as_ref()
+        .and_then(|l| left_out_note(l, Some(settings)))
+    {
+        out.push_str(&note);
+    }
     out
 }
 

@@ -280,6 +280,7 @@ mod tests {
                 gpu_driver: None,
                 pool: None,
                 lines,
+                sites_left_out: None,
             }],
         };
         let summary = report.summary();

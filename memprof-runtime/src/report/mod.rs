@@ -6,7 +6,7 @@ mod callees;
 use crate::alloc::untracked;
 use crate::calls::{FnMeta, Registration};
 use crate::cells::{LineCell, RowFigures};
-use crate::sites::Site;
+use crate::sites::{Site, SitesLeftOut};
 pub use callees::LineCall;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -93,6 +93,9 @@ pub struct FunctionReport {
     pub pool: Option<String>,
     /// One row per source line, from the attribute to the closing brace.
     pub lines: Vec<LineReport>,
+    /// With sites recorded: what its sites and Live leave out, where
+    /// memprof's tables had no room; `None` when they leave out nothing.
+    pub sites_left_out: Option<SitesLeftOut>,
 }
 
 /// One row of a table.
@@ -313,6 +316,13 @@ impl FunctionReport {
         self.gpu = self.gpu.take().or_else(|| other.gpu.clone());
         self.gpu_driver = self.gpu_driver.take().or_else(|| other.gpu_driver.clone());
         self.pool = self.pool.take().or_else(|| other.pool.clone());
+        self.sites_left_out = match (self.sites_left_out.take(), &other.sites_left_out) {
+            (Some(mut ours), Some(theirs)) => {
+                ours.add(theirs);
+                Some(ours)
+            }
+            (ours, theirs) => ours.or_else(|| theirs.clone()),
+        };
         for line in &other.lines {
             match self.lines.iter_mut().find(|l| l.line == line.line) {
                 Some(mine) => mine.add(line),
@@ -440,6 +450,7 @@ pub(crate) fn function_report(
         gpu_driver: driver_description.filter(|_| driven).map(str::to_owned),
         pool: pooled.then(crate::pool::description).flatten(),
         lines,
+        sites_left_out: crate::sites::left_out_of(std::ptr::from_ref(meta) as usize),
     }
 }
 

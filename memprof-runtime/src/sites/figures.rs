@@ -27,7 +27,7 @@ pub(crate) fn for_rows(
     if !super::enabled() {
         return None;
     }
-    let (charged, _, _) = read(|key| {
+    let charged = read(|key| {
         key.meta == meta && serial.map_or(key.generation == generation, |s| s == key.serial)
     });
     let estimated = sample_mean().is_some();

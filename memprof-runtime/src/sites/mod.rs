@@ -13,16 +13,19 @@
 //!   both, merged by stack; `resolve` symbolizes a stack and trims it to
 //!   the frames below the line.
 //!
-//! Beside them: `frames` (taking a stack) and `mapping` (memory for the
-//! tables, outside the allocator).
+//! Beside them: `frames` (taking a stack), `mapping` (memory for the
+//! tables, outside the allocator) and `addr_map` (the growing hash map of
+//! blocks by address that `tables` and `in_use` keep, and the one mixer).
 //!
 //! Off (the default), none of it runs: the allocator's fast path is that of
 //! a build without sites. On, statements and calls still run as they do
 //! without it; each thread's allocations take the allocator's slow path.
 
+mod addr_map;
 mod figures;
 mod frames;
 mod in_use;
+mod left_out;
 mod mapping;
 mod recorder;
 mod resolve;
@@ -43,6 +46,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 pub(crate) struct HeldForFork {
     _tables: tables::Held,
     _in_use: in_use::Held,
+    _left_out: addr_map::Guard<'static, left_out::Shortfall>,
     _symbols: std::sync::MutexGuard<'static, resolve::Symbols>,
 }
 
@@ -53,6 +57,7 @@ pub(crate) fn hold_for_fork() -> Option<HeldForFork> {
         HeldForFork {
             _tables: tables::hold(),
             _in_use: in_use::hold(),
+            _left_out: left_out::hold(),
             _symbols: symbols,
         }
     })
@@ -160,6 +165,84 @@ pub struct Site {
     /// memprof's, the allocator's and `alloc`'s own left out. Empty when
     /// the line allocated itself.
     pub frames: Vec<SiteFrame>,
+}
+
+/// What a function's sites and Live leave out: allocations made while its
+/// lines ran that memprof's tables had no room to follow (their memory is
+/// mapped within the address-space budget of docs/reliability.md). The
+/// figures shown stay exact for what they cover; these say what they do
+/// not. Counted since the process started (`memprof::reset` keeps them),
+/// in allocations (scaled, as sites are, when sampled) and their bytes.
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    miniserde::Serialize,
+    miniserde::Deserialize,
+)]
+pub struct SitesLeftOut {
+    /// Allocations no site holds (a thread's site tables were full): the
+    /// lines' `allocations` count them, their sites do not.
+    pub unsited_allocations: u64,
+    /// Their bytes.
+    pub unsited_bytes: u64,
+    /// Allocations Live does not follow (the in-use map had no room): a
+    /// line's `in_use_*` leave out those of them still allocated.
+    pub unfollowed_allocations: u64,
+    /// Their bytes.
+    pub unfollowed_bytes: u64,
+    /// Allocations whose frees the allocating thread's tables could not
+    /// pair with them: a site's `live_bytes` may still count them.
+    pub unpaired_allocations: u64,
+    /// Their bytes.
+    pub unpaired_bytes: u64,
+}
+
+impl SitesLeftOut {
+    /// Whether nothing was left out.
+    pub fn is_empty(&self) -> bool {
+        *self == SitesLeftOut::default()
+    }
+
+    /// Adds another process's (reports merged across test binaries).
+    pub(crate) fn add(&mut self, other: &SitesLeftOut) {
+        self.unsited_allocations += other.unsited_allocations;
+        self.unsited_bytes += other.unsited_bytes;
+        self.unfollowed_allocations += other.unfollowed_allocations;
+        self.unfollowed_bytes += other.unfollowed_bytes;
+        self.unpaired_allocations += other.unpaired_allocations;
+        self.unpaired_bytes += other.unpaired_bytes;
+    }
+}
+
+/// What the function whose `FnMeta` is at `meta` had left out; `None`
+/// when sites are off or nothing was.
+pub(crate) fn left_out_of(meta: usize) -> Option<SitesLeftOut> {
+    if !enabled() {
+        return None;
+    }
+    let s = left_out::of_function(meta);
+    let (unsited_allocations, unsited_bytes) = s.of(left_out::Kind::Sites);
+    let (unfollowed_allocations, unfollowed_bytes) = s.of(left_out::Kind::Live);
+    let (unpaired_allocations, unpaired_bytes) = s.of(left_out::Kind::LineEnd);
+    let out = SitesLeftOut {
+        unsited_allocations,
+        unsited_bytes,
+        unfollowed_allocations,
+        unfollowed_bytes,
+        unpaired_allocations,
+        unpaired_bytes,
+    };
+    (!out.is_empty()).then_some(out)
+}
+
+/// The address space sites' in-use map holds, and the blocks in it: what
+/// following every block in use costs (docs/cost.md).
+pub fn in_use_footprint() -> (usize, usize) {
+    in_use::footprint()
 }
 
 /// One frame of a [`Site`]'s stack.

@@ -12,6 +12,7 @@
 //! on the stack, figures go into the thread's [`Tables`], and each block
 //! into `in_use`, under one of its shards' spin locks.
 
+use super::left_out::{self, Kind};
 use super::tables::{COUNT_UNIT, Key, MAX_FRAMES, MAX_OPEN, NO_STACK, Tables};
 use std::cell::Cell;
 use std::mem::MaybeUninit;
@@ -199,11 +200,18 @@ pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
         let stack = t.intern(&frames[..len]);
         let signed = i64::try_from(bytes).unwrap_or(i64::MAX);
         for row in rows {
-            t.charge(&row.key, stack, allocations, bytes, signed);
+            if !t.charge(&row.key, stack, allocations, bytes, signed) {
+                left_out::add(row.key.meta, Kind::Sites, allocations, bytes);
+            }
         }
-        if !ptr.is_null() && stack != NO_STACK {
-            // Blocks no open row can be charged for again make room.
-            t.live_insert(ptr as usize, stack, bytes, clock, rows[0].start);
+        // Blocks no open row can be charged for again make room.
+        if !ptr.is_null()
+            && (stack == NO_STACK
+                || !t.live_insert(ptr as usize, stack, bytes, clock, rows[0].start))
+        {
+            for row in rows {
+                left_out::add(row.key.meta, Kind::LineEnd, allocations, bytes);
+            }
         }
         if !ptr.is_null() {
             let open = rows.iter().map(|row| super::in_use::Row {

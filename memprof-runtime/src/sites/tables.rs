@@ -7,7 +7,9 @@
 //! - `entries`: figures per (row, stack), rows named by [`Key`];
 //! - `live`: the thread's blocks allocated while rows were open and not yet
 //!   freed, so that a free can take its bytes off the rows still open that
-//!   saw it allocated. Only the owner reads it.
+//!   saw it allocated. Only the owner reads it; it grows with the blocks
+//!   (an [`AddrMap`]), and forgets those that no open row can be charged
+//!   for again before it grows.
 //!
 //! Every table set stays mapped for the process's life, listed in one
 //! lock-free list that reports read. When a thread ends, its figures move
@@ -16,7 +18,8 @@
 //! starts threads without end keeps as many table sets as it has threads
 //! at once.
 
-use std::cell::Cell;
+use super::addr_map::{AddrMap, Zeroed, mix};
+use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::sync::atomic::{
     AtomicPtr, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
@@ -29,7 +32,6 @@ pub(crate) const MAX_FRAMES: usize = 48;
 pub(crate) const MAX_OPEN: usize = 256;
 const STACKS: usize = 1 << 12;
 const ENTRIES: usize = 1 << 15;
-const LIVE: usize = 1 << 16;
 const MAYBE_WORDS: usize = 1 << 10;
 /// Allocation counts are kept in these units, so that sampled estimates
 /// (a fraction of an allocation's weight each) add up without rounding.
@@ -70,23 +72,18 @@ struct Entry {
     live: AtomicU64,
 }
 
+/// A block in `live`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Live {
-    /// 0: empty.
-    ptr: usize,
     /// The thread's allocation count once it was allocated.
     clock: u64,
     bytes: u64,
     stack: u32,
 }
 
-const EMPTY: Live = Live {
-    ptr: 0,
-    clock: 0,
-    bytes: 0,
-    stack: 0,
-};
+// SAFETY: integers only.
+unsafe impl Zeroed for Live {}
 
 /// A thread's tables. Zeroed memory is an empty table.
 #[repr(C)]
@@ -94,17 +91,14 @@ pub(crate) struct Tables {
     next: *const Tables,
     stacks: [StackSlot; STACKS],
     entries: [Entry; ENTRIES],
-    live: [Cell<Live>; LIVE],
+    /// The owner's alone (see `live`); zeroed, an empty map.
+    live: UnsafeCell<AddrMap<Live>>,
     /// One bit per hash of the blocks in `live`: a free whose bit is clear
     /// is of no remembered block, and skips the lookup in `live`, which
     /// is too large to stay in cache.
     maybe_live: [Cell<u64>; MAYBE_WORDS],
-    live_count: Cell<usize>,
-    /// Allocations (and their bytes) charged to no entry: a table was full.
-    pub(crate) lost_allocations: AtomicU64,
-    pub(crate) lost_bytes: AtomicU64,
-    /// Blocks whose frees could not be followed: `live` was full.
-    pub(crate) untracked_blocks: AtomicU64,
+    /// `live` is scanned for blocks to forget when it holds this many.
+    next_scan: Cell<usize>,
 }
 
 // SAFETY: other threads only read the atomics of `stacks` and `entries`
@@ -122,7 +116,6 @@ static IN_USE: RwLock<()> = RwLock::new(());
 /// stack.
 type Retired = HashMap<(Key, Vec<usize>), (u64, u64, i64)>;
 static RETIRED: Mutex<Option<Retired>> = Mutex::new(None);
-static RETIRED_LOST: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 
 /// Table sets mapped so far.
 static MAPPED_SETS: AtomicUsize = AtomicUsize::new(0);
@@ -195,22 +188,25 @@ impl Tables {
         NO_STACK
     }
 
-    /// Adds to the figures of `key`'s row from `stack`.
-    pub(crate) fn charge(&self, key: &Key, stack: u32, allocations: u64, bytes: u64, live: i64) {
-        match self.entry(key, stack) {
-            Some(e) => {
-                e.allocations
-                    .store(e.allocations.load(Relaxed) + allocations, Relaxed);
-                e.bytes.store(e.bytes.load(Relaxed) + bytes, Relaxed);
-                e.live
-                    .store(e.live.load(Relaxed).wrapping_add(live as u64), Relaxed);
-            }
-            None if allocations != 0 => {
-                self.lost_allocations.fetch_add(allocations, Relaxed);
-                self.lost_bytes.fetch_add(bytes, Relaxed);
-            }
-            None => {}
-        }
+    /// Adds to the figures of `key`'s row from `stack`; false if the
+    /// entries table had no room for a new one.
+    pub(crate) fn charge(
+        &self,
+        key: &Key,
+        stack: u32,
+        allocations: u64,
+        bytes: u64,
+        live: i64,
+    ) -> bool {
+        let Some(e) = self.entry(key, stack) else {
+            return false;
+        };
+        e.allocations
+            .store(e.allocations.load(Relaxed) + allocations, Relaxed);
+        e.bytes.store(e.bytes.load(Relaxed) + bytes, Relaxed);
+        e.live
+            .store(e.live.load(Relaxed).wrapping_add(live as u64), Relaxed);
+        true
     }
 
     fn entry(&self, key: &Key, stack: u32) -> Option<&Entry> {
@@ -240,10 +236,23 @@ impl Tables {
         None
     }
 
+    /// The thread's `live` map. Only its owner calls this, and never
+    /// while a borrow it returned is alive: nothing in this module calls
+    /// out while holding one.
+    #[allow(clippy::mut_from_ref)]
+    fn live(&self) -> &mut AddrMap<Live> {
+        // SAFETY: see above; the owner is the only thread that reads or
+        // writes `live`, and `retire` clears it on that thread.
+        unsafe { &mut *self.live.get() }
+    }
+
     /// Remembers a block allocated while rows were open, the thread's
-    /// `clock`-th allocation. When the table is half full, first forgets
-    /// the blocks allocated before `oldest_open` (the outermost open row's
-    /// start), which no open row can be charged for again.
+    /// `clock`-th allocation. Before `live` grows, it first forgets the
+    /// blocks allocated before `oldest_open` (the outermost open row's
+    /// start), which no open row can be charged for again, and grows only
+    /// if that left it more than a quarter full: each scan is paid for by
+    /// as many inserts as it looked at slots, whatever the map holds.
+    /// False if the block could not be kept (the address-space budget).
     pub(crate) fn live_insert(
         &self,
         ptr: usize,
@@ -251,101 +260,41 @@ impl Tables {
         bytes: u64,
         clock: u64,
         oldest_open: u64,
-    ) {
-        if self.live_count.get() >= LIVE / 2 {
-            self.forget_before(oldest_open);
-            if self.live_count.get() >= LIVE / 2 {
-                self.untracked_blocks.fetch_add(1, Relaxed);
-                return;
+    ) -> bool {
+        let live = self.live();
+        if !live.has_room() && live.len() >= self.next_scan.get() {
+            self.maybe_live.iter().for_each(|w| w.set(0));
+            live.retain(|b| b.clock > oldest_open, |addr| self.mark_maybe_live(addr));
+            if live.len() * 4 > live.capacity() {
+                // NOTE: a map that cannot grow still takes blocks up to
+                // three quarters full (see `AddrMap::insert`).
+                let _ = live.grow();
             }
+            // The next scan waits for a quarter of the table's slots more:
+            // one that cannot grow is not scanned at every insert.
+            self.next_scan.set(live.len() + live.capacity() / 4);
         }
-        let mut i = hash_ptr(ptr) & (LIVE - 1);
-        loop {
-            let slot = self.live[i].get();
-            if slot.ptr == 0 || slot.ptr == ptr {
-                if slot.ptr == 0 {
-                    self.live_count.set(self.live_count.get() + 1);
-                }
-                self.live[i].set(Live {
-                    ptr,
-                    clock,
-                    bytes,
-                    stack,
-                });
-                self.mark_maybe_live(ptr);
-                return;
-            }
-            i = (i + 1) & (LIVE - 1);
+        let block = Live {
+            clock,
+            bytes,
+            stack,
+        };
+        let kept = live.insert(ptr, block).is_ok();
+        if kept {
+            self.mark_maybe_live(ptr);
         }
+        kept
     }
 
     /// Forgets the block at `ptr`, if remembered: its stack, bytes and the
     /// thread's allocation count once it was allocated.
     pub(crate) fn live_remove(&self, ptr: usize) -> Option<(u32, u64, u64)> {
         let (word, bit) = maybe_bit(ptr);
-        if self.live_count.get() == 0 || self.maybe_live[word].get() & bit == 0 {
+        if self.maybe_live[word].get() & bit == 0 {
             return None;
         }
-        let mut i = hash_ptr(ptr) & (LIVE - 1);
-        loop {
-            let slot = self.live[i].get();
-            if slot.ptr == 0 {
-                return None;
-            }
-            if slot.ptr == ptr {
-                self.remove_at(i);
-                return Some((slot.stack, slot.bytes, slot.clock));
-            }
-            i = (i + 1) & (LIVE - 1);
-        }
-    }
-
-    /// Empties slot `i` by backward-shift deletion: no tombstones, so
-    /// chains stay short.
-    fn remove_at(&self, i: usize) {
-        let mut hole = i;
-        let mut j = (i + 1) & (LIVE - 1);
-        loop {
-            let slot = self.live[j].get();
-            if slot.ptr == 0 {
-                break;
-            }
-            let home = hash_ptr(slot.ptr) & (LIVE - 1);
-            // Moves back unless its home lies cyclically in (hole, j].
-            let stays = if hole <= j {
-                hole < home && home <= j
-            } else {
-                hole < home || home <= j
-            };
-            if !stays {
-                self.live[hole].set(slot);
-                hole = j;
-            }
-            j = (j + 1) & (LIVE - 1);
-        }
-        self.live[hole].set(EMPTY);
-        self.live_count.set(self.live_count.get() - 1);
-    }
-
-    /// Forgets every block allocated no later than allocation `clock`.
-    fn forget_before(&self, clock: u64) {
-        let mut i = 0;
-        while i < LIVE {
-            let slot = self.live[i].get();
-            if slot.ptr != 0 && slot.clock <= clock {
-                // The slot may receive a later block: look at it again.
-                self.remove_at(i);
-                continue;
-            }
-            i += 1;
-        }
-        self.maybe_live.iter().for_each(|w| w.set(0));
-        for slot in &self.live {
-            let ptr = slot.get().ptr;
-            if ptr != 0 {
-                self.mark_maybe_live(ptr);
-            }
-        }
+        let block = self.live().remove(ptr)?;
+        Some((block.stack, block.bytes, block.clock))
     }
 
     fn mark_maybe_live(&self, ptr: usize) {
@@ -389,8 +338,8 @@ pub(crate) fn retire(t: &'static Tables) {
             sum.2 += c.live;
         }
     }
-    RETIRED_LOST[0].fetch_add(t.lost_allocations.load(Relaxed), Relaxed);
-    RETIRED_LOST[1].fetch_add(t.lost_bytes.load(Relaxed), Relaxed);
+    // The blocks it remembers can no longer be charged to its rows.
+    t.live().clear();
     let next = t.next;
     let size = std::mem::size_of::<Tables>();
     let base = std::ptr::from_ref(t).cast_mut();
@@ -422,13 +371,10 @@ pub(crate) struct Charged {
     pub(crate) live: i64,
 }
 
-/// Every thread's figures whose key `wanted` accepts, and the allocations
-/// and bytes no table could hold.
-pub(crate) fn read(wanted: impl Fn(&Key) -> bool) -> (Vec<Charged>, u64, u64) {
+/// Every thread's figures whose key `wanted` accepts.
+pub(crate) fn read(wanted: impl Fn(&Key) -> bool) -> Vec<Charged> {
     let _shared = IN_USE.read().unwrap_or_else(|e| e.into_inner());
     let mut out = Vec::new();
-    let mut lost_allocations = RETIRED_LOST[0].load(Relaxed);
-    let mut lost_bytes = RETIRED_LOST[1].load(Relaxed);
     if let Some(retired) = RETIRED.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
         for ((key, frames), &(allocations, bytes, live)) in retired {
             if wanted(key) {
@@ -445,12 +391,10 @@ pub(crate) fn read(wanted: impl Fn(&Key) -> bool) -> (Vec<Charged>, u64, u64) {
     let mut tables = ALL.load(Acquire).cast_const();
     // SAFETY: listed tables are never unmapped.
     while let Some(t) = unsafe { tables.as_ref() } {
-        lost_allocations += t.lost_allocations.load(Relaxed);
-        lost_bytes += t.lost_bytes.load(Relaxed);
         out.extend(charged_in(t, &wanted));
         tables = t.next;
     }
-    (out, lost_allocations, lost_bytes)
+    out
 }
 
 /// The figures in `t` whose key `wanted` accepts.
@@ -488,14 +432,6 @@ fn charged_in(t: &Tables, wanted: &dyn Fn(&Key) -> bool) -> Vec<Charged> {
     out
 }
 
-fn mix(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
-
 fn hash_frames(frames: &[usize]) -> u64 {
     let h = frames
         .iter()
@@ -513,8 +449,4 @@ fn hash_key(key: &Key, stack: u32) -> u64 {
 fn maybe_bit(ptr: usize) -> (usize, u64) {
     let h = (ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48;
     ((h as usize >> 6) & (MAYBE_WORDS - 1), 1 << (h & 63))
-}
-
-fn hash_ptr(ptr: usize) -> usize {
-    mix(ptr as u64) as usize
 }

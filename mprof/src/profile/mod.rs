@@ -71,6 +71,7 @@ fn report_of(run: &RunReport) -> Report {
             gpu_driver: None,
             pool: None,
             lines: f.lines.iter().map(line_of).collect(),
+            sites_left_out: None,
         })
         .collect();
     Report { functions }

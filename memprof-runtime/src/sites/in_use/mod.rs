@@ -13,7 +13,10 @@
 mod blocks;
 mod origins;
 
+pub(crate) use blocks::footprint;
 pub(crate) use origins::{MAX_ROWS, Read, Row};
+
+use crate::sites::left_out::Kind;
 
 /// Records the block at `ptr`, allocated while `rows` were open (outermost
 /// first) through `frames`, standing for `count` allocations (in
@@ -41,7 +44,17 @@ pub(crate) fn allocated(
         }
     }
     let origin = origins::intern(&kept[..n], frames);
+    let mut left_out = || {
+        let metas = &mut kept[..n];
+        metas.sort_unstable_by_key(|row| row.meta);
+        for (i, row) in metas.iter().enumerate() {
+            if i == 0 || metas[i - 1].meta != row.meta {
+                crate::sites::left_out::add(row.meta, Kind::Live, count, bytes);
+            }
+        }
+    };
     if origin == origins::NO_ORIGIN {
+        left_out();
         return;
     }
     let weight = blocks::Weight {
@@ -57,7 +70,7 @@ pub(crate) fn allocated(
             origins::add(old.origin, old.count, old.bytes, -1);
             origins::add(origin, count, bytes, 1);
         }
-        blocks::Inserted::Not => {}
+        blocks::Inserted::Not => left_out(),
     }
 }
 

@@ -6,6 +6,7 @@
 //! under one, so that two threads never add the same one twice. Counters
 //! are atomic: a block allocated on one thread is often freed on another.
 
+use crate::sites::addr_map::mix;
 use crate::sites::mapping::map_zeroed;
 use crate::sites::tables::MAX_FRAMES;
 use std::sync::Mutex;
@@ -196,12 +197,4 @@ fn hash_of(rows: &[Row], frames: &[usize]) -> u64 {
         h = mix(h ^ f as u64);
     }
     h.max(1)
-}
-
-fn mix(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
 }
