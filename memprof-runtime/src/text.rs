@@ -11,7 +11,8 @@
 //! and notes) or as a report is read (mprof's readers), never both: an
 //! escaped `\u{1b}` holds no control character, so escaping it again would
 //! change nothing, but the rule keeps one place per path all the same. The
-//! JSON reports keep the raw text, which JSON escapes itself.
+//! JSON reports keep the raw text, which JSON escapes itself (and
+//! [`json_escaped`] where JSON leaves a character that acts raw).
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -44,6 +45,29 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A JSON document with the characters that act escaped as JSON writes
+/// them (`\u007f`), where its writer left them raw: JSON requires only the
+/// characters below U+0020 escaped, so DEL, the C1 controls and the
+/// bidirectional overrides would reach a terminal that shows the file. The
+/// document holds the same text either way. Every such character is inside
+/// a string, since JSON's own syntax is ASCII without them.
+pub(crate) fn json_escaped(json: String) -> String {
+    if !json.chars().any(acts) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        // NOTE: a compact document holds no raw character below U+0020:
+        // the writer escaped those in strings, and puts none between.
+        if acts(c) && c >= ' ' {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Control characters but the tab, and the bidirectional marks and
 /// overrides.
 fn acts(c: char) -> bool {
@@ -66,6 +90,14 @@ mod tests {
             "evil\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\nx\\r\\u{202e}y\tz é ✓\\u{7f}\\u{9b}"
         );
         assert!(matches!(printable("plain::name"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn json_escapes_what_it_left_raw_and_holds_the_same_text() {
+        let text = "a\u{1b}]0;t\u{7}\u{7f}\u{9b}\u{202e}\tb é";
+        let json = json_escaped(miniserde::json::to_string(&text.to_owned()));
+        assert_eq!(json, r#""a\u001b]0;t\u0007\u007f\u009b\u202e\tb é""#);
+        assert_eq!(miniserde::json::from_str::<String>(&json).unwrap(), text);
     }
 
     #[test]
