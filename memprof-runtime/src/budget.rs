@@ -57,8 +57,8 @@ impl Budget {
             }
             format!(
                 "memory limit exceeded in {} ({}:{}): {}\n\n{}{}",
-                report.name,
-                meta.file,
+                crate::text::printable(&report.name),
+                crate::text::printable(meta.file),
                 meta.fn_line(),
                 what.join(", "),
                 crate::render::table(&report, false, &settings),

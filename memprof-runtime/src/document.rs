@@ -64,7 +64,7 @@ struct SnapshotDocument<'a> {
 impl Report {
     /// The report as a snapshot of a running process (see `live`).
     pub(crate) fn to_json_snapshot(&self, facts: &SnapshotFacts) -> String {
-        miniserde::json::to_string(&SnapshotDocument {
+        crate::text::json_escaped(miniserde::json::to_string(&SnapshotDocument {
             schema: Self::JSON_SCHEMA,
             functions: &self.functions,
             summary: self.summary(),
@@ -73,7 +73,7 @@ impl Report {
             pid: facts.pid,
             heap: facts.heap,
             heap_high: facts.heap_high,
-        })
+        }))
     }
 
     /// The version of the JSON that `to_json` writes, its `schema` field.
@@ -101,22 +101,22 @@ impl Report {
     /// # drop(v);
     /// ```
     pub fn to_json(&self) -> String {
-        miniserde::json::to_string(&JsonDocument {
+        crate::text::json_escaped(miniserde::json::to_string(&JsonDocument {
             schema: Self::JSON_SCHEMA,
             functions: &self.functions,
             summary: self.summary(),
-        })
+        }))
     }
 
     /// The report in the JSON that `MEMPROF_JSON`'s file holds: `to_json`'s
     /// document with the run that wrote it (see `json_file`).
     pub(crate) fn to_json_of_run(&self, run: &str) -> String {
-        miniserde::json::to_string(&RunDocument {
+        crate::text::json_escaped(miniserde::json::to_string(&RunDocument {
             schema: Self::JSON_SCHEMA,
             functions: &self.functions,
             summary: self.summary(),
             run,
-        })
+        }))
     }
 
     /// The report that `text` holds, if `to_json_of_run` wrote it for `run`.

@@ -9,7 +9,8 @@
 //!    `safe_file` (files written by rename, never through a link);
 //!    `live_rule` (where `MEMPROF_LIVE`'s socket is, shared with mprof);
 //!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
-//!    `stdio` (stdout and stderr, written without panicking);
+//!    `stdio` (stdout and stderr, written without panicking); `text`
+//!    (names and source made safe to print: the one escaping rule);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
 //!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
 //!    a stand-in answering "no GPU" without the `gpu` feature), and a
@@ -70,6 +71,8 @@ mod sink;
 mod sites;
 mod stdio;
 mod summary;
+#[doc(hidden)]
+pub mod text;
 mod timeline;
 mod tls;
 mod track;

@@ -64,7 +64,7 @@ fn print_call(meta: &'static FnMeta, cells: &[LineCell], nth: u64, facts: &CallF
                     "(memprof: further calls of {} on this test's thread are not printed in a \
                      test binary; MEMPROF_REPORT=exit prints them aggregated at exit, \
                      MEMPROF_REPORT=call each)\n",
-                    report.name
+                    crate::text::printable(&report.name)
                 )
             } else {
                 // NOTE: conditional, as it is not known yet whether more
@@ -72,7 +72,7 @@ fn print_call(meta: &'static FnMeta, cells: &[LineCell], nth: u64, facts: &CallF
                 format!(
                     "(memprof: no more tables of {} per call: any further calls are \
                      aggregated into one table at exit; MEMPROF_REPORT=call prints every call)\n",
-                    report.name
+                    crate::text::printable(&report.name)
                 )
             });
         }

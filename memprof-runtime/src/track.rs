@@ -109,7 +109,9 @@ pub fn track(file: &str, line: u32, function: &str, to: Option<&str>) {
         }
         let net = alloc::thread_net();
         let mut text = format!(
-            "At {file}:{line} {function}: heap {}",
+            "At {}:{line} {}: heap {}",
+            crate::text::printable(file),
+            crate::text::printable(function),
             bytes(alloc::process_heap() as i64)
         );
         let gpu = crate::gpu::active().then(crate::gpu::sample).flatten();

@@ -172,7 +172,7 @@ pub fn peak(samples: &[Sample]) -> Option<Sample> {
 fn parse_line(profile: &mut Profile, line: &str) -> Option<()> {
     let (prefix, rest) = line.split_once(' ').unwrap_or((line, ""));
     match prefix {
-        "CMDLINE" => profile.cmdline = Some(crate::printable::printable(rest.to_string())),
+        "CMDLINE" => profile.cmdline = Some(crate::printable::printable(rest).into_owned()),
         "MEM" => profile.mem.push(sample(rest)?),
         "HEAP" => profile.heap.push(sample(rest)?),
         "GPU" => profile.gpu.push(sample(rest)?),
@@ -217,7 +217,7 @@ fn sample(rest: &str) -> Option<Sample> {
 /// it.
 fn function_name(field: Option<&str>) -> Option<String> {
     let name = field.filter(|n| !n.is_empty())?;
-    Some(crate::printable::printable(name.to_owned()))
+    Some(crate::printable::printable(name).into_owned())
 }
 
 /// `<name> <mem_start> <t_start> <mem_end> <t_end> [<depth>]`.

@@ -1,62 +1,43 @@
-//! Text taken from a report or a data file, made safe to show: control
-//! characters (and Unicode's bidirectional overrides, which reorder what a
-//! terminal or a browser shows) come out escaped, as `\n` or `\u{1b}`. A
-//! function name or a line of source can then neither move the cursor,
-//! clear the screen or retitle a terminal, nor split a Markdown table into
-//! text that renders. Applied as the text is read, so that every output
-//! (text, Markdown, HTML, plots) shows the same escaped form. A tab, which
-//! indents source and does nothing else, is kept.
+//! Text taken from a report or a data file, made safe to show with the
+//! runtime's one escaping rule ([`printable`], in `memprof_runtime::text`):
+//! control characters and Unicode's bidirectional overrides come out
+//! escaped, as `\n` or `\u{1b}`, a tab kept. Applied as the text is read,
+//! so that every output (text, Markdown, HTML, plots) shows the same
+//! escaped form; the runtime's tables apply the same function as they
+//! write, so a report read into the runtime's own types (`mprof report`,
+//! `cargo memprof`) is read raw and escaped once, there.
 
 use serde::{Deserialize, Deserializer};
-use std::fmt::Write;
+use std::borrow::Cow;
 
-/// `text` with every character that could act on a terminal or a renderer
-/// escaped.
-pub fn printable(text: String) -> String {
-    if !text.chars().any(acts) {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c if acts(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use memprof_runtime::text::printable;
 
-/// Control characters but the tab, and the bidirectional marks and
-/// overrides.
-fn acts(c: char) -> bool {
-    (c.is_control() && c != '\t')
-        || matches!(
-            c,
-            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-        )
+/// `text`, [`printable`], without copying it where nothing is escaped.
+pub fn owned(text: String) -> String {
+    let escaped = match printable(&text) {
+        Cow::Owned(escaped) => Some(escaped),
+        Cow::Borrowed(_) => None,
+    };
+    escaped.unwrap_or(text)
 }
 
 /// A path as mprof prints it: lossy where it is not UTF-8, and
 /// [`printable`].
 pub fn path(path: &std::path::Path) -> String {
-    printable(path.display().to_string())
+    owned(path.display().to_string())
 }
 
 /// For serde's `deserialize_with`: a string field, made [`printable`] as it
 /// is read.
 pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    String::deserialize(deserializer).map(printable)
+    String::deserialize(deserializer).map(owned)
 }
 
 /// [`deserialize`] for a string field that may be `null`.
 pub fn deserialize_option<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<String>, D::Error> {
-    Option::<String>::deserialize(deserializer).map(|text| text.map(printable))
+    Option::<String>::deserialize(deserializer).map(|text| text.map(owned))
 }
 
 #[cfg(test)]
@@ -67,9 +48,21 @@ mod tests {
     fn escapes_what_acts_and_keeps_the_rest() {
         let evil = "evil\u{1b}[2J\u{1b}]0;pwned\u{7}\nx\r\u{202e}y\tz é ✓".to_owned();
         assert_eq!(
-            printable(evil),
+            owned(evil),
             "evil\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\nx\\r\\u{202e}y\tz é ✓"
         );
-        assert_eq!(printable("plain::name".to_owned()), "plain::name");
+        assert_eq!(owned("plain::name".to_owned()), "plain::name");
+    }
+
+    #[test]
+    fn a_field_is_escaped_as_it_is_read() {
+        #[derive(Deserialize)]
+        struct Row {
+            #[serde(deserialize_with = "deserialize")]
+            contents: String,
+        }
+        let row: Row =
+            serde_json::from_str(r#"{"contents":"s(\"\u001b]0;title\u0007\")"}"#).unwrap();
+        assert_eq!(row.contents, "s(\"\\u{1b}]0;title\\u{7}\")");
     }
 }

@@ -11,6 +11,7 @@ use crate::config::{RenderSettings, Unit};
 use crate::region::Scope;
 use crate::report::{FunctionReport, Report};
 use crate::summary::Summary;
+use crate::text::printable;
 use std::fmt;
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
@@ -60,6 +61,13 @@ fn figure_width(settings: &RenderSettings, signed: bool) -> usize {
         (_, p) => p + 1,
     };
     usize::from(signed) + 4 + decimals + 4
+}
+
+/// A line of source as a table shows it: tabs as four spaces (a tab would
+/// throw the columns off), made [`printable`], then cut to
+/// [`CONTENTS_WIDTH`]. The escaped text is what is measured and cut.
+fn contents_cell(contents: &str) -> String {
+    truncate(&printable(&contents.replace('\t', "    ")), CONTENTS_WIDTH)
 }
 
 /// `text` cut to `width` display columns, the last one an ellipsis.
@@ -154,11 +162,7 @@ pub(crate) fn table(
             record.push(figure(line.pool_increment));
             record.push(figure(line.pool_reserved.map(as_i64)));
         }
-        // NOTE: tabs would throw the columns off.
-        record.push(truncate(
-            &line.contents.replace('\t', "    "),
-            CONTENTS_WIDTH,
-        ));
+        record.push(contents_cell(&line.contents));
         records.push(record);
     }
     // Figure columns: as wide as their header, a figure of ordinary size, and
@@ -180,7 +184,11 @@ pub(crate) fn table(
         .collect();
     let table = simple_table(&header, figures, records);
 
-    let mut out = format!("Filename: {}   Function: {}", function.file, function.name);
+    let mut out = format!(
+        "Filename: {}   Function: {}",
+        printable(&function.file),
+        printable(&function.name)
+    );
     if aggregated {
         let calls = match (function.calls, function.running) {
             (0, running) => format!("{running} running"),
@@ -192,7 +200,7 @@ pub(crate) fn table(
     }
     out.push('\n');
     if let Some(description) = &function.gpu {
-        out.push_str(description);
+        out.push_str(&printable(description));
         out.push('\n');
     }
     // The driver's view, read at call entry and exit: the `fn` row's.
@@ -203,7 +211,8 @@ pub(crate) fn table(
         let increment = row.gpu_driver_increment.unwrap_or(0);
         let sign = if increment >= 0 { "+" } else { "" };
         out.push_str(&format!(
-            "{description}: {} at call exit, {sign}{} over the call{}\n",
+            "{}: {} at call exit, {sign}{} over the call{}\n",
+            printable(description),
             bytes(usage, settings),
             bytes(increment, settings),
             if function.calls > 1 && aggregated {
@@ -214,7 +223,7 @@ pub(crate) fn table(
         ));
     }
     if let Some(description) = &function.pool {
-        out.push_str(description);
+        out.push_str(&printable(description));
         out.push('\n');
     }
     out.push('\n');
@@ -308,7 +317,10 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
         if gpu {
             record.insert(1, optional(f.gpu_peak));
         }
-        record.extend([f.name.clone(), f.file.clone()]);
+        record.extend([
+            printable(&f.name).into_owned(),
+            printable(&f.file).into_owned(),
+        ]);
         record
     });
     out.push_str(&simple_table(&header, figures, records.collect()));
@@ -328,13 +340,13 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
                 l.allocations.to_string(),
                 l.occurrences.to_string(),
                 l.line.to_string(),
-                l.function.clone(),
+                printable(&l.function).into_owned(),
                 {
-                    let mut contents = truncate(&l.contents.replace('\t', "    "), CONTENTS_WIDTH);
+                    let mut contents = contents_cell(&l.contents);
                     // Its bytes are in the callees' lines too.
                     if !l.callees.is_empty() {
-                        let names: Vec<&str> =
-                            l.callees.iter().map(|c| c.function.as_str()).collect();
+                        let names: Vec<std::borrow::Cow<'_, str>> =
+                            l.callees.iter().map(|c| printable(&c.function)).collect();
                         contents.push_str(&format!("   [calls {}]", names.join(", ")));
                     }
                     // Its bytes are in a line listed with it, which holds it.
@@ -508,53 +520,4 @@ impl fmt::Display for FunctionReport {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn auto_units_are_binary() {
-        let s = RenderSettings::default();
-        assert_eq!(bytes(0, &s), "0 B");
-        assert_eq!(bytes(1023, &s), "1023 B");
-        assert_eq!(bytes(1024, &s), "1.0 KiB");
-        assert_eq!(bytes(-1536, &s), "-1.5 KiB");
-        assert_eq!(bytes(8 << 20, &s), "8.0 MiB");
-        assert_eq!(bytes(3 << 30, &s), "3.0 GiB");
-    }
-
-    #[test]
-    fn fixed_unit_and_precision() {
-        let s = RenderSettings {
-            unit: Some(Unit::MiB),
-            precision: 3,
-            ..RenderSettings::default()
-        };
-        assert_eq!(bytes(1 << 19, &s), "0.500 MiB");
-        let s = RenderSettings {
-            unit: Some(Unit::B),
-            precision: 3,
-            ..RenderSettings::default()
-        };
-        assert_eq!(bytes(1 << 20, &s), "1048576 B");
-    }
-
-    #[test]
-    fn a_small_negative_figure_is_zero_without_a_sign() {
-        // Regression: `MEMPROF_UNIT=GB` wrote -0.0 GiB.
-        let s = RenderSettings {
-            unit: Some(Unit::GiB),
-            precision: 1,
-            ..RenderSettings::default()
-        };
-        assert_eq!(bytes(-4096, &s), "0.0 GiB");
-        assert_eq!(bytes(4096, &s), "0.0 GiB");
-        assert_eq!(bytes(-(3 << 29), &s), "-1.5 GiB");
-        let s = RenderSettings {
-            unit: Some(Unit::MiB),
-            precision: 0,
-            ..RenderSettings::default()
-        };
-        assert_eq!(bytes(-100, &s), "0 MiB");
-        assert_eq!(bytes(-(1 << 20), &s), "-1 MiB");
-    }
-}
+mod tests;

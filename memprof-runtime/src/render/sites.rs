@@ -6,6 +6,7 @@ use crate::config::RenderSettings;
 use crate::report::{FunctionReport, LineReport};
 use crate::sites::{Site, SiteFrame};
 use crate::summary::TopSite;
+use crate::text::printable;
 
 /// A line's sites are printed when it allocated at least this share of
 /// what the whole call did, or its increment is at least this share of the
@@ -141,26 +142,14 @@ pub(crate) fn top_site(site: &TopSite) -> String {
     }
 }
 
-/// `function (file:line)`, control characters shown escaped.
+/// `function (file:line)`, [`printable`].
 fn frame_text(frame: &SiteFrame) -> String {
     let place = match (&frame.file, frame.line) {
-        (Some(file), Some(line)) => format!(" ({}:{line})", inert(file)),
-        (Some(file), None) => format!(" ({})", inert(file)),
+        (Some(file), Some(line)) => format!(" ({}:{line})", printable(file)),
+        (Some(file), None) => format!(" ({})", printable(file)),
         _ => String::new(),
     };
-    format!("{}{place}", inert(&frame.function))
-}
-
-fn inert(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+    format!("{}{place}", printable(&frame.function))
 }
 
 #[cfg(test)]

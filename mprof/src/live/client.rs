@@ -222,7 +222,7 @@ fn parse_answer(pid: u32, answer: String) -> Result<String, Error> {
     let problem = first.strip_prefix(ERROR).unwrap_or(first);
     // `error: refused: WHY`, another user's answer: said once.
     let problem = problem.strip_prefix("refused: ").unwrap_or(problem);
-    let problem = crate::printable::printable(problem.to_owned());
+    let problem = crate::printable::printable(problem);
     Err(Error::Live(if problem.is_empty() {
         format!("process {pid} closed the connection without an answer")
     } else {

@@ -210,3 +210,38 @@ fn a_program_that_ended_is_said_in_the_header_over_its_last_figures() {
         "mprof top: process 42 refused: x; trying again"
     );
 }
+
+#[test]
+fn control_characters_in_a_snapshot_are_shown_escaped() {
+    // The program's JSON holds its source raw (JSON escapes the control
+    // characters itself); the screen shows them as every output does.
+    let document = serde_json::json!({"schema": 1, "time": 1.0, "uptime": 1.0, "pid": 42,
+    "heap": 0, "heap_high": 0, "functions": [{
+    "name": "app::\u{1b}[2Jtitle", "file": "src/\u{1b}]0;x\u{7}.rs", "calls": 1,
+    "lines": [
+        {"line": 1, "increment": null, "peak": null, "contents": "#[profile]"},
+        {"line": 2, "increment": 11, "peak": 11, "occurrences": 1, "contents": "fn title() {"},
+        {"line": 3, "increment": 11, "peak": 11, "occurrences": 1,
+         "contents": "let s = String::from(\"\u{1b}]0;title\u{7}\u{7f}\");"},
+    ]}]});
+    let mut app = App::default();
+    app.update(super::model::Snapshot::parse(&document.to_string()).unwrap());
+    assert_eq!(
+        frame(&app)[3],
+        r"> app::\u{1b}[2Jtitle           1        11 B        11 B            -         -"
+    );
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        &frame(&app)[2..6],
+        [
+            r"app::\u{1b}[2Jtitle (src/\u{1b}]0;x\u{7}.rs), 1 calls",
+            " Line #   Increment        Peak  Occurrences Line Contents",
+            "      1                                      #[profile]",
+            "      2        11 B        11 B            1 fn title() {",
+        ]
+    );
+    assert_eq!(
+        frame_text(&app, 120, 9).lines().nth(6).unwrap(),
+        r#"      3        11 B        11 B            1 let s = String::from("\u{1b}]0;title\u{7}\u{7f}");"#
+    );
+}
