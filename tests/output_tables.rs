@@ -51,6 +51,7 @@ fn function(name: &str, lines: Vec<memprof::LineReport>) -> memprof::FunctionRep
         gpu_driver: None,
         pool: None,
         lines,
+        sites_left_out: None,
     }
 }
 

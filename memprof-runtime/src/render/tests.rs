@@ -83,6 +83,7 @@ fn hostile() -> Report {
                 ),
                 row(4, "}", Some(0)),
             ],
+            sites_left_out: None,
         }],
     }
 }
