@@ -161,7 +161,7 @@ pub(super) fn encode(profile: &HeapProfile) -> Vec<u8> {
     };
     let mut comment = vec![b.string_owned(note)];
     if let Some(note) = crate::render::left_out_note(&profile.left_out, None) {
-        comment.push(b.string_owned(note));
+        comment.push(b.string_owned(note.trim_end().to_owned()));
     }
     let default_sample_type = sample_type[3].r#type;
     let message = Profile {
@@ -275,4 +275,35 @@ pub(super) fn decode(bytes: &[u8]) -> Result<HeapProfile, DecodeError> {
         );
     }
     Ok(profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_whose_live_left_blocks_out_says_so_in_a_comment() {
+        let mut profile = HeapProfile::default();
+        let comments = |profile: &HeapProfile| -> Vec<String> {
+            let mut raw = Vec::new();
+            GzDecoder::new(&encode(profile)[..])
+                .read_to_end(&mut raw)
+                .unwrap();
+            let message = Profile::decode(&raw[..]).unwrap();
+            message
+                .comment
+                .iter()
+                .map(|&i| message.string_table[i as usize].clone())
+                .collect()
+        };
+        assert_eq!(comments(&profile).len(), 1, "the sampling note alone");
+        profile.left_out.unfollowed_allocations = 2;
+        profile.left_out.unfollowed_bytes = 48;
+        assert_eq!(
+            comments(&profile)[1],
+            "(memprof: Live leaves out what is still allocated of 2 allocations, 48 B, that its \
+             in-use map had no room to follow; its tables stay within the address-space budget \
+             of docs/reliability.md)"
+        );
+    }
 }

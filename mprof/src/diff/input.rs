@@ -26,6 +26,19 @@ pub struct FunctionRun {
     pub file: String,
     pub calls: u64,
     pub lines: Vec<LineRun>,
+    /// What its sites and Live leave out (the runtime's `SitesLeftOut`);
+    /// absent where they leave out nothing, or before memprof said so.
+    #[serde(default)]
+    pub sites_left_out: Option<LeftOutRun>,
+}
+
+/// Of the runtime's `SitesLeftOut`: the allocations Live does not follow.
+#[derive(Debug, Default, Deserialize)]
+pub struct LeftOutRun {
+    #[serde(default)]
+    pub unfollowed_allocations: u64,
+    #[serde(default)]
+    pub unfollowed_bytes: u64,
 }
 
 /// One row of a function's table; figures are `None` on rows that held no

@@ -66,6 +66,9 @@ pub struct FunctionRow {
     pub kept_per_minute: Option<f64>,
     /// `kept` is the Live figure: bytes in use (`MEMPROF_SITES`).
     pub live: bool,
+    /// Allocations and bytes Live does not follow (memprof's tables had no
+    /// room): `kept` may read low by what is still allocated of them.
+    pub live_left_out: Option<(u64, u64)>,
     /// Allocations per second since the previous snapshot.
     pub allocs_per_second: Option<f64>,
     /// The function's rows, for its line table.
@@ -121,6 +124,11 @@ pub fn rows(now: &Snapshot, before: Option<&Snapshot>) -> Vec<FunctionRow> {
                 kept,
                 kept_per_minute: seconds.map(|s| (kept - kept_before) as f64 / s * 60.0),
                 live,
+                live_left_out: function
+                    .sites_left_out
+                    .as_ref()
+                    .filter(|l| l.unfollowed_allocations > 0 || l.unfollowed_bytes > 0)
+                    .map(|l| (l.unfollowed_allocations, l.unfollowed_bytes)),
                 allocs_per_second: seconds.map(|s| allocs.saturating_sub(allocs_before) as f64 / s),
                 lines: function.lines.iter().map(LineFigures::from).collect(),
             }

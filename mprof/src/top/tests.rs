@@ -245,3 +245,41 @@ fn control_characters_in_a_snapshot_are_shown_escaped() {
         r#"      3        11 B        11 B            1 let s = String::from("\u{1b}]0;title\u{7}\u{7f}");"#
     );
 }
+
+#[test]
+fn live_that_leaves_blocks_out_says_so_in_the_header_and_marks_the_function() {
+    // A Live snapshot (with sites): the function's tables had no room for
+    // 3 of its blocks, 4,096 bytes.
+    let document = serde_json::json!({"schema": 1, "time": 1000.0, "uptime": 1.0, "pid": 42,
+        "heap": 3 << 20, "heap_high": 5 << 20, "functions": [
+        {"name": "app::keep", "file": "src/app.rs", "calls": 1,
+         "sites_left_out": {"unsited_allocations": 0, "unsited_bytes": 0,
+             "unfollowed_allocations": 3, "unfollowed_bytes": 4096,
+             "unpaired_allocations": 0, "unpaired_bytes": 0},
+         "lines": [
+            {"line": 1, "increment": null, "peak": null, "contents": "#[profile]"},
+            {"line": 2, "increment": 8192, "peak": 8192, "allocations": 5,
+             "occurrences": 1, "in_use_bytes": 4096, "in_use_allocations": 2,
+             "contents": "fn keep() {"},
+        ]},
+        {"name": "app::parse", "file": "src/app.rs", "calls": 1, "lines": [
+            {"line": 2, "increment": 0, "peak": 64, "allocations": 1, "occurrences": 1,
+             "in_use_bytes": 0, "in_use_allocations": 0, "contents": "fn parse() {"},
+        ]},
+    ]});
+    let mut app = App::for_once();
+    app.update(super::model::Snapshot::parse(&document.to_string()).unwrap());
+    let text = frame_text(&app, 160, 5);
+    assert_eq!(
+        text.lines().nth(1),
+        Some(
+            "2 functions, sorted by live; Live+ leaves out what is still allocated of 3 \
+             allocations, 4.0 KiB, that memprof's tables had no room to follow"
+        ),
+        "{text}"
+    );
+    let keep = text.lines().find(|l| l.starts_with("app::keep")).unwrap();
+    assert!(keep.contains(" 4.0 KiB+ "), "{keep}");
+    let parse = text.lines().find(|l| l.starts_with("app::parse")).unwrap();
+    assert!(!parse.contains('+'), "{parse}");
+}

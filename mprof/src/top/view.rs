@@ -52,16 +52,36 @@ fn header_lines(app: &App) -> Vec<Line<'static>> {
     vec![
         Line::from(facts),
         Line::from(format!(
-            "{} function{}, sorted by {}{}",
+            "{} function{}, sorted by {}{}{}",
             app.rows.len(),
             if app.rows.len() == 1 { "" } else { "s" },
             live_named(app.sort.name(), is_live(app)),
             match app.filter.is_empty() && !app.editing_filter {
                 true => String::new(),
                 false => format!(", filter: {}{}", app.filter, cursor(app)),
-            }
+            },
+            left_out_note(app),
         )),
     ]
+}
+
+/// What Live leaves out, over every function: memprof's tables had no room
+/// to follow some blocks (docs/reliability.md); their Live reads `+`.
+fn left_out_note(app: &App) -> String {
+    let (allocations, left_out) = app
+        .rows
+        .iter()
+        .filter_map(|r| r.live_left_out)
+        .fold((0, 0), |(a, b), (n, bytes)| (a + n, b + bytes));
+    if allocations == 0 && left_out == 0 {
+        return String::new();
+    }
+    format!(
+        "; Live+ leaves out what is still allocated of {allocations} allocation{}, {}, \
+         that memprof's tables had no room to follow",
+        if allocations == 1 { "" } else { "s" },
+        bytes(left_out as i64)
+    )
 }
 
 fn cursor(app: &App) -> &'static str {
@@ -88,7 +108,10 @@ pub fn function_cells(row: &FunctionRow) -> [String; 6] {
         row.name.clone(),
         row.calls.to_string(),
         bytes(row.peak as i64),
-        bytes(row.kept),
+        match row.live_left_out {
+            Some(_) => format!("{}+", bytes(row.kept)),
+            None => bytes(row.kept),
+        },
         rate(row.kept_per_minute, |v| signed_bytes(v.round() as i64)),
         rate(row.allocs_per_second, |v| format!("{v:.1}")),
     ]
