@@ -3,6 +3,9 @@
 //! with a feature (dhat's), and through `cargo memprof run --release`, each
 //! into its own directory under the bench's `CARGO_TARGET_TMPDIR`.
 
+// Each bench that includes this file uses a different part of it.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
