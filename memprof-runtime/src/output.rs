@@ -6,7 +6,7 @@ use crate::calls::{AUTO_CALL_TABLES, CallFacts, FnMeta};
 use crate::cells::LineCell;
 use crate::config::{RenderSettings, ReportMode};
 use crate::measure::{MeasureGuard, Measurement};
-use crate::region::Scope;
+use crate::region::{OTHERS_NOTED, Scope};
 use crate::report::{FunctionReport, Report, call_report, functions_of, registered, report};
 use crate::sink::emit;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -398,11 +398,6 @@ fn memit_figures(peak: u64, increment: i64, settings: &RenderSettings) -> String
         crate::render::bytes(net, settings),
     )
 }
-
-/// What other threads must have changed, in the process's peak or net
-/// change, for a thread-scope `memit!` to say so: less is a busy program's
-/// noise.
-const OTHERS_NOTED: u64 = 1024;
 
 fn print_memit(heap_before: i64, stats: &Measurement, beside: crate::measure::Beside) {
     untracked(|| {

@@ -21,6 +21,13 @@
 
 use crate::alloc::{self, THREAD, ThreadCounters};
 
+/// What other threads or tasks must change the heap by during a
+/// thread-scope measurement (a call, a `memit!`) for its output to say so:
+/// less is the noise of a busy program (such as libtest's main thread,
+/// which allocates as a test thread starts). Calls mark their function
+/// with it, tables and `memit!` read it.
+pub(crate) const OTHERS_NOTED: u64 = 1024;
+
 /// Whose allocations a measurement counts: `memprof::measure_in`'s
 /// argument, and what `scope = ".."` of `#[profile]`, `memit!` and
 /// `assert_memory!` names.

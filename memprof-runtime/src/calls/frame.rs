@@ -387,7 +387,7 @@ impl Frame {
             others_kept,
             sites_serial: get(&self.state().sites_serial),
         };
-        if others_kept.unsigned_abs() >= crate::render::OTHERS_NOTED {
+        if others_kept.unsigned_abs() >= crate::region::OTHERS_NOTED {
             self.meta.saw_others_move();
         }
         let fn_row = self.row(0);

@@ -8,7 +8,7 @@ pub(crate) use left_out::left_out_note;
 use crate::alloc::untracked;
 use crate::calls::CallFacts;
 use crate::config::{RenderSettings, Unit};
-use crate::region::Scope;
+use crate::region::{OTHERS_NOTED, Scope};
 use crate::report::{FunctionReport, Report};
 use crate::summary::Summary;
 use crate::text::printable;
@@ -464,12 +464,6 @@ pub(crate) fn call_note(
         bytes(others, settings)
     )
 }
-
-/// What other threads or tasks must leave allocated during a thread-scope
-/// call, and at least the call's own peak, for its table to say so: less is
-/// the noise of a busy program (such as libtest's main thread, which
-/// allocates as a test thread starts).
-pub(crate) const OTHERS_NOTED: u64 = 1024;
 
 /// Marks a call's table, in its title, as ended by a panic: its rows hold
 /// what ran until then, the panicking line included.
