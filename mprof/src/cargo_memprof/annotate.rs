@@ -27,6 +27,10 @@ pub struct Selection {
     pub only: Option<Regex>,
     /// Not functions whose path matches (`--skip-fn`).
     pub skip: Option<Regex>,
+    /// Functions the record says moved no heap, as written then: by path
+    /// and the hash of their tokens (see `record`). A function changed
+    /// since has another hash, and is profiled.
+    pub unmoved: std::collections::BTreeSet<(String, u64)>,
 }
 
 impl Selection {
@@ -50,6 +54,8 @@ pub struct Tally {
     pub templates: usize,
     /// Left out by `--fn` or `--skip-fn`.
     pub deselected: usize,
+    /// Left out as the record found them: no heap moved in their calls.
+    pub unmoved: usize,
 }
 
 impl Tally {
@@ -61,6 +67,7 @@ impl Tally {
         self.already += other.already;
         self.templates += other.templates;
         self.deselected += other.deselected;
+        self.unmoved += other.unmoved;
     }
 }
 
@@ -71,6 +78,8 @@ pub struct Annotated {
     pub file: PathBuf,
     /// 1-based line of the function's first token after its attributes.
     pub line: usize,
+    /// The hash of its tokens as written (see [`token_hash`]).
+    pub hash: u64,
 }
 
 /// A crate's files: for each, its text with the attributes in.
@@ -135,11 +144,12 @@ pub fn annotate_crate(
         if let Some(annotated) = found.text {
             tally.files = 1;
             out.files.insert(file.clone(), annotated);
-            for (line, path) in found.functions {
+            for (line, path, hash) in found.functions {
                 out.functions.push(Annotated {
                     path,
                     file: file.clone(),
                     line,
+                    hash,
                 });
             }
         }
@@ -152,8 +162,8 @@ pub fn annotate_crate(
 pub struct FileAnnotation {
     /// The text with the attributes in; `None` when no function got one.
     pub text: Option<String>,
-    /// (line, path) of each annotated function.
-    pub functions: Vec<(usize, String)>,
+    /// (line, path, hash of its tokens) of each annotated function.
+    pub functions: Vec<(usize, String, u64)>,
     pub tally: Tally,
     declared: Vec<Declared>,
 }
@@ -181,7 +191,11 @@ pub fn annotate_text(
     let annotated = (!finder.at.is_empty()).then(|| insert(text, &finder.at, attr));
     Ok(FileAnnotation {
         text: annotated,
-        functions: finder.at.into_iter().map(|(l, _, p)| (l, p)).collect(),
+        functions: finder
+            .at
+            .into_iter()
+            .map(|(l, _, p, h)| (l, p, h))
+            .collect(),
         tally: finder.tally,
         declared: finder.declared,
     })
@@ -189,8 +203,8 @@ pub fn annotate_text(
 
 /// `text` with `#[attr] ` put at each (line, column, _); line 1-based,
 /// column in chars.
-fn insert(text: &str, at: &[(usize, usize, String)], attr: &str) -> String {
-    let mut at: Vec<(usize, usize)> = at.iter().map(|(l, c, _)| (*l, *c)).collect();
+fn insert(text: &str, at: &[(usize, usize, String, u64)], attr: &str) -> String {
+    let mut at: Vec<(usize, usize)> = at.iter().map(|(l, c, _, _)| (*l, *c)).collect();
     // Later positions first, so earlier insertions do not move them.
     at.sort_unstable_by(|a, b| b.cmp(a));
     at.dedup();
@@ -219,8 +233,8 @@ struct Finder<'s> {
     inline: Vec<String>,
     /// The type of each `impl` or trait around the function.
     self_type: Vec<String>,
-    /// (line, column, path) of each function to annotate.
-    at: Vec<(usize, usize, String)>,
+    /// (line, column, path, token hash) of each function to annotate.
+    at: Vec<(usize, usize, String, u64)>,
     tally: Tally,
     declared: Vec<Declared>,
 }
@@ -251,9 +265,14 @@ impl Finder<'_> {
             self.tally.deselected += 1;
             return;
         }
+        let hash = token_hash(item);
+        if self.selection.unmoved.contains(&(path.clone(), hash)) {
+            self.tally.unmoved += 1;
+            return;
+        }
         if let Some(span) = first_token_after_attrs(item) {
             let start = span.start();
-            self.at.push((start.line, start.column, path));
+            self.at.push((start.line, start.column, path, hash));
             self.tally.annotated += 1;
         }
     }
@@ -263,6 +282,18 @@ use syn::ext::IdentExt;
 
 fn last_segment_is(path: &syn::Path, name: &str) -> bool {
     path.segments.last().is_some_and(|s| s.ident == name)
+}
+
+/// A hash of the function's tokens as written (its attributes, signature
+/// and body; not its spacing or comments): what tells the record that a
+/// function changed. The standard library's default hasher with its fixed
+/// keys: the same across runs of one build of cargo-memprof; another Rust
+/// release may hash otherwise, which only profiles the functions again.
+pub fn token_hash(item: &impl ToTokens) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    item.to_token_stream().to_string().hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Where the item's first token after its outer attributes starts.

@@ -11,6 +11,7 @@ mod copy;
 pub mod error;
 mod invoke;
 mod output;
+pub mod record;
 pub mod shadow;
 mod signals;
 
@@ -235,6 +236,10 @@ fn tally_line(tally: &Tally, proc_macros: usize) -> String {
     count(tally.already, "already annotated");
     count(tally.templates, "templates");
     count(tally.deselected, "by --fn/--skip-fn");
+    count(
+        tally.unmoved,
+        "that moved no heap in an earlier run (target/memprof/record.json; --fn . profiles them)",
+    );
     count(proc_macros, "proc-macro crates");
     let files = if tally.files == 1 { "file" } else { "files" };
     let functions = if tally.annotated == 1 {
@@ -294,7 +299,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         .as_deref()
         .map(invoke::sites_setting)
         .transpose()?;
-    let selection = Selection {
+    let mut selection = Selection {
         only: options
             .only
             .as_deref()
@@ -305,10 +310,17 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         } else {
             Some(regex("--skip-fn", &options.skip.join("|"))?)
         },
+        unmoved: Default::default(),
     };
     let manifest = values(&options.cargo_args, "--manifest-path", None).pop();
     let metadata = metadata(options, manifest.map(PathBuf::from), true)?;
     let layout = Layout::new(&metadata);
+    let record_path = layout.root.join(record::FILE);
+    let mut record = record::Record::read(&record_path);
+    // `--fn` chooses by path alone: the record is not read for it.
+    if options.only.is_none() {
+        selection.unmoved = record.unmoved();
+    }
     let members = selected_members(&metadata, &options.cargo_args)?;
     let profiled: Vec<Profiled> = members
         .iter()
@@ -437,6 +449,10 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         })
         .collect();
     renames.push((format!("{}/", layout.tree.display()), String::new()));
-    output::print(&report, options, &renames, outcome == 0)?;
+    if let Some(printed) = output::print(&report, options, &renames, outcome == 0)? {
+        record.update(&functions, &printed, &layout.tree);
+        std::fs::create_dir_all(&layout.root).map_err(|e| CargoError::io("create", &layout.root, e))?;
+        record.write(&record_path)?;
+    }
     Ok(outcome)
 }

@@ -18,19 +18,20 @@ use std::path::{Path, PathBuf};
 /// the working directory).
 /// `succeeded`: cargo's status was 0 (after a failed build, no report goes
 /// without saying).
+/// Returns the report printed, if any.
 pub fn print(
     path: &Path,
     options: &Options,
     renames: &[(String, String)],
     succeeded: bool,
-) -> Result<(), CargoError> {
+) -> Result<Option<memprof_runtime::Report>, CargoError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if succeeded {
                 eprintln!("cargo-memprof: no profiled function ran: no report");
             }
-            return Ok(());
+            return Ok(None);
         }
         Err(e) => return Err(CargoError::io("read", path, e)),
     };
@@ -83,7 +84,7 @@ pub fn print(
         .map_err(CargoError::Html)?;
         eprintln!("cargo-memprof: wrote {}", written.display());
     }
-    Ok(())
+    Ok(Some(report))
 }
 
 /// The sampling mean that `--sites` asked for: `sample` (the runtime's

@@ -1,0 +1,112 @@
+//! The record of earlier runs (`<target-dir>/memprof/record.json`): for
+//! each function `cargo memprof` annotated, the hash of its tokens as
+//! written and whether the heap moved in its calls (it allocated, freed,
+//! or called code that did). The next run leaves the functions that moved
+//! nothing as written, so that they compile and inline as in the plain
+//! build; a function new or changed since (another hash) is profiled
+//! again, as is one the record never saw called.
+//!
+//! `--fn` (such as `--fn .`) selects by path alone and ignores the record;
+//! removing the file forgets it.
+
+use super::annotate::Annotated;
+use super::error::CargoError;
+use memprof_runtime::{FunctionReport, Report};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The file's name under `<target-dir>/memprof`.
+pub const FILE: &str = "record.json";
+
+/// What the record knows of one function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    /// The hash of its tokens when it was last profiled.
+    pub hash: u64,
+    /// Whether its calls moved the heap in that run.
+    pub moved: bool,
+}
+
+/// Functions by path.
+#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub schema: u32,
+    pub functions: BTreeMap<String, Seen>,
+}
+
+const SCHEMA: u32 = 1;
+
+impl Record {
+    /// The record at `path`; empty if there is none, or it cannot be read
+    /// (then every function is profiled, as in a first run).
+    pub fn read(path: &Path) -> Record {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Record>(&text).ok())
+            .filter(|r| r.schema == SCHEMA)
+            .unwrap_or_default()
+    }
+
+    /// The functions to leave as written: by path and hash, those that
+    /// moved no heap when last profiled.
+    pub fn unmoved(&self) -> BTreeSet<(String, u64)> {
+        self.functions
+            .iter()
+            .filter(|(_, seen)| !seen.moved)
+            .map(|(path, seen)| (path.clone(), seen.hash))
+            .collect()
+    }
+
+    /// Takes in a run: each annotated function that ran, with whether its
+    /// calls moved the heap. Functions the run did not annotate, or that
+    /// did not run, keep what the record had.
+    pub fn update(&mut self, annotated: &[Annotated], report: &Report, tree: &Path) {
+        self.schema = SCHEMA;
+        for function in annotated {
+            if let Some(ran) = find(report, function, tree) {
+                let seen = Seen {
+                    hash: function.hash,
+                    moved: moved(ran),
+                };
+                self.functions.insert(function.path.clone(), seen);
+            }
+        }
+    }
+
+    /// Writes it to `path`, replacing it whole.
+    pub fn write(&self, path: &Path) -> Result<(), CargoError> {
+        let text = serde_json::to_string_pretty(self).unwrap_or_default();
+        let temporary = PathBuf::from(format!("{}.new", path.display()));
+        std::fs::write(&temporary, text).map_err(|e| CargoError::io("write", &temporary, e))?;
+        std::fs::rename(&temporary, path).map_err(|e| CargoError::io("write", path, e))
+    }
+}
+
+/// The report's table of `function`: the one of its file whose first row
+/// is its line (the attribute goes on the line of its first token).
+fn find<'r>(report: &'r Report, function: &Annotated, tree: &Path) -> Option<&'r FunctionReport> {
+    report.functions.iter().find(|f| {
+        f.lines.first().map(|l| l.line as usize) == Some(function.line)
+            && same_file(&f.file, &function.file, tree)
+    })
+}
+
+/// Whether the report's `file` (as `file!()` names it in the copy: from
+/// the workspace's root, or whole) is `original`, a file of the user's
+/// tree.
+fn same_file(file: &str, original: &Path, tree: &Path) -> bool {
+    let file = Path::new(file);
+    let file = file.strip_prefix(tree).unwrap_or(file);
+    original.ends_with(file)
+}
+
+/// Whether the heap moved in the function's calls: it (or what it called)
+/// allocated, or freed more than it allocated.
+fn moved(function: &FunctionReport) -> bool {
+    function
+        .lines
+        .iter()
+        .find(|l| l.increment.is_some())
+        .is_some_and(|row| row.allocations.unwrap_or(0) > 0 || row.increment != Some(0))
+}

@@ -1,0 +1,133 @@
+//! `cargo memprof`'s record (`target/memprof/record.json`): a later run
+//! leaves the functions whose calls moved no heap as written, shows every
+//! other function's figures as the first run did, and profiles a function
+//! again once it changes; `--fn .` profiles every function.
+
+#[path = "common/cargo_memprof.rs"]
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use support::*;
+
+/// The fixture with one more function, `helper::offset`, which moves no
+/// heap, called from `main`.
+fn fixture_with_offset(name: &str) -> TempDir {
+    let dir = fixture(name, 7);
+    let lib = dir.join("helper/src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(
+        &lib,
+        format!("{text}\npub fn offset(n: usize) -> usize {{\n    n + 1\n}}\n"),
+    )
+    .unwrap();
+    let main = dir.join("app/src/main.rs");
+    let text = std::fs::read_to_string(&main).unwrap();
+    let text = text.replace(
+        "helper::squares(generated::ROWS)",
+        "helper::squares(helper::offset(generated::ROWS) - 1)",
+    );
+    std::fs::write(&main, text).unwrap();
+    dir
+}
+
+/// The report the last run kept, its functions by name.
+fn functions(dir: &Path) -> Vec<(String, Value)> {
+    let text = std::fs::read_to_string(dir.join("target/memprof/report.json")).unwrap();
+    let report: Value = serde_json::from_str(&text).unwrap();
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_owned(), f.clone()))
+        .collect()
+}
+
+#[test]
+fn a_later_run_leaves_what_moved_no_heap_and_shows_the_same_figures() {
+    let dir = fixture_with_offset("record");
+    let first = run(&dir, &["run", "--offline"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        first
+            .stderr
+            .starts_with("annotated 6 functions in 3 files\n"),
+        "{}",
+        first.stderr
+    );
+    let all = functions(&dir);
+    let offset = &all.iter().find(|(n, _)| n == "helper::offset").unwrap().1;
+    let fn_row = &offset["lines"][0];
+    assert_eq!(
+        (&fn_row["allocations"], &fn_row["increment"]),
+        (&Value::from(0), &Value::from(0)),
+        "{offset}"
+    );
+
+    let second = run(&dir, &["run", "--offline"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second.stderr.starts_with(
+            "annotated 5 functions in 3 files; left as written: 1 that moved no heap in an \
+             earlier run (target/memprof/record.json; --fn . profiles them)\n"
+        ),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(second.stdout, first.stdout);
+    let later = functions(&dir);
+    assert!(later.iter().all(|(n, _)| n != "helper::offset"));
+    // Every function the later run shows, to the last figure, as the first
+    // run showed it; only its lines' lists of profiled callees no longer
+    // name the function left as written, which moved 0 bytes.
+    assert_eq!(later.len(), all.len() - 1);
+    for (name, function) in &later {
+        let mut before = all.iter().find(|(n, _)| n == name).unwrap().1.clone();
+        for line in before["lines"].as_array_mut().unwrap() {
+            if let Some(calls) = line["calls"].as_array_mut() {
+                calls.retain(|call| {
+                    let left = call["function"] == "helper::offset";
+                    assert!(!left || call["allocated_bytes"] == 0, "{call}");
+                    !left
+                });
+            }
+        }
+        assert_eq!(function, &before, "{name}");
+    }
+
+    // `--fn .` profiles every function, whatever the record says.
+    let every = run(&dir, &["run", "--offline", "--fn", "."]);
+    assert!(
+        every
+            .stderr
+            .starts_with("annotated 6 functions in 3 files\n"),
+        "{}",
+        every.stderr
+    );
+
+    // Changed, the function is profiled again, and the record learns it
+    // now allocates.
+    let lib = dir.join("helper/src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(
+        &lib,
+        text.replace("    n + 1\n", "    vec![0u8; n].len() + 1\n"),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let changed = run(&dir, &["run", "--offline"]);
+        assert!(
+            changed
+                .stderr
+                .starts_with("annotated 6 functions in 3 files\n"),
+            "{}",
+            changed.stderr
+        );
+        let offset = functions(&dir)
+            .into_iter()
+            .find(|(n, _)| n == "helper::offset")
+            .unwrap()
+            .1;
+        assert_eq!(offset["lines"][0]["allocations"], 1, "{offset}");
+    }
+}
