@@ -1,4 +1,4 @@
-//! `cargo memprof`'s record (`target/memprof/record.json`): a later run
+//! `cargo memprof`'s record (`target/memprof/record-run.json`): a later run
 //! leaves the functions whose calls moved no heap as written, shows every
 //! other function's figures as the first run did, and profiles a function
 //! again once it changes; `--fn .` profiles every function.
@@ -69,7 +69,7 @@ fn a_later_run_leaves_what_moved_no_heap_and_shows_the_same_figures() {
     assert!(
         second.stderr.starts_with(
             "annotated 5 functions in 3 files; left as written: 1 that moved no heap in an \
-             earlier run (target/memprof/record.json; --fn . profiles them)\n"
+             earlier run (the record in target/memprof; --fn . profiles them)\n"
         ),
         "{}",
         second.stderr

@@ -238,7 +238,7 @@ fn tally_line(tally: &Tally, proc_macros: usize) -> String {
     count(tally.deselected, "by --fn/--skip-fn");
     count(
         tally.unmoved,
-        "that moved no heap in an earlier run (target/memprof/record.json; --fn . profiles them)",
+        "that moved no heap in an earlier run (the record in target/memprof; --fn . profiles them)",
     );
     count(proc_macros, "proc-macro crates");
     let files = if tally.files == 1 { "file" } else { "files" };
@@ -315,7 +315,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let manifest = values(&options.cargo_args, "--manifest-path", None).pop();
     let metadata = metadata(options, manifest.map(PathBuf::from), true)?;
     let layout = Layout::new(&metadata);
-    let record_path = layout.root.join(record::FILE);
+    let record_path = layout.root.join(record::file_name(options.subcommand.name()));
     let mut record = record::Record::read(&record_path);
     // `--fn` chooses by path alone: the record is not read for it.
     if options.only.is_none() {

@@ -1,10 +1,12 @@
-//! The record of earlier runs (`<target-dir>/memprof/record.json`): for
+//! The record of earlier runs (`<target-dir>/memprof/record-run.json`, and
+//! `record-test.json` for `cargo memprof test`, whose calls differ): for
 //! each function `cargo memprof` annotated, the hash of its tokens as
 //! written and whether the heap moved in its calls (it allocated, freed,
-//! or called code that did). The next run leaves the functions that moved
-//! nothing as written, so that they compile and inline as in the plain
-//! build; a function new or changed since (another hash) is profiled
-//! again, as is one the record never saw called.
+//! or called code that did) in any run since it last changed. The next run
+//! leaves the functions that moved nothing as written, so that they
+//! compile and inline as in the plain build; a function new or changed
+//! since (another hash) is profiled again, as is one the record never saw
+//! called.
 //!
 //! `--fn` (such as `--fn .`) selects by path alone and ignores the record;
 //! removing the file forgets it.
@@ -16,8 +18,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The file's name under `<target-dir>/memprof`.
-pub const FILE: &str = "record.json";
+/// The record's file name under `<target-dir>/memprof`, for `subcommand`.
+pub fn file_name(subcommand: &str) -> String {
+    format!("record-{subcommand}.json")
+}
 
 /// What the record knows of one function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,15 +63,19 @@ impl Record {
     }
 
     /// Takes in a run: each annotated function that ran, with whether its
-    /// calls moved the heap. Functions the run did not annotate, or that
-    /// did not run, keep what the record had.
+    /// calls moved the heap, in this run or an earlier one since it last
+    /// changed (a function that moved once stays profiled: another input
+    /// may move it again). Functions the run did not annotate, or that did
+    /// not run, keep what the record had.
     pub fn update(&mut self, annotated: &[Annotated], report: &Report, tree: &Path) {
         self.schema = SCHEMA;
         for function in annotated {
             if let Some(ran) = find(report, function, tree) {
+                let before = self.functions.get(&function.path);
+                let moved_before = before.is_some_and(|s| s.hash == function.hash && s.moved);
                 let seen = Seen {
                     hash: function.hash,
-                    moved: moved(ran),
+                    moved: moved_before || moved(ran),
                 };
                 self.functions.insert(function.path.clone(), seen);
             }
