@@ -24,11 +24,16 @@ mod fixture;
 
 use fixture::{Fixture, median};
 
-const FIXTURE: Fixture = Fixture { name: "many-blocks" };
+const FIXTURE: Fixture = Fixture {
+    name: "many-blocks",
+};
 const PATTERNS: [&str; 4] = ["kept", "in-order", "reverse", "other-thread"];
 const SIZES: [u64; 2] = [1_000_000, 10_000_000];
 /// Runs of each, interleaved; the median is shown.
 const ROUNDS: usize = 3;
+
+/// A build to run: its name, its binary and its environment.
+type Tool<'a> = (&'a str, &'a Path, &'a [(&'a str, &'a str)]);
 
 #[derive(Clone, Copy, Default)]
 struct Measured {
@@ -69,7 +74,7 @@ fn main() {
     let dhat = FIXTURE.build("dhat", &["dhat"]);
     let profiled = FIXTURE.build_profiled(&["kept", "1000"]);
     let exact: &[(&str, &str)] = &[("MEMPROF_SITES", "1"), ("MEMPROF_REPORT", "off")];
-    let tools: [(&str, &Path, &[(&str, &str)]); 3] = [
+    let tools: [Tool<'_>; 3] = [
         ("plain", &plain, &[]),
         ("memprof, MEMPROF_SITES=1", &profiled, exact),
         ("dhat", &dhat, &[]),
@@ -113,7 +118,9 @@ fn main() {
             );
         }
     }
-    println!("memprof's time per allocation and per free at 10 M live blocks over its time at 1 M:");
+    println!(
+        "memprof's time per allocation and per free at 10 M live blocks over its time at 1 M:"
+    );
     for (p, pattern) in PATTERNS.iter().enumerate() {
         let (small, large) = (per_size[p][0], per_size[p][1]);
         println!(

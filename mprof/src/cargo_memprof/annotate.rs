@@ -462,6 +462,7 @@ mod tests {
         let skip = Selection {
             only: None,
             skip: Some(Regex::new("inner").unwrap()),
+            ..Selection::default()
         };
         let (_, paths, tally) = annotate_text(text, &skip);
         assert!(paths.is_empty());

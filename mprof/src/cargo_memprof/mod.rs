@@ -315,7 +315,9 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let manifest = values(&options.cargo_args, "--manifest-path", None).pop();
     let metadata = metadata(options, manifest.map(PathBuf::from), true)?;
     let layout = Layout::new(&metadata);
-    let record_path = layout.root.join(record::file_name(options.subcommand.name()));
+    let record_path = layout
+        .root
+        .join(record::file_name(options.subcommand.name()));
     let mut record = record::Record::read(&record_path);
     // `--fn` chooses by path alone: the record is not read for it.
     if options.only.is_none() {
@@ -451,7 +453,8 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     renames.push((format!("{}/", layout.tree.display()), String::new()));
     if let Some(printed) = output::print(&report, options, &renames, outcome == 0)? {
         record.update(&functions, &printed, &layout.tree);
-        std::fs::create_dir_all(&layout.root).map_err(|e| CargoError::io("create", &layout.root, e))?;
+        std::fs::create_dir_all(&layout.root)
+            .map_err(|e| CargoError::io("create", &layout.root, e))?;
         record.write(&record_path)?;
     }
     Ok(outcome)
