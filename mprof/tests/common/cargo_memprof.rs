@@ -108,7 +108,34 @@ pub fn turn() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `--dep` reads `cargo metadata` of the copy, which depends on memprof:
+/// that takes every package of memprof's dependency tree, for every
+/// platform, and with `--offline` fails on one not downloaded (Windows'
+/// windows-link: a first `cargo test` in a new cargo home downloads only
+/// this platform's). Fetches memprof's locked packages, once per test binary.
+fn fetch_every_platforms_packages() {
+    static FETCHED: std::sync::Once = std::sync::Once::new();
+    FETCHED.call_once(|| {
+        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
+        let fetch = Command::new(env!("CARGO"))
+            .args(["fetch", "--locked", "--manifest-path", manifest])
+            .output()
+            .unwrap();
+        assert!(
+            fetch.status.success(),
+            "cargo fetch failed:\n{}",
+            String::from_utf8_lossy(&fetch.stderr)
+        );
+    });
+}
+
 pub fn command(dir: &Path, args: &[&str]) -> Command {
+    if args
+        .iter()
+        .any(|a| *a == "--dep" || a.starts_with("--dep="))
+    {
+        fetch_every_platforms_packages();
+    }
     let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-memprof"));
     command
         .arg("memprof")
