@@ -150,12 +150,9 @@ const RUN_VAR: &str = "MEMPROF_RUN";
 
 // Names the run as the program loads, before its `main` and its threads:
 // changing the environment later could race with a thread reading it.
-#[cfg(target_os = "linux")]
-#[used]
-#[unsafe(link_section = ".init_array")]
-static NAME_THE_RUN: extern "C" fn() = name_the_run;
+crate::os::run_at_load!(NAME_THE_RUN = name_the_run);
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 extern "C" fn name_the_run() {
     if std::env::var_os("MEMPROF_JSON").is_none_or(|v| v.is_empty()) {
         return;

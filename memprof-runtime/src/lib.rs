@@ -10,7 +10,8 @@
 //!    `live_rule` (where `MEMPROF_LIVE`'s socket is, shared with mprof);
 //!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
 //!    `stdio` (stdout and stderr, written without panicking); `text`
-//!    (names and source made safe to print: the one escaping rule);
+//!    (names and source made safe to print: the one escaping rule); `os`
+//!    (the system calls whose form differs between Linux and macOS);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
 //!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
 //!    a stand-in answering "no GPU" without the `gpu` feature), and a
@@ -57,6 +58,7 @@ mod live;
 pub mod live_rule;
 mod measure;
 use kernel::owned;
+mod os;
 mod output;
 mod pool;
 mod pprof;

@@ -9,10 +9,10 @@
 //! `/tmp`). The directory is the user's own, mode 0700: in a shared `/tmp`
 //! another user could otherwise plant a file or a link at the name first.
 //! The socket itself has mode 0600, and the program answers only
-//! connections from its own user (`SO_PEERCRED`). `mprof` keeps the same
-//! rules from its side ([`is_private_dir`], [`same_user`]): a socket in a
-//! directory another user could have made, or served by another user, is
-//! not the program's.
+//! connections from its own user (`SO_PEERCRED`; `getpeereid` on macOS).
+//! `mprof` keeps the same rules from its side ([`is_private_dir`],
+//! [`same_user`]): a socket in a directory another user could have made,
+//! or served by another user, is not the program's.
 //!
 //! A request is one line, at most [`MAX_REQUEST`] bytes, read within
 //! [`REQUEST_DEADLINE`] all told; the answer is `ok` and a newline followed
@@ -82,6 +82,7 @@ pub fn same_user(peer: Option<u32>, own: u32) -> bool {
 
 /// The user id of the process at the other end of the Unix socket `fd`
 /// (`SO_PEERCRED`), `None` if it cannot be read.
+#[cfg(not(target_os = "macos"))]
 pub fn peer_uid(fd: std::os::fd::RawFd) -> Option<u32> {
     let mut credentials = libc::ucred {
         pid: 0,
@@ -101,6 +102,19 @@ pub fn peer_uid(fd: std::os::fd::RawFd) -> Option<u32> {
         )
     };
     (got == 0).then_some(credentials.uid)
+}
+
+/// The effective user id of the process at the other end of the Unix
+/// socket `fd` (`getpeereid`, macOS's counterpart of `SO_PEERCRED`),
+/// `None` if it cannot be read.
+#[cfg(target_os = "macos")]
+pub fn peer_uid(fd: std::os::fd::RawFd) -> Option<u32> {
+    let mut uid: libc::uid_t = u32::MAX;
+    let mut gid: libc::gid_t = u32::MAX;
+    // SAFETY: two locals for the ids; a descriptor that is not a socket is
+    // an error, not undefined behaviour.
+    let got = unsafe { libc::getpeereid(fd, &mut uid, &mut gid) };
+    (got == 0).then_some(uid)
 }
 
 #[cfg(test)]

@@ -321,12 +321,9 @@ pub(crate) fn call_ended_after_report() {
 // (an `atexit` handler, a thread-local's destructor). So it is made before
 // `main`, and counted as the program's, as the runtime's other allocations
 // before `main` are.
-#[cfg(target_os = "linux")]
-#[used]
-#[unsafe(link_section = ".init_array")]
-static STDOUT_BEFORE_MAIN: extern "C" fn() = stdout_before_main;
+crate::os::run_at_load!(STDOUT_BEFORE_MAIN = stdout_before_main);
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 extern "C" fn stdout_before_main() {
     // A panic must not unwind out of an `extern "C" fn`.
     let _ = std::panic::catch_unwind(std::io::stdout);

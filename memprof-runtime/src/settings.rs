@@ -39,26 +39,20 @@ pub(crate) fn get() -> &'static Config {
 /// it exits, writes its report where it was started.
 static START_DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
 
-#[cfg(target_os = "linux")]
-#[used]
-#[unsafe(link_section = ".init_array")]
-static NOTE_START_DIR: extern "C" fn() = note_start_dir;
+crate::os::run_at_load!(NOTE_START_DIR = note_start_dir);
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 extern "C" fn note_start_dir() {
     untracked(|| START_DIR.get_or_init(|| std::env::current_dir().ok()));
 }
 
-/// Whether `MEMPROF_SITES` asks for sites, noted as the program loads:
-/// the configuration is read at the first profiled call, and threads
-/// started before it must already report their frees to sites (see
-/// `sites::follow_every_thread`).
-#[cfg(target_os = "linux")]
-#[used]
-#[unsafe(link_section = ".init_array")]
-static NOTE_SITES_WANTED: extern "C" fn() = note_sites_wanted;
+// Whether `MEMPROF_SITES` asks for sites, noted as the program loads:
+// the configuration is read at the first profiled call, and threads
+// started before it must already report their frees to sites (see
+// `sites::follow_every_thread`).
+crate::os::run_at_load!(NOTE_SITES_WANTED = note_sites_wanted);
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 extern "C" fn note_sites_wanted() {
     untracked(|| {
         let wanted = std::env::var("MEMPROF_SITES")

@@ -18,7 +18,8 @@ pub(crate) fn exiting() {
     EXITING.store(true, Relaxed);
 }
 
-/// Whether the exit hook has started.
+/// Whether the exit hook has started (read from `.fini_array`, Linux's).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn is_exiting() -> bool {
     EXITING.load(Relaxed)
 }

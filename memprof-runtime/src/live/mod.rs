@@ -104,6 +104,7 @@ fn serve_forever() {
 /// signal handlers never run on it.
 fn spawn() -> bool {
     extern "C" fn run(_: *mut libc::c_void) -> *mut libc::c_void {
+        crate::os::name_own_thread(c"memprof-live");
         // A panic must not unwind into libc; there is nothing to serve
         // after one.
         let _ = std::panic::catch_unwind(|| untracked(serve_forever));
@@ -123,7 +124,7 @@ fn spawn() -> bool {
         let mut thread: libc::pthread_t = std::mem::zeroed();
         let started = libc::pthread_create(&mut thread, &attr, run, std::ptr::null_mut()) == 0;
         if started {
-            libc::pthread_setname_np(thread, c"memprof-live".as_ptr());
+            crate::os::name_started_thread(thread, c"memprof-live");
         }
         libc::pthread_attr_destroy(&mut attr);
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());

@@ -43,13 +43,13 @@ extern "C" fn on_signal(signal: libc::c_int) {
     // SAFETY: errno is read and restored around one `write`, all of it
     // async-signal-safe.
     unsafe {
-        let errno = *libc::__errno_location();
+        let errno = *crate::os::errno_location();
         let fd = PIPE_WRITE.load(Relaxed);
         if fd >= 0 {
             let byte = signal as u8;
             libc::write(fd, (&raw const byte).cast(), 1);
         }
-        *libc::__errno_location() = errno;
+        *crate::os::errno_location() = errno;
     }
 }
 
@@ -57,8 +57,7 @@ extern "C" fn on_signal(signal: libc::c_int) {
 /// whether any is.
 pub(super) fn install() -> bool {
     let mut fds = [-1; 2];
-    // SAFETY: a two-descriptor array for `pipe2`.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+    if !crate::os::pipe_cloexec_nonblock(&mut fds) {
         return false;
     }
     PIPE_READ.store(fds[0], Relaxed);

@@ -68,7 +68,7 @@ fn bind() -> std::io::Result<(i32, PathBuf)> {
     }
     // SAFETY: plain socket calls on a fresh descriptor and a filled address.
     unsafe {
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        let fd = crate::os::unix_stream_socket();
         if fd < 0 {
             return Err(Error::last_os_error());
         }
@@ -131,16 +131,8 @@ pub(super) fn serve_one(wake: i32) {
     if listening < 0 {
         return;
     }
-    // SAFETY: accepting on our listening socket; the new descriptor is
-    // closed below.
-    let fd = unsafe {
-        libc::accept4(
-            listening,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-        )
-    };
+    // The new descriptor is closed below.
+    let fd = crate::os::accept_cloexec_nonblock(listening);
     if fd < 0 {
         return;
     }

@@ -73,8 +73,10 @@
 
 use crate::calls::FnMeta;
 
-/// What a profiled call noted at entry, for its `FUNC` line.
+/// What a profiled call noted at entry, for its `FUNC` line. Read on
+/// Linux only: elsewhere no timeline is recorded (see below).
 #[derive(Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) struct CallMark {
     start: Option<Start>,
 }
@@ -87,6 +89,7 @@ impl CallMark {
 }
 
 #[derive(Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Start {
     rss_mib: f64,
     time: f64,
@@ -99,6 +102,11 @@ struct Start {
 
 #[cfg(target_os = "linux")]
 pub(crate) use linux::{call_end, call_start, recording};
+
+// NOTE: the timeline is recorded on Linux only (its RSS comes from
+// `/proc/self/statm`; see `docs/platforms.md`). Elsewhere `mprof run`
+// still samples the program's RSS from outside, without `FUNC`, `CALLS`
+// or `HEAP` lines.
 
 /// Whether this process records a timeline for `mprof run`.
 #[cfg(not(target_os = "linux"))]

@@ -24,7 +24,8 @@ pub const MAX_ANSWER: u64 = 1 << 30;
 
 /// The places process `pid`'s socket may be: by mprof's environment, and by
 /// the program's own (`/proc/PID/environ`, readable for one's own
-/// processes), which may name another `XDG_RUNTIME_DIR` or `TMPDIR`.
+/// processes; not on macOS), which may name another `XDG_RUNTIME_DIR` or
+/// `TMPDIR`.
 fn candidates(pid: u32) -> Vec<PathBuf> {
     // SAFETY: a plain query.
     let uid = unsafe { libc::geteuid() };
@@ -32,7 +33,7 @@ fn candidates(pid: u32) -> Vec<PathBuf> {
         &live_rule::socket_dir(|name| std::env::var_os(name), uid),
         pid,
     )];
-    if let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) {
+    if let Some(environ) = crate::procfs::environ(pid) {
         let vars: Vec<(Vec<u8>, Vec<u8>)> = environ
             .split(|&b| b == 0)
             .filter_map(|entry| {
@@ -77,7 +78,7 @@ pub fn listening(pid: u32) -> u32 {
 
 /// Whether process `pid` exists.
 pub fn is_running(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
+    crate::procfs::is_running(pid)
 }
 
 /// Connects to process `pid`'s channel, at the first place that holds a
