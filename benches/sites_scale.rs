@@ -13,7 +13,7 @@
 //! that does not grow with the live heap), memprof's over dhat's (the
 //! target: at most 1×), and the bytes of resident memory per live block
 //! that memprof's tables add over the plain program's (its peak resident
-//! memory less the plain program's, over N).
+//! memory less the plain program's, over N), and dhat's.
 
 use std::path::Path;
 use std::process::Command;
@@ -96,7 +96,7 @@ fn main() {
          {cores} cores, medians of {ROUNDS} interleaved rounds. ns per allocation / per free:"
     );
     println!(
-        "| pattern | N | plain | memprof exact sites | dhat | memprof ÷ dhat (alloc, free) | memprof's tables per live block |"
+        "| pattern | N | plain | memprof exact sites | dhat | memprof ÷ dhat (alloc, free) | resident per live block: memprof, dhat |"
     );
     let med = |v: &[Measured], f: fn(&Measured) -> f64| median(v.iter().map(f).collect());
     let mut per_size = vec![vec![(0.0, 0.0); SIZES.len()]; PATTERNS.len()];
@@ -107,9 +107,10 @@ fn main() {
             let peak = |m: &Measured| m.peak;
             let cell = |t: usize| format!("{:.0} / {:.0}", med(&r[t], alloc), med(&r[t], free));
             let tables = (med(&r[1], peak) - med(&r[0], peak)) / n as f64;
+            let dhat_tables = (med(&r[2], peak) - med(&r[0], peak)) / n as f64;
             per_size[p][s] = (med(&r[1], alloc), med(&r[1], free));
             println!(
-                "| {pattern} | {n} | {} | {} | {} | {:.2}×, {:.2}× | {tables:.0} B |",
+                "| {pattern} | {n} | {} | {} | {} | {:.2}×, {:.2}× | {tables:.0} B, {dhat_tables:.0} B |",
                 cell(0),
                 cell(1),
                 cell(2),

@@ -8,7 +8,7 @@
 //! An `AddrMap` has one user at a time: a thread's own tables, or, as a
 //! [`SharedMap`], whoever holds its spin lock. Nothing here allocates.
 
-use super::mapping::{map_zeroed, unmap};
+use super::mapping::{map_zeroed, prefer_huge_pages, unmap};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -197,9 +197,11 @@ impl<V: Zeroed> AddrMap<V> {
     /// Doubles the table; false if it cannot be mapped.
     pub(crate) fn grow(&mut self) -> bool {
         let grown = (self.capacity * 2).max(FIRST_CAPACITY);
-        let Some(table) = map_zeroed(grown * std::mem::size_of::<Slot<V>>()) else {
+        let size = grown * std::mem::size_of::<Slot<V>>();
+        let Some(table) = map_zeroed(size) else {
             return false;
         };
+        prefer_huge_pages(table, size);
         // SAFETY: freshly mapped, zeroed: `grown` empty slots (`V: Zeroed`).
         let new = unsafe { std::slice::from_raw_parts_mut(table.cast::<Slot<V>>(), grown) };
         for slot in self.slots().iter().filter(|s| s.addr != 0) {
