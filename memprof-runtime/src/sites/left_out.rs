@@ -55,7 +55,7 @@ pub(crate) fn add(meta: usize, kind: Kind, count: u64, bytes: u64) {
     sum.counts[k] += count;
     sum.bytes[k] += bytes;
     // NOTE: a map that cannot grow past the address-space budget still
-    // takes 96 functions (three quarters of its first table); past them a
+    // takes 112 functions (seven eighths of its first table); past them a
     // function's shortfall is not named (docs/reliability.md).
     let _ = map.insert(meta, sum);
 }

@@ -250,8 +250,9 @@ impl Tables {
     /// `clock`-th allocation. Before `live` grows, it first forgets the
     /// blocks allocated before `oldest_open` (the outermost open row's
     /// start), which no open row can be charged for again, and grows only
-    /// if that left it more than a quarter full: each scan is paid for by
-    /// as many inserts as it looked at slots, whatever the map holds.
+    /// if that left it more than half full: each scan is paid for by a
+    /// quarter as many inserts as it looked at slots, whatever the map
+    /// holds.
     /// False if the block could not be kept (the address-space budget).
     pub(crate) fn live_insert(
         &self,
@@ -265,9 +266,9 @@ impl Tables {
         if !live.has_room() && live.len() >= self.next_scan.get() {
             self.maybe_live.iter().for_each(|w| w.set(0));
             live.retain(|b| b.clock > oldest_open, |addr| self.mark_maybe_live(addr));
-            if live.len() * 4 > live.capacity() {
+            if live.len() * 2 > live.capacity() {
                 // NOTE: a map that cannot grow still takes blocks up to
-                // three quarters full (see `AddrMap::insert`).
+                // seven eighths full (see `AddrMap::insert`).
                 let _ = live.grow();
             }
             // The next scan waits for a quarter of the table's slots more:
