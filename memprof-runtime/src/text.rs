@@ -12,7 +12,7 @@
 //! escaped `\u{1b}` holds no control character, so escaping it again would
 //! change nothing, but the rule keeps one place per path all the same. The
 //! JSON reports keep the raw text, which JSON escapes itself (and
-//! [`json_escaped`] where JSON leaves a character that acts raw).
+//! `json_escaped` where JSON leaves a character that acts raw).
 
 use std::borrow::Cow;
 use std::fmt::Write;
