@@ -137,7 +137,6 @@ pub mod __private {
     };
     pub use crate::region::Scope;
     pub use crate::report::reports_built;
-    pub use crate::sites::in_use_footprint as sites_in_use_footprint;
     pub use crate::sites::table_sets as sites_table_sets;
     pub use crate::tls::{give_up as give_up_tls_shortcut, in_use as tls_shortcut_in_use};
     pub use crate::track::track;

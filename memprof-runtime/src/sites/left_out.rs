@@ -60,6 +60,17 @@ pub(crate) fn add(meta: usize, kind: Kind, count: u64, bytes: u64) {
     let _ = map.insert(meta, sum);
 }
 
+/// [`add`] for each function among `metas` once, however many of its rows
+/// were open: one block left out is one block of each function. Runs only
+/// when a table had no room, over at most `MAX_OPEN` rows.
+pub(crate) fn add_each(metas: &[usize], kind: Kind, count: u64, bytes: u64) {
+    for (i, &meta) in metas.iter().enumerate() {
+        if !metas[..i].contains(&meta) {
+            add(meta, kind, count, bytes);
+        }
+    }
+}
+
 /// What the function whose `FnMeta` is at `meta` had left out.
 pub(crate) fn of_function(meta: usize) -> Shortfall {
     BY_FUNCTION.lock().get(meta).unwrap_or_default()
@@ -68,4 +79,21 @@ pub(crate) fn of_function(meta: usize) -> Shortfall {
 /// The map's lock, held for `fork` (see `sites::hold_for_fork`).
 pub(crate) fn hold() -> super::addr_map::Guard<'static, Shortfall> {
     BY_FUNCTION.lock()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_function_with_several_rows_open_counts_a_block_once() {
+        // Addresses no FnMeta has: far above the heap.
+        let (a, b) = (0x7ffe_0000_0000usize, 0x7ffe_0000_0100usize);
+        add_each(&[a, a, b, a], Kind::Live, 2 * COUNT_UNIT, 48);
+        add_each(&[b], Kind::Sites, COUNT_UNIT, 8);
+        assert_eq!(of_function(a).of(Kind::Live), (2, 48));
+        assert_eq!(of_function(b).of(Kind::Live), (2, 48));
+        assert_eq!(of_function(b).of(Kind::Sites), (1, 8));
+        assert_eq!(of_function(a).of(Kind::Sites), (0, 0));
+    }
 }

@@ -239,12 +239,6 @@ pub(crate) fn left_out_of(meta: usize) -> Option<SitesLeftOut> {
     (!out.is_empty()).then_some(out)
 }
 
-/// The address space sites' in-use map holds, and the blocks in it: what
-/// following every block in use costs (docs/cost.md).
-pub fn in_use_footprint() -> (usize, usize) {
-    in_use::footprint()
-}
-
 /// One frame of a [`Site`]'s stack.
 #[derive(
     Debug,

@@ -199,19 +199,29 @@ pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
         let len = super::frames::take(&mut frames);
         let stack = t.intern(&frames[..len]);
         let signed = i64::try_from(bytes).unwrap_or(i64::MAX);
+        // The functions of the rows a table had no room for, each said
+        // once (see `left_out`). PERF: uninitialized, as `Rows` is: written
+        // only when a table is full.
+        let mut unsited = [const { MaybeUninit::<usize>::uninit() }; MAX_OPEN];
+        let mut n = 0;
         for row in rows {
             if !t.charge(&row.key, stack, allocations, bytes, signed) {
-                left_out::add(row.key.meta, Kind::Sites, allocations, bytes);
+                unsited[n].write(row.key.meta);
+                n += 1;
             }
+        }
+        if n > 0 {
+            // SAFETY: the first `n` were written above, and `MaybeUninit<T>`
+            // has `T`'s layout.
+            let metas = unsafe { std::slice::from_raw_parts(unsited.as_ptr().cast::<usize>(), n) };
+            left_out::add_each(metas, Kind::Sites, allocations, bytes);
         }
         // Blocks no open row can be charged for again make room.
         if !ptr.is_null()
             && (stack == NO_STACK
                 || !t.live_insert(ptr as usize, stack, bytes, clock, rows[0].start))
         {
-            for row in rows {
-                left_out::add(row.key.meta, Kind::LineEnd, allocations, bytes);
-            }
+            unpaired(rows, allocations, bytes);
         }
         if !ptr.is_null() {
             let open = rows.iter().map(|row| super::in_use::Row {
@@ -221,6 +231,18 @@ pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
             super::in_use::allocated(ptr as usize, open, &frames[..len], allocations, bytes);
         }
     });
+}
+
+/// The block just allocated while `rows` were open cannot be paired with
+/// its free: said once for each of their functions.
+#[cold]
+#[inline(never)]
+fn unpaired(rows: &[OpenRow], allocations: u64, bytes: u64) {
+    let mut metas = [0usize; MAX_OPEN];
+    for (meta, row) in metas.iter_mut().zip(rows) {
+        *meta = row.key.meta;
+    }
+    left_out::add_each(&metas[..rows.len()], Kind::LineEnd, allocations, bytes);
 }
 
 /// A free of the block at `ptr`, on any thread: the rows that saw it

@@ -16,7 +16,7 @@ use super::error::CargoError;
 use memprof_runtime::{FunctionReport, Report};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The record's file name under `<target-dir>/memprof`, for `subcommand`.
 pub fn file_name(subcommand: &str) -> String {
@@ -82,12 +82,12 @@ impl Record {
         }
     }
 
-    /// Writes it to `path`, replacing it whole.
+    /// Writes it to `path`, replacing it whole (through a new file renamed
+    /// over it: never through a link planted there).
     pub fn write(&self, path: &Path) -> Result<(), CargoError> {
         let text = serde_json::to_string_pretty(self).unwrap_or_default();
-        let temporary = PathBuf::from(format!("{}.new", path.display()));
-        std::fs::write(&temporary, text).map_err(|e| CargoError::io("write", &temporary, e))?;
-        std::fs::rename(&temporary, path).map_err(|e| CargoError::io("write", path, e))
+        memprof_runtime::safe_file::write(path, text.as_bytes())
+            .map_err(|e| CargoError::io("write", path, e))
     }
 }
 

@@ -75,14 +75,6 @@ pub(crate) fn remove(ptr: usize) -> Option<Weight> {
     Some(found)
 }
 
-/// Bytes of address space the shards' maps hold, and the blocks in them.
-pub(crate) fn footprint() -> (usize, usize) {
-    SHARD.iter().fold((0, 0), |(bytes, blocks), shard| {
-        let map = shard.lock();
-        (bytes + map.mapped_bytes(), blocks + map.len())
-    })
-}
-
 /// Every shard, locked, for `fork` (see `sites::hold_for_fork`).
 pub(crate) struct Held(#[allow(dead_code)] Vec<Guard<'static, Weight>>);
 

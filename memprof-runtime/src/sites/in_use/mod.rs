@@ -13,7 +13,6 @@
 mod blocks;
 mod origins;
 
-pub(crate) use blocks::footprint;
 pub(crate) use origins::{MAX_ROWS, Read, Row};
 
 use crate::sites::left_out::Kind;
@@ -44,14 +43,12 @@ pub(crate) fn allocated(
         }
     }
     let origin = origins::intern(&kept[..n], frames);
-    let mut left_out = || {
-        let metas = &mut kept[..n];
-        metas.sort_unstable_by_key(|row| row.meta);
-        for (i, row) in metas.iter().enumerate() {
-            if i == 0 || metas[i - 1].meta != row.meta {
-                crate::sites::left_out::add(row.meta, Kind::Live, count, bytes);
-            }
+    let left_out = || {
+        let mut metas = [0usize; MAX_ROWS];
+        for (meta, row) in metas.iter_mut().zip(&kept[..n]) {
+            *meta = row.meta;
         }
+        crate::sites::left_out::add_each(&metas[..n], Kind::Live, count, bytes);
     };
     if origin == origins::NO_ORIGIN {
         left_out();
