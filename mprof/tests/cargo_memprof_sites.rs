@@ -172,3 +172,69 @@ fn sites_takes_sample_or_nothing_else_is_one_line_and_exit_2() {
         assert_eq!(run.stderr, format!("cargo-memprof: {expected}\n"));
     }
 }
+
+/// A release build, whose profile has no debug information, gets enough:
+/// every frame of the user's crates, in the report and in the pprof
+/// profile, has its file and line.
+#[test]
+fn release_sites_have_files_and_lines() {
+    let dir = fixture("release-sites", 19);
+    let out = TempDir::new("release-sites-out");
+    let json = out.join("report.json");
+    let pprof = out.join("heap.pb.gz");
+    let run = run(
+        &dir,
+        &[
+            "run",
+            "--offline",
+            "--release",
+            "-p",
+            "app",
+            "--sites",
+            "--json",
+            json.to_str().unwrap(),
+            "--pprof",
+            pprof.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let is_users =
+        |function: &str| function.starts_with("app::") || function.starts_with("helper::");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut user_frames = Vec::new();
+    for function in report["functions"].as_array().unwrap() {
+        for line in function["lines"].as_array().unwrap() {
+            for site in line["sites"].as_array().into_iter().flatten() {
+                for frame in site["frames"].as_array().unwrap() {
+                    if is_users(frame["function"].as_str().unwrap()) {
+                        assert!(
+                            frame["file"].is_string() && frame["line"].is_u64(),
+                            "{frame} in {site}"
+                        );
+                        user_frames.push(frame.to_string());
+                    }
+                }
+            }
+        }
+    }
+    // helper::squares's allocation, at line 2 of the user's file.
+    let squares =
+        serde_json::json!({"function": "helper::squares", "file": "helper/src/lib.rs", "line": 2});
+    assert!(
+        user_frames.contains(&squares.to_string()),
+        "{user_frames:?}\n{}",
+        run.stderr
+    );
+    let profile = memprof::HeapProfile::from_pprof(&std::fs::read(&pprof).unwrap()).unwrap();
+    let mut located = 0;
+    for stack in profile.samples.keys() {
+        for frame in stack.iter().filter(|f| is_users(&f.function)) {
+            assert!(
+                frame.file.is_some() && frame.line.is_some(),
+                "{frame:?} in {stack:?}"
+            );
+            located += 1;
+        }
+    }
+    assert!(located >= 2, "{:?}", profile.samples);
+}

@@ -65,10 +65,29 @@ fn from_the_allocation(symbols: Vec<SiteFrame>) -> impl Iterator<Item = SiteFram
         .iter()
         .position(|f| is_allocator_entry(&f.function))
         .map_or(0, |i| i + 1);
-    symbols
-        .into_iter()
-        .skip(entry)
-        .skip_while(|f| is_machinery(&f.function) || is_thread_local_access(&f.function))
+    symbols.into_iter().skip(entry).skip_while(|f| {
+        is_machinery(&f.function)
+            || is_thread_local_access(&f.function)
+            || f.file.as_deref().is_some_and(is_machinery_file)
+    })
+}
+
+/// Whether a frame's file is memprof's runtime, `alloc`'s or the standard
+/// library's allocator or thread-local access: where debug information
+/// names inlined frames by their last segment only (`{closure#0}`, as
+/// `debug = "line-tables-only"` does), the file still says what they are.
+fn is_machinery_file(file: &str) -> bool {
+    // NOTE: `file!()` and debug information name the runtime's files the
+    // same way: relative to where cargo ran the compiler, or whole.
+    let own = file!()
+        .strip_suffix("sites/resolve.rs")
+        .unwrap_or("memprof-runtime/src/");
+    const LIBRARY: [&str; 3] = [
+        "library/alloc/src/",
+        "library/std/src/thread/local.rs",
+        "library/std/src/sys/alloc/",
+    ];
+    file.starts_with(own) || LIBRARY.iter().any(|l| file.contains(l))
 }
 
 /// `std::thread::local::LocalKey<T>::try_with` and its kin: the recorder's
@@ -371,6 +390,30 @@ mod tests {
             .map(|f| f.function)
             .collect();
         assert_eq!(kept, stack);
+    }
+
+    /// Under `debug = "line-tables-only"`, inlined frames have their last
+    /// segment for a name: their files tell memprof's and `alloc`'s apart.
+    #[test]
+    fn machinery_is_known_by_its_file_where_its_name_is_cut() {
+        let frame = |function: &str, file: &str| SiteFrame {
+            function: function.to_owned(),
+            file: Some(file.to_owned()),
+            line: Some(1),
+        };
+        let own = file!().replace("sites/resolve.rs", "sites/recorder.rs");
+        let stack = vec![
+            frame("{closure#0}", &own),
+            frame("try_with", "/rustc/0a1b/library/std/src/thread/local.rs"),
+            frame("finish_grow", "/rustc/0a1b/library/alloc/src/raw_vec.rs"),
+            frame(
+                "collect",
+                "/rustc/0a1b/library/core/src/iter/traits/iterator.rs",
+            ),
+            frame("squares", "helper/src/lib.rs"),
+        ];
+        let kept: Vec<String> = from_the_allocation(stack).map(|f| f.function).collect();
+        assert_eq!(kept, ["collect", "squares"]);
     }
 
     #[test]

@@ -161,6 +161,15 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
             "profile.{profile}.package.memprof-runtime.opt-level=3"
         ));
     }
+    // Debug information, so that sites and pprof locations have files and
+    // lines in a release build too.
+    for setting in super::debug_info::config_args(
+        options.subcommand,
+        &options.cargo_args,
+        &layout.workspace.join("Cargo.toml"),
+    ) {
+        command.arg("--config").arg(setting);
+    }
     frame_pointers(&mut command);
     command.args(cargo_args(&options.cargo_args, layout));
     command.env("CARGO_TARGET_DIR", target_dir(layout));

@@ -10,6 +10,7 @@ pub mod annotate;
 mod copy;
 pub mod error;
 mod invoke;
+mod debug_info;
 mod output;
 pub mod record;
 pub mod shadow;
