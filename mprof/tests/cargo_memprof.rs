@@ -393,18 +393,30 @@ fn a_build_error_names_the_function_and_the_users_path() {
     assert!(!run.stderr.contains("target/memprof"), "{}", run.stderr);
 }
 
+/// A library's own allocator: wrapped in memprof's when its package is
+/// profiled; a conflict, said in one line, when it is not.
 #[test]
-fn a_crate_with_its_own_global_allocator_is_told_why_not_a_bug() {
+fn a_libraries_own_global_allocator_is_counted_through_or_told_why_not() {
     let dir = fixture("own-allocator", 29);
     let lib = dir.join("helper/src/lib.rs");
     let mut text = std::fs::read_to_string(&lib).unwrap();
     text.push_str("\n#[global_allocator]\nstatic OWN: std::alloc::System = std::alloc::System;\n");
     std::fs::write(&lib, text).unwrap();
-    let run = run(&dir, &["run", "--offline"]);
+    let run_all = run(&dir, &["run", "--offline"]);
+    assert_eq!(run_all.code, 0, "{}", run_all.stderr);
+    // The same figure as with memprof's own allocator (see the sites test).
+    assert!(
+        run_all.stderr.contains(
+            "     16      9.3 KiB       7.8 KiB      7.8 KiB             1       let table = helper::squares(generated::ROWS);"
+        ),
+        "{}",
+        run_all.stderr
+    );
+    let run = run(&dir, &["run", "--offline", "-p", "app"]);
     assert_eq!(run.code, 101, "{}", run.stderr);
     assert!(
         run.stderr.contains(
-            "cargo-memprof: the crate has a #[global_allocator] of its own, and memprof counts through its own: wrap yours in memprof::Allocator"
+            "cargo-memprof: a crate the build links has a #[global_allocator] of its own, and it is not profiled: profile its package too (-p)"
         ),
         "{}",
         run.stderr

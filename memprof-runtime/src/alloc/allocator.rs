@@ -93,6 +93,18 @@ impl<A> Allocator<A> {
     pub const COUNT_FIRST_BELOW: usize = 64 << 10;
 }
 
+/// The allocator it wraps, so that code written for a static of type `A`
+/// still compiles when the static becomes an `Allocator<A>` (as `cargo
+/// memprof` rewrites a crate's own `#[global_allocator]`): `GLOBAL.stats()`
+/// reaches `A::stats`.
+impl<A> std::ops::Deref for Allocator<A> {
+    type Target = A;
+
+    fn deref(&self) -> &A {
+        &self.inner
+    }
+}
+
 // SAFETY: every method forwards to `inner` with the caller's arguments
 // unchanged; counting never touches the memory.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {

@@ -88,28 +88,41 @@ pub struct CrateAnnotation {
     pub files: BTreeMap<PathBuf, String>,
     pub functions: Vec<Annotated>,
     pub tally: Tally,
+    /// The files that declare a `#[global_allocator]`, wrapped in
+    /// [`ALLOCATOR`] in their text.
+    pub allocator_files: std::collections::BTreeSet<PathBuf>,
 }
 
-/// Annotates the crate whose root file is `root`, named `krate` in paths.
-/// Files in `seen` are not read again (a module shared by two targets).
+/// What a crate's own `#[global_allocator]` is wrapped in: memprof's
+/// counting allocator, over the user's.
+pub const ALLOCATOR: &str = "::memprof::Allocator";
+
+/// Annotates the crate whose root file is `root`, named `krate` in paths;
+/// returns whether the crate declares a `#[global_allocator]`. Files in
+/// `seen` are not read again (a module shared by two targets).
 pub fn annotate_crate(
     root: &Path,
     krate: &str,
     selection: &Selection,
     seen: &mut std::collections::BTreeSet<PathBuf>,
     out: &mut CrateAnnotation,
-) -> Result<(), String> {
+) -> Result<bool, String> {
+    let mut own_allocator = false;
     let mut pending = vec![(root.to_path_buf(), krate.to_string(), true)];
     while let Some((file, module, mod_rs)) = pending.pop() {
         if !seen.insert(file.clone()) {
+            // NOTE: a file read for an earlier target: its own allocator
+            // counts, not those of modules only it declares.
+            own_allocator |= out.allocator_files.contains(&file);
             continue;
         }
         let text =
             std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let found = annotate_text(&text, &module, selection, PROFILE).map_err(|e| {
-            let at = e.span().start();
-            format!("{}:{}: {e}", file.display(), at.line)
-        })?;
+        let found =
+            annotate_text(&text, &module, selection, PROFILE, Some(ALLOCATOR)).map_err(|e| {
+                let at = e.span().start();
+                format!("{}:{}: {e}", file.display(), at.line)
+            })?;
         // The directory that `mod x;` looks in.
         let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
         let children = if mod_rs {
@@ -136,13 +149,18 @@ pub fn annotate_crate(
                     }
                 }
             };
+            let path = lexically_normal(&path);
             if path.is_file() {
                 pending.push((path, declared.module, child_mod_rs));
             }
         }
         let mut tally = found.tally;
+        if found.global_allocator {
+            own_allocator = true;
+            out.allocator_files.insert(file.clone());
+        }
         if let Some(annotated) = found.text {
-            tally.files = 1;
+            tally.files = usize::from(!found.functions.is_empty());
             out.files.insert(file.clone(), annotated);
             for (line, path, hash) in found.functions {
                 out.functions.push(Annotated {
@@ -155,7 +173,27 @@ pub fn annotate_crate(
         }
         out.tally.add(&tally);
     }
-    Ok(())
+    Ok(own_allocator)
+}
+
+/// `path` without `.` and `a/..` components, as the copy's files are
+/// named: `#[path = "../work.rs"]` in `src/bin/a.rs` is `src/work.rs`.
+/// NOTE: by the text, not the file system: a link stays a link.
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// One file's annotation: see [`annotate_text`].
@@ -165,17 +203,23 @@ pub struct FileAnnotation {
     /// (line, path, hash of its tokens) of each annotated function.
     pub functions: Vec<(usize, String, u64)>,
     pub tally: Tally,
+    /// Whether the file declares a `#[global_allocator]` (wrapped in the
+    /// text, when `wrap_allocator` was given).
+    pub global_allocator: bool,
     declared: Vec<Declared>,
 }
 
 /// Puts `#[attr]` on the selected functions of one file's `text`, whose
-/// items are in `module` (a path such as `app::format`). The corpus
-/// (scripts/corpus/annotate) annotates with this too.
+/// items are in `module` (a path such as `app::format`), and wraps its
+/// `#[global_allocator]` static in `wrap_allocator` (a path such as
+/// `::memprof::Allocator`) if given. The corpus (scripts/corpus/annotate)
+/// annotates with this too.
 pub fn annotate_text(
     text: &str,
     module: &str,
     selection: &Selection,
     attr: &str,
+    wrap_allocator: Option<&str>,
 ) -> Result<FileAnnotation, syn::Error> {
     let parsed = syn::parse_file(text)?;
     let mut finder = Finder {
@@ -184,11 +228,22 @@ pub fn annotate_text(
         inline: Vec::new(),
         self_type: Vec::new(),
         at: Vec::new(),
+        allocators: Vec::new(),
         tally: Tally::default(),
         declared: Vec::new(),
     };
     finder.visit_file(&parsed);
-    let annotated = (!finder.at.is_empty()).then(|| insert(text, &finder.at, attr));
+    let mut edits: Vec<(usize, usize, String)> = finder
+        .at
+        .iter()
+        .map(|(l, c, _, _)| (*l, *c, format!("#[{attr}] ")))
+        .collect();
+    if let Some(wrapper) = wrap_allocator {
+        for statik in &finder.allocators {
+            edits.extend(wrap_static(statik, wrapper));
+        }
+    }
+    let annotated = (!edits.is_empty()).then(|| insert(text, edits));
     Ok(FileAnnotation {
         text: annotated,
         functions: finder
@@ -197,22 +252,44 @@ pub fn annotate_text(
             .map(|(l, _, p, h)| (l, p, h))
             .collect(),
         tally: finder.tally,
+        global_allocator: !finder.allocators.is_empty(),
         declared: finder.declared,
     })
 }
 
-/// `text` with `#[attr] ` put at each (line, column, _); line 1-based,
-/// column in chars.
-fn insert(text: &str, at: &[(usize, usize, String, u64)], attr: &str) -> String {
-    let mut at: Vec<(usize, usize)> = at.iter().map(|(l, c, _, _)| (*l, *c)).collect();
+/// The insertions that turn `static NAME: T = EXPR;` into `static NAME:
+/// W<T> = W::new(EXPR);`, each on the line of the token it touches, so
+/// that no line moves.
+fn wrap_static(statik: &syn::ItemStatic, wrapper: &str) -> Vec<(usize, usize, String)> {
+    let (ty, expr) = (span_of(&statik.ty), span_of(&statik.expr));
+    vec![
+        (ty.0.line, ty.0.column, format!("{wrapper}<")),
+        (ty.1.line, ty.1.column, ">".to_owned()),
+        (expr.0.line, expr.0.column, format!("{wrapper}::new(")),
+        (expr.1.line, expr.1.column, ")".to_owned()),
+    ]
+}
+
+/// Where a syntax node's first token starts and its last token ends.
+fn span_of(node: &impl ToTokens) -> (proc_macro2::LineColumn, proc_macro2::LineColumn) {
+    let tokens: Vec<TokenTree> = node.to_token_stream().into_iter().collect();
+    let start = tokens.first().map(|t| t.span().start());
+    let end = tokens.last().map(|t| t.span().end());
+    let zero = proc_macro2::LineColumn { line: 1, column: 0 };
+    (start.unwrap_or(zero), end.unwrap_or(zero))
+}
+
+/// `text` with each (line, column, text) inserted; line 1-based, column
+/// in chars.
+fn insert(text: &str, mut at: Vec<(usize, usize, String)>) -> String {
     // Later positions first, so earlier insertions do not move them.
-    at.sort_unstable_by(|a, b| b.cmp(a));
+    at.sort_unstable_by_key(|a| std::cmp::Reverse((a.0, a.1)));
     at.dedup();
     let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
-    for (line, column) in at {
+    for (line, column, insertion) in at {
         if let Some(row) = lines.get_mut(line - 1) {
             let byte = row.char_indices().nth(column).map_or(row.len(), |(i, _)| i);
-            row.insert_str(byte, &format!("#[{attr}] "));
+            row.insert_str(byte, &insertion);
         }
     }
     lines.join("\n")
@@ -235,6 +312,8 @@ struct Finder<'s> {
     self_type: Vec<String>,
     /// (line, column, path, token hash) of each function to annotate.
     at: Vec<(usize, usize, String, u64)>,
+    /// The `#[global_allocator]` statics.
+    allocators: Vec<syn::ItemStatic>,
     tally: Tally,
     declared: Vec<Declared>,
 }
@@ -354,6 +433,16 @@ fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
 }
 
 impl<'a> Visit<'a> for Finder<'_> {
+    fn visit_item_static(&mut self, s: &'a syn::ItemStatic) {
+        if s.attrs
+            .iter()
+            .any(|a| a.path().is_ident("global_allocator"))
+        {
+            self.allocators.push(s.clone());
+        }
+        syn::visit::visit_item_static(self, s);
+    }
+
     fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
         if is_template(&f.attrs) {
             self.tally.templates += 1;
@@ -454,6 +543,19 @@ mod tests {
         assert_eq!(paths, ["demo::a", "demo::S::c"]);
         assert_eq!(tally.annotated, 2);
         assert_eq!(tally.const_fn, 1);
+    }
+
+    #[test]
+    fn a_path_that_climbs_is_named_as_the_copy_names_it() {
+        assert_eq!(
+            lexically_normal(Path::new("/w/src/bin/../work.rs")),
+            Path::new("/w/src/work.rs")
+        );
+        assert_eq!(
+            lexically_normal(Path::new("/w/./src/a/b/../../c.rs")),
+            Path::new("/w/src/c.rs")
+        );
+        assert_eq!(lexically_normal(Path::new("../x.rs")), Path::new("../x.rs"));
     }
 
     #[test]

@@ -244,14 +244,16 @@ fn user_paths(line: &str, invocation: &Invocation<'_>) -> String {
 
 /// The line that says why a crate with a `#[global_allocator]` of its own
 /// does not build with memprof's (a known limit, not memprof's bug), if
-/// the compiler said so.
+/// the compiler said so: the crate that declares it is not profiled (a
+/// profiled one's is wrapped in memprof's).
 fn own_allocator_line(held: &[String]) -> Option<String> {
     held.iter()
         .any(|l| l.contains("conflicts with global allocator in"))
         .then(|| {
-            "cargo-memprof: the crate has a #[global_allocator] of its own, and memprof counts \
-             through its own: wrap yours in memprof::Allocator (see \"Using your own \
-             allocator\" in memprof's reference) or profile another package with -p"
+            "cargo-memprof: a crate the build links has a #[global_allocator] of its own, and \
+             it is not profiled: profile its package too (-p), whose allocator memprof then \
+             counts through, or wrap it in memprof::Allocator (see \"Using your own \
+             allocator\" in memprof's reference)"
                 .to_string()
         })
 }

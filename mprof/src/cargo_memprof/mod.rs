@@ -8,9 +8,9 @@
 mod ancestors;
 pub mod annotate;
 mod copy;
+mod debug_info;
 pub mod error;
 mod invoke;
-mod debug_info;
 mod output;
 pub mod record;
 pub mod shadow;
@@ -270,7 +270,7 @@ fn root_manifest_text(
     let mut root = if patches.is_empty() {
         match replace.get(&path) {
             Some(edited) => edited.clone(),
-            None => shadow::edit_manifest(&path, &layout.workspace, false, &[])?,
+            None => shadow::edit_manifest(&path, &layout.workspace, shadow::Memprof::No, &[])?,
         }
     } else {
         let base = match replace.get(&path) {
@@ -344,11 +344,21 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         .iter()
         .map(|(path, text)| (path.clone(), text.clone().into_bytes()))
         .collect();
+    let with_memprof = if annotation.allocator_files.is_empty() {
+        shadow::Memprof::WithAllocator
+    } else {
+        shadow::Memprof::WithoutAllocator
+    };
     for package in metadata.packages.iter() {
         let manifest = package.manifest_path.as_std_path();
         // NOTE: a proc-macro package stays as written, without memprof.
         let is_profiled = members.iter().any(|m| m.id == package.id) && !is_proc_macro(package);
-        let edited = shadow::edit_manifest(manifest, &layout.workspace, is_profiled, &[])?;
+        let memprof = if is_profiled {
+            with_memprof
+        } else {
+            shadow::Memprof::No
+        };
+        let edited = shadow::edit_manifest(manifest, &layout.workspace, memprof, &[])?;
         replace.insert(manifest.to_path_buf(), edited);
     }
     let root_manifest = layout.workspace.join("Cargo.toml");
@@ -397,7 +407,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
             let manifest = dep.package.manifest_path.as_std_path();
             replace.insert(
                 manifest.to_path_buf(),
-                shadow::edit_manifest(manifest, dir, true, &[])?,
+                shadow::edit_manifest(manifest, dir, with_memprof, &[])?,
             );
             copy::copy_tree(dir, &dep.dest, &[], &replace)?;
         }

@@ -114,12 +114,23 @@ pub struct Profiled<'m> {
 
 /// Annotates the packages' crates (not build scripts; not proc-macro
 /// packages, which are counted) and returns the files by the user's path.
+///
+/// Where a crate declares a `#[global_allocator]` of its own, annotating
+/// wrapped it in memprof's (see [`annotate::ALLOCATOR`]): memprof's own
+/// is then left out of the build (see [`edit_manifest`]), and each
+/// executable target of the packages that has none of its own, nor its
+/// package's library, gets memprof's (a library's only in its unit
+/// tests) at the end of its root file, where no line moves.
 pub fn annotate_packages(
     packages: &[Profiled<'_>],
     selection: &Selection,
 ) -> Result<(CrateAnnotation, usize), CargoError> {
     let mut out = CrateAnnotation::default();
     let mut proc_macros = 0;
+    // (the package, the root file of each target without one of its own).
+    let mut without: Vec<(&Package, Vec<(PathBuf, bool)>)> = Vec::new();
+    // The packages whose library declares one.
+    let mut covered: BTreeSet<&str> = BTreeSet::new();
     for profiled in packages {
         let package = profiled.package;
         if package
@@ -131,19 +142,79 @@ pub fn annotate_packages(
             continue;
         }
         let mut seen = BTreeSet::new();
+        let mut lib_has = false;
+        let mut roots = Vec::new();
         for target in &package.targets {
             if target.kind.contains(&TargetKind::CustomBuild) {
                 continue;
             }
             let krate = target.name.replace('-', "_");
-            annotate::annotate_crate(
-                target.src_path.as_std_path(),
-                &krate,
-                selection,
-                &mut seen,
-                &mut out,
-            )
-            .map_err(CargoError::Parse)?;
+            let root = target.src_path.as_std_path();
+            let own = annotate::annotate_crate(root, &krate, selection, &mut seen, &mut out)
+                .map_err(CargoError::Parse)?;
+            let is_lib = target.kind.iter().any(|k| {
+                matches!(
+                    k,
+                    TargetKind::Lib
+                        | TargetKind::RLib
+                        | TargetKind::DyLib
+                        | TargetKind::CDyLib
+                        | TargetKind::StaticLib
+                )
+            });
+            lib_has |= is_lib && own;
+            if !own {
+                roots.push((root.to_path_buf(), is_lib));
+            }
+        }
+        if lib_has {
+            covered.insert(&package.name);
+        }
+        without.push((package, roots));
+    }
+    // A package that depends on a covered one, directly or not, links its
+    // allocator.
+    loop {
+        let more: Vec<&str> = without
+            .iter()
+            .map(|(p, _)| *p)
+            .filter(|p| !covered.contains(p.name.as_str()))
+            .filter(|p| {
+                p.dependencies.iter().any(|d| {
+                    d.kind == cargo_metadata::DependencyKind::Normal
+                        && covered.contains(d.name.as_str())
+                })
+            })
+            .map(|p| p.name.as_str())
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        covered.extend(more);
+    }
+    if !out.allocator_files.is_empty() {
+        for (package, roots) in without {
+            if covered.contains(package.name.as_str()) {
+                continue;
+            }
+            for (root, is_lib) in roots {
+                let text = match out.files.get(&root) {
+                    Some(text) => text.clone(),
+                    None => std::fs::read_to_string(&root)
+                        .map_err(|e| CargoError::io("read", &root, e))?,
+                };
+                let only_tests = if is_lib { "#[cfg(test)] " } else { "" };
+                let line = format!(
+                    "{only_tests}#[global_allocator] static __MEMPROF_ALLOCATOR: {0} = {0}::system();\n",
+                    annotate::ALLOCATOR
+                );
+                let separator = if text.ends_with('\n') || text.is_empty() {
+                    ""
+                } else {
+                    "\n"
+                };
+                out.files.insert(root, format!("{text}{separator}{line}"));
+            }
         }
     }
     Ok((out, proc_macros))
@@ -220,13 +291,25 @@ fn dependency_tables(doc: &mut toml_edit::DocumentMut) -> Vec<&mut dyn toml_edit
     tables
 }
 
+/// What memprof dependency a manifest's copy gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Memprof {
+    /// None: the package is not profiled.
+    No,
+    /// memprof with its default features, its global allocator among them.
+    WithAllocator,
+    /// memprof without its global allocator: a crate of the build wraps
+    /// its own in memprof's.
+    WithoutAllocator,
+}
+
 /// The manifest at `path` (the user's), as its copy must read: `path =`
 /// dependencies that leave the workspace made absolute, memprof added
-/// when `profiled`, and `patches` added under `[patch.crates-io]`.
+/// as `memprof` says, and `patches` added under `[patch.crates-io]`.
 pub fn edit_manifest(
     path: &Path,
     workspace: &Path,
-    profiled: bool,
+    memprof: Memprof,
     patches: &[(String, PathBuf)],
 ) -> Result<Vec<u8>, CargoError> {
     let text = std::fs::read_to_string(path).map_err(|e| CargoError::io("read", path, e))?;
@@ -247,14 +330,24 @@ pub fn edit_manifest(
             }
         }
     }
-    if profiled {
+    if memprof != Memprof::No {
         let deps = doc
             .entry("dependencies")
             .or_insert_with(toml_edit::table)
             .as_table_like_mut()
             .ok_or_else(|| manifest_error(path, "[dependencies] is not a table"))?;
         if !deps.contains_key("memprof") {
-            deps.insert("memprof", toml_edit::value(memprof_dependency()));
+            let mut dependency = memprof_dependency();
+            if memprof == Memprof::WithoutAllocator {
+                // NOTE: features unify across the build: every package's
+                // memprof goes without the allocator, or none does.
+                dependency.insert("default-features", false.into());
+                let mut features = toml_edit::Array::new();
+                features.push("enabled");
+                features.push("gpu");
+                dependency.insert("features", toml_edit::Value::Array(features));
+            }
+            deps.insert("memprof", toml_edit::value(dependency));
         }
     }
     let mut text = doc.to_string();

@@ -36,7 +36,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 fn annotate(path: &Path, attr: &str) -> Result<usize, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let selection = annotate::Selection::default();
-    let found = annotate::annotate_text(&text, "crate", &selection, attr)
+    let found = annotate::annotate_text(&text, "crate", &selection, attr, None)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(out) = found.text {
         std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))?;
