@@ -91,7 +91,12 @@ fn build() -> Result<PathBuf, String> {
     let rustc = var("RUSTC")?;
     let target = var("TARGET")?;
     let manifest = PathBuf::from(var("CARGO_MANIFEST_DIR")?);
-    let archive = out.join(format!("lib{LIB}.a"));
+    // The name the target's linker looks for: MSVC's link.exe takes
+    // `NAME.lib` and no other; every other linker finds `libNAME.a`.
+    let archive = match std::env::var("CARGO_CFG_TARGET_ENV").as_deref() {
+        Ok("msvc") => out.join(format!("{LIB}.lib")),
+        _ => out.join(format!("lib{LIB}.a")),
+    };
     let output = Command::new(&rustc)
         .arg(manifest.join("src/kernel/lib.rs"))
         .args([

@@ -174,6 +174,7 @@ impl LineCell {
     /// parent was making as it forked, which no thread will finish here, so
     /// that [`LineCell::read`] does not wait for it forever. The row keeps
     /// whatever part of that one execution's figures was written.
+    #[cfg(unix)]
     pub(crate) fn end_lost_write(&self) {
         let seq = self.seq.load(Relaxed);
         if seq & 1 == 1 {

@@ -32,7 +32,8 @@ struct JsonDocument<'a> {
 }
 
 /// What a snapshot adds to `to_json`'s document (see `live`): when it was
-/// taken and of which process.
+/// taken and of which process. Unix's only, as `live`.
+#[cfg(unix)]
 #[derive(Debug, Clone, Copy, miniserde::Serialize)]
 pub(crate) struct SnapshotFacts {
     /// Seconds since the Unix epoch.
@@ -49,6 +50,7 @@ pub(crate) struct SnapshotFacts {
 }
 
 /// A snapshot's document: `to_json`'s, then [`SnapshotFacts`]'s fields.
+#[cfg(unix)]
 #[derive(miniserde::Serialize)]
 struct SnapshotDocument<'a> {
     schema: u64,
@@ -63,6 +65,7 @@ struct SnapshotDocument<'a> {
 
 impl Report {
     /// The report as a snapshot of a running process (see `live`).
+    #[cfg(unix)]
     pub(crate) fn to_json_snapshot(&self, facts: &SnapshotFacts) -> String {
         crate::text::json_escaped(miniserde::json::to_string(&SnapshotDocument {
             schema: Self::JSON_SCHEMA,

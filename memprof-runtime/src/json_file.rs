@@ -22,19 +22,24 @@
 //! A process that neither cargo nor a process of a run started, as a
 //! program started directly or by `cargo run` (which execs it, so that no
 //! `cargo` is left above it), is a run of its own.
+//!
+//! Windows has no `/proc` to find `cargo` by, as macOS: there each test
+//! binary is a run of its own, and its report replaces the one before it.
+//! Its lock is a named mutex rather than `flock` (see `os::DirLock`).
 
+use crate::os::{DirLock, open_no_follow};
 use crate::report::Report;
 use crate::safe_file::{refuse_link, refuse_special, refused_if_link, replace};
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a process exiting waits for its turn at the file.
 pub(crate) const AT_EXIT: Duration = Duration::from_secs(10);
 /// How long a process ending by a signal waits for its turn: a service
 /// must end within 2 s of SIGTERM whatever else holds the directory.
+#[cfg(unix)]
 pub(crate) const AT_SIGNAL: Duration = Duration::from_secs(1);
 
 /// Writes `report` to `path`, added to what earlier processes of this run
@@ -48,14 +53,9 @@ pub(crate) fn write(path: &Path, report: &Report, patience: Duration) -> io::Res
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let directory = File::open(dir)?;
-    let _lock = Lock::exclusive(&directory, patience)?;
+    let _lock = DirLock::exclusive(dir, patience)?;
     let mut earlier = String::new();
-    match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-    {
+    match open_no_follow(OpenOptions::new().read(true), path) {
         Ok(mut file) => {
             file.read_to_string(&mut earlier)?;
         }
@@ -83,6 +83,7 @@ pub(crate) fn write(path: &Path, report: &Report, patience: Duration) -> io::Res
 
 /// The process's start, in clock ticks after boot, and the system's
 /// uptime in seconds: the process's own uptime is their difference.
+#[cfg(unix)]
 pub(crate) fn uptime() -> Option<f64> {
     let start = Stat::read(std::process::id())?.start;
     let system: f64 = std::fs::read_to_string("/proc/uptime")
@@ -99,51 +100,6 @@ pub(crate) fn uptime() -> Option<f64> {
 /// What the file held when this process first wrote it.
 static EARLIER: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
-/// An exclusive `flock` on a file (the report's directory), released when
-/// dropped.
-struct Lock<'f>(&'f File);
-
-impl<'f> Lock<'f> {
-    /// Takes the lock, waiting for it at most `patience`.
-    fn exclusive(file: &'f File, patience: Duration) -> io::Result<Self> {
-        use std::os::fd::AsRawFd;
-        let deadline = Instant::now() + patience;
-        loop {
-            // SAFETY: a valid open descriptor, borrowed for the lock's life.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-                return Ok(Lock(file));
-            }
-            let err = io::Error::last_os_error();
-            match err.kind() {
-                io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                io::ErrorKind::WouldBlock => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WouldBlock,
-                        format!(
-                            "its directory stayed locked by another process for {} s",
-                            patience.as_secs()
-                        ),
-                    ));
-                }
-                _ => return Err(err),
-            }
-        }
-    }
-}
-
-impl Drop for Lock<'_> {
-    fn drop(&mut self) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: the descriptor the lock was taken on, still open.
-        unsafe {
-            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
-        }
-    }
-}
-
 /// The variable through which a process that is to write the file names
 /// its run for the processes it starts.
 const RUN_VAR: &str = "MEMPROF_RUN";
@@ -152,7 +108,7 @@ const RUN_VAR: &str = "MEMPROF_RUN";
 // changing the environment later could race with a thread reading it.
 crate::os::run_at_load!(NAME_THE_RUN = name_the_run);
 
-#[cfg(any(target_os = "linux", target_os = "macos"))]
+#[cfg(any(target_os = "linux", target_os = "macos", windows))]
 extern "C" fn name_the_run() {
     if std::env::var_os("MEMPROF_JSON").is_none_or(|v| v.is_empty()) {
         return;

@@ -11,7 +11,8 @@
 //!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
 //!    `stdio` (stdout and stderr, written without panicking); `text`
 //!    (names and source made safe to print: the one escaping rule); `os`
-//!    (the system calls whose form differs between Linux and macOS);
+//!    (the system calls whose form differs between Linux, macOS and
+//!    Windows);
 //! 2. the allocator and its counters: [`alloc`], `tls`; the process's
 //!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
 //!    a stand-in answering "no GPU" without the `gpu` feature), and a
@@ -26,7 +27,8 @@
 //!    `MEMPROF_JSON` file it writes), `track`; `fork` (what a child of
 //!    `fork` inherits); `live` (a running program watched from outside:
 //!    `MEMPROF_LIVE`'s socket, `MEMPROF_SNAPSHOT_EVERY`, SIGTERM and
-//!    SIGINT);
+//!    SIGINT). `fork`, `live` and `live_rule` are Unix's only: on Windows
+//!    `live` is a stand-in that stays off (`live/off.rs`);
 //! 8. what generated code calls: `probe`, and `__private` below.
 //!
 //! The hot path crosses the layers once: generated code calls `probe`, whose
@@ -43,6 +45,7 @@ mod calls;
 mod cells;
 pub mod config;
 mod document;
+#[cfg(unix)]
 mod fork;
 #[cfg(feature = "gpu")]
 mod gpu;
@@ -53,7 +56,12 @@ mod gpu;
 pub mod gpu_rule;
 mod json_file;
 mod kernel;
+#[cfg(unix)]
 mod live;
+#[cfg(not(unix))]
+#[path = "live/off.rs"]
+mod live;
+#[cfg(unix)]
 #[doc(hidden)]
 pub mod live_rule;
 mod measure;

@@ -186,6 +186,7 @@ fn register_exit_hook() {
         unsafe {
             libc::atexit(at_exit);
         }
+        #[cfg(unix)]
         crate::fork::register();
         crate::live::start();
     });
@@ -323,7 +324,7 @@ pub(crate) fn call_ended_after_report() {
 // before `main` are.
 crate::os::run_at_load!(STDOUT_BEFORE_MAIN = stdout_before_main);
 
-#[cfg(any(target_os = "linux", target_os = "macos"))]
+#[cfg(any(target_os = "linux", target_os = "macos", windows))]
 extern "C" fn stdout_before_main() {
     // A panic must not unwind out of an `extern "C" fn`.
     let _ = std::panic::catch_unwind(std::io::stdout);

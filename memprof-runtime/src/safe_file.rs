@@ -4,6 +4,12 @@
 //! through. Used for `MEMPROF_JSON` (`json_file`), the snapshots of
 //! `MEMPROF_SNAPSHOT_EVERY` (`live`), and by `mprof snapshot -o`; and
 //! [`open_output`], for outputs written as a stream. Not public API.
+//!
+//! Windows keeps the same rules with its own calls: `create_new` never
+//! opens a name that is there, a link included, and a link at the target
+//! is refused by its metadata. NOTE: a read-only report may not be
+//! replaced there (Windows can refuse a rename over a read-only file): the
+//! write then fails with its warning, and the old report stays.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -80,6 +86,7 @@ pub(crate) fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> io::Result<()> {
 /// report there), which may be a terminal or a pipe. Refuses a symbolic
 /// link, as [`write`] does, and a FIFO that no process reads, whose open
 /// would wait for a reader; writes then wait as they would.
+#[cfg(unix)]
 pub fn open_output(path: &Path, truncate: bool) -> io::Result<std::fs::File> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
@@ -102,6 +109,29 @@ pub fn open_output(path: &Path, truncate: bool) -> io::Result<std::fs::File> {
         }
     }
     Ok(file)
+}
+
+/// Opens `path` for writing, made if missing, emptied (`truncate`) or added
+/// to: the stream kind of output (`MEMPROF_OUTPUT`, and `cargo memprof`'s
+/// report there). Refuses a symbolic link or a junction, as [`write`] does.
+///
+/// NOTE: Windows opens a link itself before it can tell it is one (see
+/// `os::open_no_follow`), and emptying it could empty the link: the path is
+/// checked first, and the handle after. A link planted between the two is
+/// still refused, after an open that was not through it. Windows has no
+/// FIFO whose open waits: a named pipe is no path of the file system.
+#[cfg(windows)]
+pub fn open_output(path: &Path, truncate: bool) -> io::Result<std::fs::File> {
+    refuse_link(path)?;
+    crate::os::open_no_follow(
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(truncate)
+            .append(!truncate),
+        path,
+    )
+    .map_err(refused_if_link)
 }
 
 /// An error if `path` is there and not a regular file: a device (`/dev/null`
@@ -128,10 +158,10 @@ fn link_refused() -> io::Error {
     io::Error::other("it is a symbolic link, which memprof does not write through")
 }
 
-/// `O_NOFOLLOW`'s error for a link, said plainly.
+/// `O_NOFOLLOW`'s error for a link (`os::open_no_follow`'s), said plainly.
 pub(crate) fn refused_if_link(err: io::Error) -> io::Error {
     match err.raw_os_error() {
-        Some(libc::ELOOP) => link_refused(),
+        Some(crate::os::LINK_REFUSED) => link_refused(),
         _ => err,
     }
 }

@@ -41,7 +41,7 @@ static START_DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
 
 crate::os::run_at_load!(NOTE_START_DIR = note_start_dir);
 
-#[cfg(any(target_os = "linux", target_os = "macos"))]
+#[cfg(any(target_os = "linux", target_os = "macos", windows))]
 extern "C" fn note_start_dir() {
     untracked(|| START_DIR.get_or_init(|| std::env::current_dir().ok()));
 }
@@ -52,7 +52,7 @@ extern "C" fn note_start_dir() {
 // `sites::follow_every_thread`).
 crate::os::run_at_load!(NOTE_SITES_WANTED = note_sites_wanted);
 
-#[cfg(any(target_os = "linux", target_os = "macos"))]
+#[cfg(any(target_os = "linux", target_os = "macos", windows))]
 extern "C" fn note_sites_wanted() {
     untracked(|| {
         let wanted = std::env::var("MEMPROF_SITES")

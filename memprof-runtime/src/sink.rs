@@ -91,6 +91,7 @@ fn output_file(path: &std::path::Path) -> Option<&'static std::sync::Mutex<std::
 
 /// The `MEMPROF_OUTPUT` file locked, if it is open, for `fork` to hold
 /// across a fork (see `crate::fork`).
+#[cfg(unix)]
 pub(crate) fn hold_file_for_fork() -> Option<std::sync::MutexGuard<'static, std::fs::File>> {
     let file = OUTPUT_FILE.get()?.as_ref()?;
     Some(file.lock().unwrap_or_else(|e| e.into_inner()))

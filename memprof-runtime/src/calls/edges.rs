@@ -58,10 +58,12 @@ fn lock() -> MutexGuard<'static, Option<HashMap<Key, &'static Edge>>> {
 
 /// The edges' list, locked so that no thread is inside it while the process
 /// forks (see `crate::fork`).
+#[cfg(unix)]
 pub(crate) struct EdgesHeldForFork(
     #[allow(dead_code)] MutexGuard<'static, Option<HashMap<Key, &'static Edge>>>,
 );
 
+#[cfg(unix)]
 impl EdgesHeldForFork {
     pub(crate) fn lock() -> Self {
         EdgesHeldForFork(lock())

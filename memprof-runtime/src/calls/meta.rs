@@ -5,8 +5,8 @@ use crate::cells::{LineCell, RowFigures};
 use crate::config::ReportMode;
 use crate::kernel::layout::{FAST_NONE, FnHead, ThreadFnHead, WITH_ROWS, WITH_ROWS_AGAIN};
 use crate::region::Scope;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard};
 
 /// Static description of one `#[profile]` function, emitted by the macro.
 ///
@@ -224,8 +224,15 @@ impl FnMeta {
 /// thread is inside one (adding, removing or summing aggregates) while the
 /// process forks: taken before `fork`, dropped after it, in the parent and
 /// in the child alike (see `crate::fork`).
-pub(crate) struct ListsHeldForFork(Vec<(&'static FnMeta, MutexGuard<'static, Vec<ThreadFnPtr>>)>);
+#[cfg(unix)]
+pub(crate) struct ListsHeldForFork(
+    Vec<(
+        &'static FnMeta,
+        std::sync::MutexGuard<'static, Vec<ThreadFnPtr>>,
+    )>,
+);
 
+#[cfg(unix)]
 impl ListsHeldForFork {
     /// Locks every list, in registration order. No thread holds one list
     /// while it waits for another, so this cannot deadlock.

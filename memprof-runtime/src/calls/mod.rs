@@ -22,10 +22,12 @@ mod thread;
 pub use cursor::{Cursor, TailGuard};
 pub use frame::AUTO_CALL_TABLES;
 pub(crate) use frame::{CallFacts, Frame};
+#[cfg(unix)]
+pub(crate) use meta::ListsHeldForFork;
 pub use meta::{FnMeta, Registration, is_off};
 pub(crate) use meta::{
-    ListsHeldForFork, call_ended_at_exit, exit_report_stale, exit_report_taken,
-    exit_report_taken_already, exit_report_written, switch_on_entry,
+    call_ended_at_exit, exit_report_stale, exit_report_taken, exit_report_taken_already,
+    exit_report_written, switch_on_entry,
 };
 pub(crate) use sites::kernel_call_key;
 pub use task::Instrumented;

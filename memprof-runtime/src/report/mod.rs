@@ -292,7 +292,8 @@ impl Report {
         }
     }
 
-    /// The highest Mem usage of any row.
+    /// The highest Mem usage of any row (a snapshot's, see `live`).
+    #[cfg(unix)]
     pub(crate) fn highest_mem_usage(&self) -> i64 {
         self.functions
             .iter()
@@ -504,6 +505,7 @@ pub fn report() -> Report {
 /// functions whose only calls are still running on other threads, with the
 /// rows those calls recorded into their thread's figures so far (not yet
 /// their `fn` rows, nor their calls, which count when they end).
+#[cfg(unix)]
 pub(crate) fn report_so_far() -> Report {
     untracked(|| Report {
         functions: registered()

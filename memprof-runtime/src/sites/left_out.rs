@@ -77,6 +77,7 @@ pub(crate) fn of_function(meta: usize) -> Shortfall {
 }
 
 /// The map's lock, held for `fork` (see `sites::hold_for_fork`).
+#[cfg(unix)]
 pub(crate) fn hold() -> super::addr_map::Guard<'static, Shortfall> {
     BY_FUNCTION.lock()
 }

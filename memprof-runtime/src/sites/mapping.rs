@@ -4,27 +4,16 @@
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// Maps `size` zeroed bytes; `None` if the memory cannot be had
-/// (`RLIMIT_AS`, no `mmap`).
+/// (`RLIMIT_AS`, no `mmap`; `VirtualAlloc` on Windows, see `os`).
 pub(crate) fn map_zeroed(size: usize) -> Option<*mut u8> {
     if !within_address_budget(size) {
         return None;
     }
-    // SAFETY: an anonymous private mapping; checked below.
-    let ptr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if ptr == libc::MAP_FAILED || ptr.is_null() {
+    let Some(ptr) = crate::os::map_zeroed(size) else {
         MAPPED.fetch_sub(size, Relaxed);
         return None;
-    }
-    Some(ptr.cast())
+    };
+    Some(ptr)
 }
 
 /// Asks for huge pages under a large table that is probed at random (where
@@ -47,8 +36,8 @@ pub(crate) fn prefer_huge_pages(ptr: *mut u8, size: usize) {
 /// # Safety
 /// Nothing may use the memory any more.
 pub(crate) unsafe fn unmap(ptr: *mut u8, size: usize) {
-    // SAFETY: the caller's promise; a failure leaves the mapping in place.
-    unsafe { libc::munmap(ptr.cast(), size) };
+    // SAFETY: the caller's promise, passed on.
+    unsafe { crate::os::unmap(ptr, size) };
     MAPPED.fetch_sub(size, Relaxed);
 }
 
@@ -59,15 +48,13 @@ static MAPPED: AtomicUsize = AtomicUsize::new(0);
 /// tables together take at most a sixteenth of the limit, so that the
 /// program keeps the address space it has unprofiled; tables past it are
 /// not made (a thread records no sites, a block's use is not followed).
+/// Windows has no such limit.
 fn within_address_budget(size: usize) -> bool {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid `rlimit` to fill.
-    let unlimited = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0
-        || limit.rlim_cur == libc::RLIM_INFINITY;
-    let budget = usize::try_from(limit.rlim_cur / 16).unwrap_or(usize::MAX);
+    let limit = crate::os::address_space_limit();
+    let unlimited = limit.is_none();
+    let budget = limit.map_or(usize::MAX, |limit| {
+        usize::try_from(limit / 16).unwrap_or(usize::MAX)
+    });
     if unlimited || MAPPED.fetch_add(size, Relaxed) + size <= budget {
         if unlimited {
             MAPPED.fetch_add(size, Relaxed);

@@ -43,6 +43,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 /// Every lock of sites, held: taken before `fork` (see `fork`), so that
 /// the child never inherits one locked, which its own reports or threads
 /// would wait on forever.
+#[cfg(unix)]
 pub(crate) struct HeldForFork {
     _tables: tables::Held,
     _in_use: in_use::Held,
@@ -51,6 +52,7 @@ pub(crate) struct HeldForFork {
 }
 
 /// Sites' locks, held until the guard drops; `None` when sites are off.
+#[cfg(unix)]
 pub(crate) fn hold_for_fork() -> Option<HeldForFork> {
     enabled().then(|| {
         let symbols = resolve::hold_symbols();

@@ -5,7 +5,7 @@
 
 use super::SiteFrame;
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 /// Where a profiled function is, to know its frame in a stack.
 #[derive(Debug, Clone, Copy)]
@@ -234,7 +234,8 @@ static CACHE: Mutex<Symbols> = Mutex::new(None);
 
 /// Keeps every thread out of the symbolizer until the guard drops (see
 /// `sites::hold_for_fork`).
-pub(crate) fn hold_symbols() -> MutexGuard<'static, Symbols> {
+#[cfg(unix)]
+pub(crate) fn hold_symbols() -> std::sync::MutexGuard<'static, Symbols> {
     CACHE.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -306,12 +306,14 @@ impl Tables {
 
 /// The tables' locks, held (see `sites::hold_for_fork`), in the order
 /// every other path takes them.
+#[cfg(unix)]
 pub(crate) struct Held {
     _free: std::sync::MutexGuard<'static, Vec<usize>>,
     _retired: std::sync::MutexGuard<'static, Option<Retired>>,
     _in_use: std::sync::RwLockWriteGuard<'static, ()>,
 }
 
+#[cfg(unix)]
 pub(crate) fn hold() -> Held {
     let in_use = IN_USE.write().unwrap_or_else(|e| e.into_inner());
     let retired = RETIRED.lock().unwrap_or_else(|e| e.into_inner());

@@ -11,7 +11,7 @@
 //!
 //! Nothing here allocates: a lock is a flag that spins, then yields.
 
-use crate::sites::addr_map::{Guard, SharedMap, Zeroed, mix};
+use crate::sites::addr_map::{SharedMap, Zeroed, mix};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const SHARDS: usize = 64;
@@ -76,10 +76,12 @@ pub(crate) fn remove(ptr: usize) -> Option<Weight> {
 }
 
 /// Every shard, locked, for `fork` (see `sites::hold_for_fork`).
-pub(crate) struct Held(#[allow(dead_code)] Vec<Guard<'static, Weight>>);
+#[cfg(unix)]
+pub(crate) struct Held(#[allow(dead_code)] Vec<crate::sites::addr_map::Guard<'static, Weight>>);
 
 /// Locks every shard. NOTE: the `Vec` is made before the first lock: a
 /// thread holding one may allocate meanwhile.
+#[cfg(unix)]
 pub(crate) fn hold() -> Held {
     let mut held = Vec::with_capacity(SHARDS);
     for shard in &SHARD {

@@ -85,12 +85,14 @@ pub(crate) fn of_function(meta: usize) -> Vec<Read> {
 }
 
 /// The locks of blocks and origins, held for `fork`.
+#[cfg(unix)]
 pub(crate) struct Held {
     _origins: std::sync::MutexGuard<'static, ()>,
     _blocks: blocks::Held,
 }
 
 /// Takes them (see `sites::hold_for_fork`).
+#[cfg(unix)]
 pub(crate) fn hold() -> Held {
     let origins = origins::hold();
     Held {

@@ -184,6 +184,7 @@ pub(crate) fn read(wanted: impl Fn(&Row) -> bool) -> Vec<Read> {
 }
 
 /// The lock that adds origins, held for `fork`.
+#[cfg(unix)]
 pub(crate) fn hold() -> std::sync::MutexGuard<'static, ()> {
     ADDING.lock().unwrap_or_else(|e| e.into_inner())
 }
