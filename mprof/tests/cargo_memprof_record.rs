@@ -131,3 +131,97 @@ fn a_later_run_leaves_what_moved_no_heap_and_shows_the_same_figures() {
         assert_eq!(offset["lines"][0]["allocations"], 1, "{offset}");
     }
 }
+
+/// A function the record leaves as written is profiled again when a
+/// function it calls changes: `helper::shifted` calls `helper::offset`;
+/// neither moved heap, until `offset` allocates. The run that sees the
+/// change profiles both, and `shifted`'s table has the bytes its calls now
+/// move through `offset`.
+#[test]
+fn a_caller_of_a_changed_function_is_profiled_in_the_same_run() {
+    let dir = fixture_with_offset("record-caller");
+    let lib = dir.join("helper/src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(
+        &lib,
+        format!("{text}\npub fn shifted(n: usize) -> usize {{\n    offset(n)\n}}\n"),
+    )
+    .unwrap();
+    let main = dir.join("app/src/main.rs");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, text.replace("helper::offset(", "helper::shifted(")).unwrap();
+    for _ in 0..2 {
+        let run = run(&dir, &["run", "--offline"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let unchanged = run(&dir, &["run", "--offline"]);
+    assert!(
+        unchanged
+            .stderr
+            .starts_with("annotated 5 functions in 3 files; left as written: 2 that moved no heap"),
+        "{}",
+        unchanged.stderr
+    );
+    std::fs::write(
+        &lib,
+        std::fs::read_to_string(&lib)
+            .unwrap()
+            .replace("    n + 1\n", "    vec![0u8; n].len() + 1\n"),
+    )
+    .unwrap();
+    let changed = run(&dir, &["run", "--offline"]);
+    assert!(
+        changed
+            .stderr
+            .starts_with("annotated 7 functions in 3 files\n"),
+        "{}",
+        changed.stderr
+    );
+    let shifted = functions(&dir)
+        .into_iter()
+        .find(|(n, _)| n == "helper::shifted")
+        .unwrap()
+        .1;
+    let fn_row = &shifted["lines"][0];
+    // `offset(1000)` allocates 1,000 bytes and frees them.
+    assert_eq!(
+        (
+            &fn_row["allocations"],
+            &fn_row["allocated_bytes"],
+            &fn_row["increment"]
+        ),
+        (&Value::from(1), &Value::from(1000), &Value::from(0)),
+        "{shifted}"
+    );
+}
+
+/// `cargo memprof clean` forgets the record: the next run profiles every
+/// function again.
+#[test]
+fn clean_removes_the_copy_and_the_record() {
+    let dir = fixture_with_offset("record-clean");
+    for _ in 0..2 {
+        let run = run(&dir, &["run", "--offline"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    assert!(dir.join("target/memprof/record-run.json").is_file());
+    let clean = run(&dir, &["clean"]);
+    assert_eq!(clean.code, 0, "{}", clean.stderr);
+    let root = dir.canonicalize().unwrap().join("target/memprof");
+    assert_eq!(
+        clean.stderr,
+        format!("cargo-memprof: removed {}\n", root.display())
+    );
+    assert!(!root.exists());
+    // Nothing left to remove: nothing said.
+    let nothing = run(&dir, &["clean"]);
+    assert_eq!((nothing.code, nothing.stderr.as_str()), (0, ""));
+    let again = run(&dir, &["run", "--offline"]);
+    assert!(
+        again
+            .stderr
+            .starts_with("annotated 6 functions in 3 files\n"),
+        "{}",
+        again.stderr
+    );
+}

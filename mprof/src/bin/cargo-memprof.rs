@@ -72,6 +72,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Remove target/memprof: the copy, its build, the report and the record of earlier runs
+    Clean {
+        /// The workspace's Cargo.toml (else the one cargo finds from here)
+        #[arg(long, value_name = "PATH")]
+        manifest_path: Option<PathBuf>,
+    },
 }
 
 /// memprof's flags that take a value, to be moved before the subcommand.
@@ -136,6 +142,24 @@ fn main() {
     let (subcommand, cargo_args) = match cli.command {
         Command::Test { args } => (cargo_memprof::Subcommand::Test, args),
         Command::Run { args } => (cargo_memprof::Subcommand::Run, args),
+        Command::Clean { manifest_path } => {
+            let code = match cargo_memprof::clean(manifest_path) {
+                Ok(Some(dir)) => {
+                    let dir = dir.display().to_string();
+                    eprintln!(
+                        "cargo-memprof: removed {}",
+                        mprof::printable::printable(&dir)
+                    );
+                    0
+                }
+                Ok(None) => 0,
+                Err(err) => {
+                    eprintln!("cargo-memprof: {err}");
+                    err.exit_code()
+                }
+            };
+            std::process::exit(code);
+        }
     };
     let options = Options {
         subcommand,

@@ -7,6 +7,7 @@
 //! (`#[path]` included), not every `.rs` file under its directory: a file
 //! that a test reads with `include_str!` stays as written.
 
+use super::callers::Left;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::ToTokens;
 use regex::Regex;
@@ -91,6 +92,8 @@ pub struct CrateAnnotation {
     /// The files that declare a `#[global_allocator]`, wrapped in
     /// [`ALLOCATOR`] in their text.
     pub allocator_files: std::collections::BTreeSet<PathBuf>,
+    /// The functions the record leaves as written.
+    pub left: Vec<Left>,
 }
 
 /// What a crate's own `#[global_allocator]` is wrapped in: memprof's
@@ -155,6 +158,7 @@ pub fn annotate_crate(
             }
         }
         let mut tally = found.tally;
+        out.left.extend(found.left);
         if found.global_allocator {
             own_allocator = true;
             out.allocator_files.insert(file.clone());
@@ -179,7 +183,7 @@ pub fn annotate_crate(
 /// `path` without `.` and `a/..` components, as the copy's files are
 /// named: `#[path = "../work.rs"]` in `src/bin/a.rs` is `src/work.rs`.
 /// NOTE: by the text, not the file system: a link stays a link.
-fn lexically_normal(path: &Path) -> PathBuf {
+pub(crate) fn lexically_normal(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for component in path.components() {
@@ -206,6 +210,8 @@ pub struct FileAnnotation {
     /// Whether the file declares a `#[global_allocator]` (wrapped in the
     /// text, when `wrap_allocator` was given).
     pub global_allocator: bool,
+    /// The functions the record leaves as written.
+    pub left: Vec<Left>,
     declared: Vec<Declared>,
 }
 
@@ -229,6 +235,7 @@ pub fn annotate_text(
         self_type: Vec::new(),
         at: Vec::new(),
         allocators: Vec::new(),
+        left: Vec::new(),
         tally: Tally::default(),
         declared: Vec::new(),
     };
@@ -253,6 +260,7 @@ pub fn annotate_text(
             .collect(),
         tally: finder.tally,
         global_allocator: !finder.allocators.is_empty(),
+        left: finder.left,
         declared: finder.declared,
     })
 }
@@ -314,6 +322,8 @@ struct Finder<'s> {
     at: Vec<(usize, usize, String, u64)>,
     /// The `#[global_allocator]` statics.
     allocators: Vec<syn::ItemStatic>,
+    /// The functions the record leaves as written.
+    left: Vec<Left>,
     tally: Tally,
     declared: Vec<Declared>,
 }
@@ -347,6 +357,8 @@ impl Finder<'_> {
         let hash = token_hash(item);
         if self.selection.unmoved.contains(&(path.clone(), hash)) {
             self.tally.unmoved += 1;
+            let calls = super::callers::called_names(item);
+            self.left.push(Left { path, hash, calls });
             return;
         }
         if let Some(span) = first_token_after_attrs(item) {

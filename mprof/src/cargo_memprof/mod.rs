@@ -7,6 +7,7 @@
 
 mod ancestors;
 pub mod annotate;
+mod callers;
 mod copy;
 mod debug_info;
 pub mod error;
@@ -21,7 +22,7 @@ use cargo_metadata::{Metadata, MetadataCommand, Package};
 use error::CargoError;
 use regex::Regex;
 use shadow::{Layout, Profiled};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -104,7 +105,7 @@ fn has_flag(args: &[OsString], flag: &str) -> bool {
 /// `no_deps`, without resolving, which would write a missing Cargo.lock:
 /// the user's tree is read that way only.
 fn metadata(
-    options: &Options,
+    cargo_args: &[OsString],
     manifest: Option<PathBuf>,
     no_deps: bool,
 ) -> Result<Metadata, CargoError> {
@@ -115,7 +116,7 @@ fn metadata(
     if no_deps {
         command.no_deps();
     }
-    if has_flag(&options.cargo_args, "--offline") || has_flag(&options.cargo_args, "--frozen") {
+    if has_flag(cargo_args, "--offline") || has_flag(cargo_args, "--frozen") {
         command.other_options(vec!["--offline".to_string()]);
     }
     command.exec().map_err(|e| match e {
@@ -290,7 +291,26 @@ fn root_manifest_text(
 
 /// `cargo metadata` of the copy, with its dependencies resolved.
 fn metadata_of_copy(options: &Options, layout: &Layout) -> Result<Metadata, CargoError> {
-    metadata(options, Some(layout.tree.join("Cargo.toml")), false)
+    metadata(
+        &options.cargo_args,
+        Some(layout.tree.join("Cargo.toml")),
+        false,
+    )
+}
+
+/// `cargo memprof clean`: removes everything memprof keeps under the
+/// target directory of the workspace at `manifest` (or here): the copy,
+/// its build, the report and the record of earlier runs. Returns what it
+/// removed, if anything was there. NOTE: a `CARGO_MEMPROF_TARGET_DIR` of
+/// the user's is theirs, and stays.
+pub fn clean(manifest: Option<PathBuf>) -> Result<Option<PathBuf>, CargoError> {
+    let metadata = metadata(&[], manifest, true)?;
+    let root = Layout::new(&metadata).root;
+    match std::fs::remove_dir_all(&root) {
+        Ok(()) => Ok(Some(root)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(CargoError::io("remove", &root, e)),
+    }
 }
 
 /// Runs `cargo memprof`; returns the exit status (cargo's).
@@ -314,7 +334,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         unmoved: Default::default(),
     };
     let manifest = values(&options.cargo_args, "--manifest-path", None).pop();
-    let metadata = metadata(options, manifest.map(PathBuf::from), true)?;
+    let metadata = metadata(&options.cargo_args, manifest.map(PathBuf::from), true)?;
     let layout = Layout::new(&metadata);
     let record_path = layout
         .root
@@ -336,7 +356,22 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
             ),
         })
         .collect();
-    let (annotation, proc_macros) = shadow::annotate_packages(&profiled, &selection)?;
+    let (mut annotation, mut proc_macros) = shadow::annotate_packages(&profiled, &selection)?;
+    // Callers of what changed since the record are profiled too: their
+    // calls may move the heap through it now.
+    let changed: BTreeSet<String> = annotation
+        .functions
+        .iter()
+        .filter(|f| record.is_new_or_changed(&f.path, f.hash))
+        .map(|f| callers::last_segment(&f.path).to_owned())
+        .collect();
+    let again = callers::to_profile(&annotation.left, changed);
+    if !again.is_empty() {
+        for (path, hash) in again {
+            selection.unmoved.remove(&(path, hash));
+        }
+        (annotation, proc_macros) = shadow::annotate_packages(&profiled, &selection)?;
+    }
 
     // The workspace's files as the copy holds them.
     let mut replace: BTreeMap<PathBuf, Vec<u8>> = annotation

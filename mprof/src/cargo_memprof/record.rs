@@ -6,7 +6,8 @@
 //! leaves the functions that moved nothing as written, so that they
 //! compile and inline as in the plain build; a function new or changed
 //! since (another hash) is profiled again, as is one the record never saw
-//! called.
+//! called, and so are the callers of a new or changed one (see
+//! [`callers`](super::callers)).
 //!
 //! `--fn` (such as `--fn .`) selects by path alone and ignores the record;
 //! removing the file forgets it.
@@ -30,6 +31,14 @@ pub struct Seen {
     pub hash: u64,
     /// Whether its calls moved the heap in that run.
     pub moved: bool,
+    /// Whether it ran since it last changed: a function profiled but never
+    /// called is known (it is not new), and profiled again.
+    #[serde(default = "ran_by_default")]
+    pub ran: bool,
+}
+
+fn ran_by_default() -> bool {
+    true
 }
 
 /// Functions by path.
@@ -57,7 +66,7 @@ impl Record {
     pub fn unmoved(&self) -> BTreeSet<(String, u64)> {
         self.functions
             .iter()
-            .filter(|(_, seen)| !seen.moved)
+            .filter(|(_, seen)| seen.ran && !seen.moved)
             .map(|(path, seen)| (path.clone(), seen.hash))
             .collect()
     }
@@ -65,21 +74,37 @@ impl Record {
     /// Takes in a run: each annotated function that ran, with whether its
     /// calls moved the heap, in this run or an earlier one since it last
     /// changed (a function that moved once stays profiled: another input
-    /// may move it again). Functions the run did not annotate, or that did
-    /// not run, keep what the record had.
+    /// may move it again); each that did not run, as known, unless the
+    /// record knows more of it as it is. Functions the run did not
+    /// annotate keep what the record had.
     pub fn update(&mut self, annotated: &[Annotated], report: &Report, tree: &Path) {
         self.schema = SCHEMA;
         for function in annotated {
-            if let Some(ran) = find(report, function, tree) {
-                let before = self.functions.get(&function.path);
-                let moved_before = before.is_some_and(|s| s.hash == function.hash && s.moved);
-                let seen = Seen {
+            let before = self
+                .functions
+                .get(&function.path)
+                .filter(|s| s.hash == function.hash);
+            let seen = match find(report, function, tree) {
+                Some(ran) => Seen {
                     hash: function.hash,
-                    moved: moved_before || moved(ran),
-                };
-                self.functions.insert(function.path.clone(), seen);
-            }
+                    moved: before.is_some_and(|s| s.ran && s.moved) || moved(ran),
+                    ran: true,
+                },
+                None if before.is_some() => continue,
+                None => Seen {
+                    hash: function.hash,
+                    moved: false,
+                    ran: false,
+                },
+            };
+            self.functions.insert(function.path.clone(), seen);
         }
+    }
+
+    /// Whether the function at `path`, as its tokens hash now, is new or
+    /// changed since the record's runs.
+    pub fn is_new_or_changed(&self, path: &str, hash: u64) -> bool {
+        self.functions.get(path).map(|s| s.hash) != Some(hash)
     }
 
     /// Writes it to `path`, replacing it whole (through a new file renamed
@@ -106,7 +131,8 @@ fn find<'r>(report: &'r Report, function: &Annotated, tree: &Path) -> Option<&'r
 fn same_file(file: &str, original: &Path, tree: &Path) -> bool {
     let file = Path::new(file);
     let file = file.strip_prefix(tree).unwrap_or(file);
-    original.ends_with(file)
+    // NOTE: `file!()` of a `#[path = "../x.rs"]` module keeps its `..`.
+    original.ends_with(super::annotate::lexically_normal(file))
 }
 
 /// Whether the heap moved in the function's calls: it (or what it called)
