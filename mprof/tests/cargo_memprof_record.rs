@@ -11,14 +11,17 @@ use std::path::Path;
 use support::*;
 
 /// The fixture with one more function, `helper::offset`, which moves no
-/// heap, called from `main`.
-fn fixture_with_offset(name: &str) -> TempDir {
-    let dir = fixture(name, 7);
+/// heap, called from `main`; a doc comment and an attribute above it.
+fn fixture_with_offset(name: &str, patch: u32) -> TempDir {
+    let dir = fixture(name, patch);
     let lib = dir.join("helper/src/lib.rs");
     let text = std::fs::read_to_string(&lib).unwrap();
     std::fs::write(
         &lib,
-        format!("{text}\npub fn offset(n: usize) -> usize {{\n    n + 1\n}}\n"),
+        format!(
+            "{text}\n/// One more: its table starts at this comment.\n#[inline]\n\
+             pub fn offset(n: usize) -> usize {{\n    n + 1\n}}\n"
+        ),
     )
     .unwrap();
     let main = dir.join("app/src/main.rs");
@@ -43,9 +46,20 @@ fn functions(dir: &Path) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// A table's `fn` row: its first with an increment (the rows of its
+/// outer attributes come before it).
+fn fn_row(function: &Value) -> &Value {
+    function["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| !l["increment"].is_null())
+        .unwrap()
+}
+
 #[test]
 fn a_later_run_leaves_what_moved_no_heap_and_shows_the_same_figures() {
-    let dir = fixture_with_offset("record");
+    let dir = fixture_with_offset("record", 7);
     let first = run(&dir, &["run", "--offline"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     assert!(
@@ -57,9 +71,9 @@ fn a_later_run_leaves_what_moved_no_heap_and_shows_the_same_figures() {
     );
     let all = functions(&dir);
     let offset = &all.iter().find(|(n, _)| n == "helper::offset").unwrap().1;
-    let fn_row = &offset["lines"][0];
+    let row = fn_row(offset);
     assert_eq!(
-        (&fn_row["allocations"], &fn_row["increment"]),
+        (&row["allocations"], &row["increment"]),
         (&Value::from(0), &Value::from(0)),
         "{offset}"
     );
@@ -123,12 +137,14 @@ fn a_later_run_leaves_what_moved_no_heap_and_shows_the_same_figures() {
             "{}",
             changed.stderr
         );
-        let offset = functions(&dir)
-            .into_iter()
+        let all = functions(&dir);
+        let names: Vec<&String> = all.iter().map(|(n, _)| n).collect();
+        let offset = &all
+            .iter()
             .find(|(n, _)| n == "helper::offset")
-            .unwrap()
+            .unwrap_or_else(|| panic!("{names:?}\n{}", changed.stderr))
             .1;
-        assert_eq!(offset["lines"][0]["allocations"], 1, "{offset}");
+        assert_eq!(fn_row(offset)["allocations"], 1, "{offset}");
     }
 }
 
@@ -139,7 +155,7 @@ fn a_later_run_leaves_what_moved_no_heap_and_shows_the_same_figures() {
 /// move through `offset`.
 #[test]
 fn a_caller_of_a_changed_function_is_profiled_in_the_same_run() {
-    let dir = fixture_with_offset("record-caller");
+    let dir = fixture_with_offset("record-caller", 37);
     let lib = dir.join("helper/src/lib.rs");
     let text = std::fs::read_to_string(&lib).unwrap();
     std::fs::write(
@@ -182,13 +198,13 @@ fn a_caller_of_a_changed_function_is_profiled_in_the_same_run() {
         .find(|(n, _)| n == "helper::shifted")
         .unwrap()
         .1;
-    let fn_row = &shifted["lines"][0];
+    let row = fn_row(&shifted);
     // `offset(1000)` allocates 1,000 bytes and frees them.
     assert_eq!(
         (
-            &fn_row["allocations"],
-            &fn_row["allocated_bytes"],
-            &fn_row["increment"]
+            &row["allocations"],
+            &row["allocated_bytes"],
+            &row["increment"]
         ),
         (&Value::from(1), &Value::from(1000), &Value::from(0)),
         "{shifted}"
@@ -199,7 +215,7 @@ fn a_caller_of_a_changed_function_is_profiled_in_the_same_run() {
 /// function again.
 #[test]
 fn clean_removes_the_copy_and_the_record() {
-    let dir = fixture_with_offset("record-clean");
+    let dir = fixture_with_offset("record-clean", 38);
     for _ in 0..2 {
         let run = run(&dir, &["run", "--offline"]);
         assert_eq!(run.code, 0, "{}", run.stderr);

@@ -77,6 +77,9 @@ impl Tally {
 pub struct Annotated {
     pub path: String,
     pub file: PathBuf,
+    /// 1-based line of the function's first token, its outer attributes
+    /// (and doc comments) included: where its table's `fn` row is.
+    pub first_line: usize,
     /// 1-based line of the function's first token after its attributes.
     pub line: usize,
     /// The hash of its tokens as written (see [`token_hash`]).
@@ -166,10 +169,11 @@ pub fn annotate_crate(
         if let Some(annotated) = found.text {
             tally.files = usize::from(!found.functions.is_empty());
             out.files.insert(file.clone(), annotated);
-            for (line, path, hash) in found.functions {
+            for (first_line, line, path, hash) in found.functions {
                 out.functions.push(Annotated {
                     path,
                     file: file.clone(),
+                    first_line,
                     line,
                     hash,
                 });
@@ -204,8 +208,9 @@ pub(crate) fn lexically_normal(path: &Path) -> PathBuf {
 pub struct FileAnnotation {
     /// The text with the attributes in; `None` when no function got one.
     pub text: Option<String>,
-    /// (line, path, hash of its tokens) of each annotated function.
-    pub functions: Vec<(usize, String, u64)>,
+    /// (first line, line, path, hash of its tokens) of each annotated
+    /// function (see [`Annotated`]).
+    pub functions: Vec<(usize, usize, String, u64)>,
     pub tally: Tally,
     /// Whether the file declares a `#[global_allocator]` (wrapped in the
     /// text, when `wrap_allocator` was given).
@@ -243,7 +248,7 @@ pub fn annotate_text(
     let mut edits: Vec<(usize, usize, String)> = finder
         .at
         .iter()
-        .map(|(l, c, _, _)| (*l, *c, format!("#[{attr}] ")))
+        .map(|(_, l, c, _, _)| (*l, *c, format!("#[{attr}] ")))
         .collect();
     if let Some(wrapper) = wrap_allocator {
         for statik in &finder.allocators {
@@ -256,7 +261,7 @@ pub fn annotate_text(
         functions: finder
             .at
             .into_iter()
-            .map(|(l, _, p, h)| (l, p, h))
+            .map(|(f, l, _, p, h)| (f, l, p, h))
             .collect(),
         tally: finder.tally,
         global_allocator: !finder.allocators.is_empty(),
@@ -318,8 +323,9 @@ struct Finder<'s> {
     inline: Vec<String>,
     /// The type of each `impl` or trait around the function.
     self_type: Vec<String>,
-    /// (line, column, path, token hash) of each function to annotate.
-    at: Vec<(usize, usize, String, u64)>,
+    /// (first line, line, column, path, token hash) of each function to
+    /// annotate.
+    at: Vec<(usize, usize, usize, String, u64)>,
     /// The `#[global_allocator]` statics.
     allocators: Vec<syn::ItemStatic>,
     /// The functions the record leaves as written.
@@ -363,7 +369,13 @@ impl Finder<'_> {
         }
         if let Some(span) = first_token_after_attrs(item) {
             let start = span.start();
-            self.at.push((start.line, start.column, path, hash));
+            let first_line = item
+                .to_token_stream()
+                .into_iter()
+                .next()
+                .map_or(start.line, |t| t.span().start().line);
+            self.at
+                .push((first_line, start.line, start.column, path, hash));
             self.tally.annotated += 1;
         }
     }

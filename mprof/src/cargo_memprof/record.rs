@@ -117,10 +117,15 @@ impl Record {
 }
 
 /// The report's table of `function`: the one of its file whose first row
-/// is its line (the attribute goes on the line of its first token).
+/// is one of its lines up to its first token after its attributes (the
+/// macro's `fn` row starts at the outer attributes it was given, doc
+/// comments included).
 fn find<'r>(report: &'r Report, function: &Annotated, tree: &Path) -> Option<&'r FunctionReport> {
+    let lines = function.first_line..=function.line;
     report.functions.iter().find(|f| {
-        f.lines.first().map(|l| l.line as usize) == Some(function.line)
+        f.lines
+            .first()
+            .is_some_and(|l| lines.contains(&(l.line as usize)))
             && same_file(&f.file, &function.file, tree)
     })
 }
