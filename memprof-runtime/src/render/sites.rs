@@ -17,7 +17,7 @@ const SHOWN_FRAMES: usize = 8;
 
 /// The sites of `function`'s loud lines, or nothing where none has any.
 pub(crate) fn under_table(function: &FunctionReport, settings: &RenderSettings) -> String {
-    let Some(fn_row) = function.lines.iter().find(|l| l.increment.is_some()) else {
+    let Some(fn_row) = function.fn_row() else {
         return String::new();
     };
     if fn_row.sites.is_none() {

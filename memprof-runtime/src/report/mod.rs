@@ -2,6 +2,7 @@
 //! every thread, and their JSON. Printing them is `output`'s.
 
 mod callees;
+mod shape;
 
 use crate::alloc::untracked;
 use crate::calls::{FnMeta, Registration};
@@ -330,16 +331,6 @@ impl FunctionReport {
                 None => self.lines.push(line.clone()),
             }
         }
-    }
-
-    /// The row of source line `line`.
-    pub fn line(&self, line: u32) -> Option<&LineReport> {
-        self.lines.iter().find(|l| l.line == line)
-    }
-
-    /// The first row whose text contains `needle`.
-    pub fn line_containing(&self, needle: &str) -> Option<&LineReport> {
-        self.lines.iter().find(|l| l.contents.contains(needle))
     }
 }
 
