@@ -5,9 +5,11 @@
 //! `report()`. Each write is bracketed by a per-cell sequence number, so a
 //! reader never sees a row with half an execution in it.
 
+use crate::gpu::GpuFigures;
 pub use crate::kernel::layout::LineCell;
 pub(crate) use crate::kernel::layout::NO_SAMPLE;
 use crate::owned::{self, load_i64, load_u64};
+use crate::pool::PoolFigures;
 use std::sync::atomic::{Ordering::Relaxed, fence};
 
 /// One reader's consistent copy of a [`LineCell`].
@@ -20,13 +22,22 @@ pub(crate) struct RowFigures {
     /// Bytes allocated (a `realloc`'s new size), under the same rule.
     pub(crate) allocated: u64,
     pub(crate) mem_usage: i64,
-    /// (increment, usage, peak), if any execution was sampled.
-    pub(crate) gpu: Option<(i64, i64, u64)>,
-    /// The driver's view, (increment, usage), if read (`fn` rows).
-    pub(crate) driver: Option<(i64, i64)>,
-    /// A framework's pool, (allocated increment, allocated, reserved), if
-    /// read (see `pool`).
-    pub(crate) pool: Option<(i64, i64, i64)>,
+    /// The GPU columns, if any execution was sampled: increments summed,
+    /// usage and peak the highest.
+    pub(crate) gpu: Option<GpuFigures>,
+    /// The driver's view, if read (`fn` rows).
+    pub(crate) driver: Option<DriverFigures>,
+    /// A framework's pool, if read (see `pool`).
+    pub(crate) pool: Option<PoolFigures>,
+}
+
+/// A `fn` row's driver view (NVML, read at call entry and exit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DriverFigures {
+    /// At exit minus at entry (summed over calls).
+    pub(crate) increment: i64,
+    /// At exit (the highest).
+    pub(crate) usage: i64,
 }
 
 impl RowFigures {
@@ -42,15 +53,26 @@ impl RowFigures {
         self.allocated = self.allocated.saturating_add(other.allocated);
         self.mem_usage = self.mem_usage.max(other.mem_usage);
         self.gpu = match (self.gpu, other.gpu) {
-            (Some((i, u, p)), Some((j, v, q))) => Some((i.saturating_add(j), u.max(v), p.max(q))),
+            (Some(a), Some(b)) => Some(GpuFigures {
+                increment: a.increment.saturating_add(b.increment),
+                usage: a.usage.max(b.usage),
+                peak: a.peak.max(b.peak),
+            }),
             (a, b) => a.or(b),
         };
         self.driver = match (self.driver, other.driver) {
-            (Some((i, u)), Some((j, v))) => Some((i.saturating_add(j), u.max(v))),
+            (Some(a), Some(b)) => Some(DriverFigures {
+                increment: a.increment.saturating_add(b.increment),
+                usage: a.usage.max(b.usage),
+            }),
             (a, b) => a.or(b),
         };
         self.pool = match (self.pool, other.pool) {
-            (Some((i, a, r)), Some((j, b, s))) => Some((i.saturating_add(j), a.max(b), r.max(s))),
+            (Some(a), Some(b)) => Some(PoolFigures {
+                increment: a.increment.saturating_add(b.increment),
+                allocated: a.allocated.max(b.allocated),
+                reserved: a.reserved.max(b.reserved),
+            }),
             (a, b) => a.or(b),
         };
     }
@@ -80,7 +102,12 @@ impl LineCell {
 
     /// Adds one execution's GPU figures (owner only), under the recursion
     /// rule; before [`LineCell::closed`], which ends the execution.
-    pub(crate) fn closed_gpu(&self, increment: i64, usage: i64, peak: u64) {
+    pub(crate) fn closed_gpu(&self, figures: GpuFigures) {
+        let GpuFigures {
+            increment,
+            usage,
+            peak,
+        } = figures;
         // SAFETY: only the owning thread touches `open`.
         let nested = unsafe { *self.open.get() } > 1;
         let seq = self.begin_write();
@@ -98,7 +125,8 @@ impl LineCell {
 
     /// Adds one call's driver view (owner only, `fn` rows), under the
     /// recursion rule; before [`LineCell::closed`].
-    pub(crate) fn closed_driver(&self, increment: i64, usage: i64) {
+    pub(crate) fn closed_driver(&self, figures: DriverFigures) {
+        let DriverFigures { increment, usage } = figures;
         // SAFETY: only the owning thread touches `open`.
         let nested = unsafe { *self.open.get() } > 1;
         let seq = self.begin_write();
@@ -111,10 +139,14 @@ impl LineCell {
         self.end_write(seq);
     }
 
-    /// Adds one execution's pool figures, (allocated increment, allocated,
-    /// reserved) from [`crate::pool::figures`] (owner only), under the
-    /// recursion rule; before [`LineCell::closed`].
-    pub(crate) fn closed_pool(&self, (increment, allocated, reserved): (i64, i64, i64)) {
+    /// Adds one execution's pool figures, from [`crate::pool::figures`]
+    /// (owner only), under the recursion rule; before [`LineCell::closed`].
+    pub(crate) fn closed_pool(&self, figures: PoolFigures) {
+        let PoolFigures {
+            increment,
+            allocated,
+            reserved,
+        } = figures;
         // SAFETY: only the owning thread touches `open`.
         let nested = unsafe { *self.open.get() } > 1;
         let seq = self.begin_write();
@@ -145,21 +177,19 @@ impl LineCell {
                 allocations: self.allocations.load(Relaxed),
                 allocated: self.allocated.load(Relaxed),
                 mem_usage: self.mem_usage.load(Relaxed),
-                gpu: (usage != NO_SAMPLE).then(|| {
-                    (
-                        self.gpu_increment.load(Relaxed),
-                        usage,
-                        self.gpu_peak.load(Relaxed),
-                    )
+                gpu: (usage != NO_SAMPLE).then(|| GpuFigures {
+                    increment: self.gpu_increment.load(Relaxed),
+                    usage,
+                    peak: self.gpu_peak.load(Relaxed),
                 }),
-                driver: (driver_usage != NO_SAMPLE)
-                    .then(|| (self.driver_increment.load(Relaxed), driver_usage)),
-                pool: (pool_allocated != NO_SAMPLE).then(|| {
-                    (
-                        self.pool_increment.load(Relaxed),
-                        pool_allocated,
-                        self.pool_reserved.load(Relaxed),
-                    )
+                driver: (driver_usage != NO_SAMPLE).then(|| DriverFigures {
+                    increment: self.driver_increment.load(Relaxed),
+                    usage: driver_usage,
+                }),
+                pool: (pool_allocated != NO_SAMPLE).then(|| PoolFigures {
+                    increment: self.pool_increment.load(Relaxed),
+                    allocated: pool_allocated,
+                    reserved: self.pool_reserved.load(Relaxed),
                 }),
             };
             fence(std::sync::atomic::Ordering::Acquire);
@@ -210,17 +240,27 @@ impl LineCell {
         self.allocations.store(f.allocations, Relaxed);
         self.allocated.store(f.allocated, Relaxed);
         self.mem_usage.store(f.mem_usage, Relaxed);
-        let (gpu_increment, gpu_usage, gpu_peak) = f.gpu.unwrap_or((0, NO_SAMPLE, 0));
-        self.gpu_increment.store(gpu_increment, Relaxed);
-        self.gpu_usage.store(gpu_usage, Relaxed);
-        self.gpu_peak.store(gpu_peak, Relaxed);
-        let (driver_increment, driver_usage) = f.driver.unwrap_or((0, NO_SAMPLE));
-        self.driver_increment.store(driver_increment, Relaxed);
-        self.driver_usage.store(driver_usage, Relaxed);
-        let (pool_increment, pool_allocated, pool_reserved) =
-            f.pool.unwrap_or((0, NO_SAMPLE, NO_SAMPLE));
-        self.pool_increment.store(pool_increment, Relaxed);
-        self.pool_allocated.store(pool_allocated, Relaxed);
-        self.pool_reserved.store(pool_reserved, Relaxed);
+        let gpu = f.gpu.unwrap_or(GpuFigures {
+            increment: 0,
+            usage: NO_SAMPLE,
+            peak: 0,
+        });
+        self.gpu_increment.store(gpu.increment, Relaxed);
+        self.gpu_usage.store(gpu.usage, Relaxed);
+        self.gpu_peak.store(gpu.peak, Relaxed);
+        let driver = f.driver.unwrap_or(DriverFigures {
+            increment: 0,
+            usage: NO_SAMPLE,
+        });
+        self.driver_increment.store(driver.increment, Relaxed);
+        self.driver_usage.store(driver.usage, Relaxed);
+        let pool = f.pool.unwrap_or(PoolFigures {
+            increment: 0,
+            allocated: NO_SAMPLE,
+            reserved: NO_SAMPLE,
+        });
+        self.pool_increment.store(pool.increment, Relaxed);
+        self.pool_allocated.store(pool.allocated, Relaxed);
+        self.pool_reserved.store(pool.reserved, Relaxed);
     }
 }

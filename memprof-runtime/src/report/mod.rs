@@ -6,7 +6,9 @@ mod shape;
 
 use crate::alloc::untracked;
 use crate::calls::{FnMeta, Registration};
-use crate::cells::{LineCell, RowFigures};
+use crate::cells::{DriverFigures, LineCell, RowFigures};
+use crate::gpu::GpuFigures;
+use crate::pool::PoolFigures;
 use crate::sites::{Site, SitesLeftOut};
 pub use callees::LineCall;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -231,22 +233,19 @@ impl LineReport {
             allocations: self.allocations.unwrap_or(0),
             allocated: self.allocated_bytes.unwrap_or(0),
             mem_usage: self.mem_usage.unwrap_or(i64::MIN),
-            gpu: self.gpu_usage.map(|usage| {
-                (
-                    self.gpu_increment.unwrap_or(0),
-                    signed(usage),
-                    self.gpu_peak.unwrap_or(0),
-                )
+            gpu: self.gpu_usage.map(|usage| GpuFigures {
+                increment: self.gpu_increment.unwrap_or(0),
+                usage: signed(usage),
+                peak: self.gpu_peak.unwrap_or(0),
             }),
-            driver: self
-                .gpu_driver_usage
-                .map(|usage| (self.gpu_driver_increment.unwrap_or(0), signed(usage))),
-            pool: self.pool_allocated.map(|allocated| {
-                (
-                    self.pool_increment.unwrap_or(0),
-                    signed(allocated),
-                    signed(self.pool_reserved.unwrap_or(0)),
-                )
+            driver: self.gpu_driver_usage.map(|usage| DriverFigures {
+                increment: self.gpu_driver_increment.unwrap_or(0),
+                usage: signed(usage),
+            }),
+            pool: self.pool_allocated.map(|allocated| PoolFigures {
+                increment: self.pool_increment.unwrap_or(0),
+                allocated: signed(allocated),
+                reserved: signed(self.pool_reserved.unwrap_or(0)),
             }),
         }
     }
@@ -263,16 +262,16 @@ impl LineReport {
         self.allocated_bytes = ran.then_some(f.allocated);
         self.mem_usage = ran.then_some(f.mem_usage);
         let gpu = f.gpu.filter(|_| ran);
-        self.gpu_increment = gpu.map(|(increment, _, _)| increment);
-        self.gpu_usage = gpu.map(|(_, usage, _)| unsigned(usage));
-        self.gpu_peak = gpu.filter(|_| counted).map(|(_, _, peak)| peak);
+        self.gpu_increment = gpu.map(|g| g.increment);
+        self.gpu_usage = gpu.map(|g| unsigned(g.usage));
+        self.gpu_peak = gpu.filter(|_| counted).map(|g| g.peak);
         let driver = f.driver.filter(|_| ran);
-        self.gpu_driver_increment = driver.map(|(increment, _)| increment);
-        self.gpu_driver_usage = driver.map(|(_, usage)| unsigned(usage));
+        self.gpu_driver_increment = driver.map(|d| d.increment);
+        self.gpu_driver_usage = driver.map(|d| unsigned(d.usage));
         let pool = f.pool.filter(|_| ran);
-        self.pool_increment = pool.map(|(increment, _, _)| increment);
-        self.pool_allocated = pool.map(|(_, allocated, _)| unsigned(allocated));
-        self.pool_reserved = pool.map(|(_, _, reserved)| unsigned(reserved));
+        self.pool_increment = pool.map(|p| p.increment);
+        self.pool_allocated = pool.map(|p| unsigned(p.allocated));
+        self.pool_reserved = pool.map(|p| unsigned(p.reserved));
     }
 }
 
