@@ -10,7 +10,7 @@ pub use crate::kernel::layout::LineCell;
 pub(crate) use crate::kernel::layout::NO_SAMPLE;
 use crate::owned::{self, load_i64, load_u64};
 use crate::pool::PoolFigures;
-use std::sync::atomic::{Ordering::Relaxed, fence};
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed, fence};
 
 /// One reader's consistent copy of a [`LineCell`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,63 +103,48 @@ impl LineCell {
     /// Adds one execution's GPU figures (owner only), under the recursion
     /// rule; before [`LineCell::closed`], which ends the execution.
     pub(crate) fn closed_gpu(&self, figures: GpuFigures) {
-        let GpuFigures {
-            increment,
-            usage,
-            peak,
-        } = figures;
-        // SAFETY: only the owning thread touches `open`.
-        let nested = unsafe { *self.open.get() } > 1;
-        let seq = self.begin_write();
-        if !nested {
-            self.gpu_increment
-                .store(load_i64(&self.gpu_increment) + increment, Relaxed);
-            if peak > load_u64(&self.gpu_peak) {
-                self.gpu_peak.store(peak, Relaxed);
+        self.closed_beside(|nested| {
+            if !nested {
+                sum(&self.gpu_increment, figures.increment);
+                if figures.peak > load_u64(&self.gpu_peak) {
+                    self.gpu_peak.store(figures.peak, Relaxed);
+                }
             }
-        }
-        self.gpu_usage
-            .store(owned::max(usage, load_i64(&self.gpu_usage)), Relaxed);
-        self.end_write(seq);
+            raise(&self.gpu_usage, figures.usage);
+        });
     }
 
     /// Adds one call's driver view (owner only, `fn` rows), under the
     /// recursion rule; before [`LineCell::closed`].
     pub(crate) fn closed_driver(&self, figures: DriverFigures) {
-        let DriverFigures { increment, usage } = figures;
-        // SAFETY: only the owning thread touches `open`.
-        let nested = unsafe { *self.open.get() } > 1;
-        let seq = self.begin_write();
-        if !nested {
-            self.driver_increment
-                .store(load_i64(&self.driver_increment) + increment, Relaxed);
-        }
-        self.driver_usage
-            .store(owned::max(usage, load_i64(&self.driver_usage)), Relaxed);
-        self.end_write(seq);
+        self.closed_beside(|nested| {
+            if !nested {
+                sum(&self.driver_increment, figures.increment);
+            }
+            raise(&self.driver_usage, figures.usage);
+        });
     }
 
     /// Adds one execution's pool figures, from [`crate::pool::figures`]
     /// (owner only), under the recursion rule; before [`LineCell::closed`].
     pub(crate) fn closed_pool(&self, figures: PoolFigures) {
-        let PoolFigures {
-            increment,
-            allocated,
-            reserved,
-        } = figures;
+        self.closed_beside(|nested| {
+            if !nested {
+                sum(&self.pool_increment, figures.increment);
+            }
+            raise(&self.pool_allocated, figures.allocated);
+            raise(&self.pool_reserved, figures.reserved);
+        });
+    }
+
+    /// One write of the figures beside the heap's (owner only): `write`
+    /// stores them, told whether this execution is nested in another of
+    /// the row's (recursion), whose sums must not count it twice.
+    fn closed_beside(&self, write: impl FnOnce(bool)) {
         // SAFETY: only the owning thread touches `open`.
         let nested = unsafe { *self.open.get() } > 1;
         let seq = self.begin_write();
-        if !nested {
-            self.pool_increment
-                .store(load_i64(&self.pool_increment) + increment, Relaxed);
-        }
-        self.pool_allocated.store(
-            owned::max(allocated, load_i64(&self.pool_allocated)),
-            Relaxed,
-        );
-        self.pool_reserved
-            .store(owned::max(reserved, load_i64(&self.pool_reserved)), Relaxed);
+        write(nested);
         self.end_write(seq);
     }
 
@@ -263,4 +248,15 @@ impl LineCell {
         self.pool_allocated.store(pool.allocated, Relaxed);
         self.pool_reserved.store(pool.reserved, Relaxed);
     }
+}
+
+/// Adds `v` to a figure that sums (owner only, inside a write).
+fn sum(figure: &AtomicI64, v: i64) {
+    figure.store(load_i64(figure) + v, Relaxed);
+}
+
+/// Raises a figure that keeps the highest to `v` (owner only, inside a
+/// write).
+fn raise(figure: &AtomicI64, v: i64) {
+    figure.store(owned::max(v, load_i64(figure)), Relaxed);
 }

@@ -203,17 +203,7 @@ mod tests {
                 row
             })
             .collect();
-        FunctionReport {
-            name: "f".to_owned(),
-            file: "src/lib.rs".to_owned(),
-            calls: 1,
-            running: 0,
-            gpu: None,
-            gpu_driver: None,
-            pool: None,
-            lines,
-            sites_left_out: None,
-        }
+        FunctionReport::of_lines("f", "src/lib.rs", lines)
     }
 
     #[test]

@@ -260,17 +260,7 @@ mod tests {
             row(16, "}", 0, 0, Some(vec![])),
         ];
         let report = Report {
-            functions: vec![FunctionReport {
-                name: "app::parse".to_owned(),
-                file: "src/app.rs".to_owned(),
-                calls: 1,
-                running: 0,
-                gpu: None,
-                gpu_driver: None,
-                pool: None,
-                lines,
-                sites_left_out: None,
-            }],
+            functions: vec![FunctionReport::of_lines("app::parse", "src/app.rs", lines)],
         };
         let summary = report.summary();
         assert_eq!(

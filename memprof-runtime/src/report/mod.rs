@@ -312,6 +312,23 @@ impl Report {
 }
 
 impl FunctionReport {
+    /// One call's table of `lines`, with no GPU, pool or sites left out:
+    /// the report unit tests build.
+    #[cfg(test)]
+    pub(crate) fn of_lines(name: &str, file: &str, lines: Vec<LineReport>) -> FunctionReport {
+        FunctionReport {
+            name: name.to_owned(),
+            file: file.to_owned(),
+            calls: 1,
+            running: 0,
+            gpu: None,
+            gpu_driver: None,
+            pool: None,
+            lines,
+            sites_left_out: None,
+        }
+    }
+
     fn add(&mut self, other: &FunctionReport) {
         self.calls += other.calls;
         self.gpu = self.gpu.take().or_else(|| other.gpu.clone());
