@@ -40,8 +40,9 @@ impl Budget {
                 // The rows where the heap rose past the limit above the
                 // call's start: a row's peak is its rise above its own
                 // start, which may be above or below the call's.
-                let fn_row = report.lines.iter().find(|l| l.increment.is_some());
-                let call_start = fn_row.and_then(|l| Some(l.mem_usage? - l.increment?));
+                let call_start = report
+                    .fn_row()
+                    .and_then(|l| Some(l.mem_usage? - l.increment?));
                 mark(&mut report, limit, "peak", |l| {
                     let from = l.mem_usage? - l.increment? - call_start?;
                     Some((from, from + l.peak? as i64))
@@ -82,11 +83,10 @@ fn mark(
     let mark = format!("   <-- {name} over the limit");
     let mark = mark.as_str();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let fn_row = report.lines.iter().position(|l| l.increment.is_some());
     let rises = || {
-        report.lines.iter().enumerate().filter_map(|(i, l)| {
-            let (from, to) = span(l)?;
-            (Some(i) != fn_row && to > from).then_some((i, from, to))
+        report.statement_indices().filter_map(|i| {
+            let (from, to) = span(&report.lines[i])?;
+            (to > from).then_some((i, from, to))
         })
     };
     let over: Vec<usize> = rises()

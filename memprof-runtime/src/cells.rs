@@ -5,10 +5,12 @@
 //! `report()`. Each write is bracketed by a per-cell sequence number, so a
 //! reader never sees a row with half an execution in it.
 
+use crate::gpu::GpuFigures;
 pub use crate::kernel::layout::LineCell;
 pub(crate) use crate::kernel::layout::NO_SAMPLE;
 use crate::owned::{self, load_i64, load_u64};
-use std::sync::atomic::{Ordering::Relaxed, fence};
+use crate::pool::PoolFigures;
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed, fence};
 
 /// One reader's consistent copy of a [`LineCell`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,13 +22,22 @@ pub(crate) struct RowFigures {
     /// Bytes allocated (a `realloc`'s new size), under the same rule.
     pub(crate) allocated: u64,
     pub(crate) mem_usage: i64,
-    /// (increment, usage, peak), if any execution was sampled.
-    pub(crate) gpu: Option<(i64, i64, u64)>,
-    /// The driver's view, (increment, usage), if read (`fn` rows).
-    pub(crate) driver: Option<(i64, i64)>,
-    /// A framework's pool, (allocated increment, allocated, reserved), if
-    /// read (see `pool`).
-    pub(crate) pool: Option<(i64, i64, i64)>,
+    /// The GPU columns, if any execution was sampled: increments summed,
+    /// usage and peak the highest.
+    pub(crate) gpu: Option<GpuFigures>,
+    /// The driver's view, if read (`fn` rows).
+    pub(crate) driver: Option<DriverFigures>,
+    /// A framework's pool, if read (see `pool`).
+    pub(crate) pool: Option<PoolFigures>,
+}
+
+/// A `fn` row's driver view (NVML, read at call entry and exit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DriverFigures {
+    /// At exit minus at entry (summed over calls).
+    pub(crate) increment: i64,
+    /// At exit (the highest).
+    pub(crate) usage: i64,
 }
 
 impl RowFigures {
@@ -42,15 +53,26 @@ impl RowFigures {
         self.allocated = self.allocated.saturating_add(other.allocated);
         self.mem_usage = self.mem_usage.max(other.mem_usage);
         self.gpu = match (self.gpu, other.gpu) {
-            (Some((i, u, p)), Some((j, v, q))) => Some((i.saturating_add(j), u.max(v), p.max(q))),
+            (Some(a), Some(b)) => Some(GpuFigures {
+                increment: a.increment.saturating_add(b.increment),
+                usage: a.usage.max(b.usage),
+                peak: a.peak.max(b.peak),
+            }),
             (a, b) => a.or(b),
         };
         self.driver = match (self.driver, other.driver) {
-            (Some((i, u)), Some((j, v))) => Some((i.saturating_add(j), u.max(v))),
+            (Some(a), Some(b)) => Some(DriverFigures {
+                increment: a.increment.saturating_add(b.increment),
+                usage: a.usage.max(b.usage),
+            }),
             (a, b) => a.or(b),
         };
         self.pool = match (self.pool, other.pool) {
-            (Some((i, a, r)), Some((j, b, s))) => Some((i.saturating_add(j), a.max(b), r.max(s))),
+            (Some(a), Some(b)) => Some(PoolFigures {
+                increment: a.increment.saturating_add(b.increment),
+                allocated: a.allocated.max(b.allocated),
+                reserved: a.reserved.max(b.reserved),
+            }),
             (a, b) => a.or(b),
         };
     }
@@ -80,54 +102,49 @@ impl LineCell {
 
     /// Adds one execution's GPU figures (owner only), under the recursion
     /// rule; before [`LineCell::closed`], which ends the execution.
-    pub(crate) fn closed_gpu(&self, increment: i64, usage: i64, peak: u64) {
-        // SAFETY: only the owning thread touches `open`.
-        let nested = unsafe { *self.open.get() } > 1;
-        let seq = self.begin_write();
-        if !nested {
-            self.gpu_increment
-                .store(load_i64(&self.gpu_increment) + increment, Relaxed);
-            if peak > load_u64(&self.gpu_peak) {
-                self.gpu_peak.store(peak, Relaxed);
+    pub(crate) fn closed_gpu(&self, figures: GpuFigures) {
+        self.closed_beside(|nested| {
+            if !nested {
+                sum(&self.gpu_increment, figures.increment);
+                if figures.peak > load_u64(&self.gpu_peak) {
+                    self.gpu_peak.store(figures.peak, Relaxed);
+                }
             }
-        }
-        self.gpu_usage
-            .store(owned::max(usage, load_i64(&self.gpu_usage)), Relaxed);
-        self.end_write(seq);
+            raise(&self.gpu_usage, figures.usage);
+        });
     }
 
     /// Adds one call's driver view (owner only, `fn` rows), under the
     /// recursion rule; before [`LineCell::closed`].
-    pub(crate) fn closed_driver(&self, increment: i64, usage: i64) {
-        // SAFETY: only the owning thread touches `open`.
-        let nested = unsafe { *self.open.get() } > 1;
-        let seq = self.begin_write();
-        if !nested {
-            self.driver_increment
-                .store(load_i64(&self.driver_increment) + increment, Relaxed);
-        }
-        self.driver_usage
-            .store(owned::max(usage, load_i64(&self.driver_usage)), Relaxed);
-        self.end_write(seq);
+    pub(crate) fn closed_driver(&self, figures: DriverFigures) {
+        self.closed_beside(|nested| {
+            if !nested {
+                sum(&self.driver_increment, figures.increment);
+            }
+            raise(&self.driver_usage, figures.usage);
+        });
     }
 
-    /// Adds one execution's pool figures, (allocated increment, allocated,
-    /// reserved) from [`crate::pool::figures`] (owner only), under the
-    /// recursion rule; before [`LineCell::closed`].
-    pub(crate) fn closed_pool(&self, (increment, allocated, reserved): (i64, i64, i64)) {
+    /// Adds one execution's pool figures, from [`crate::pool::figures`]
+    /// (owner only), under the recursion rule; before [`LineCell::closed`].
+    pub(crate) fn closed_pool(&self, figures: PoolFigures) {
+        self.closed_beside(|nested| {
+            if !nested {
+                sum(&self.pool_increment, figures.increment);
+            }
+            raise(&self.pool_allocated, figures.allocated);
+            raise(&self.pool_reserved, figures.reserved);
+        });
+    }
+
+    /// One write of the figures beside the heap's (owner only): `write`
+    /// stores them, told whether this execution is nested in another of
+    /// the row's (recursion), whose sums must not count it twice.
+    fn closed_beside(&self, write: impl FnOnce(bool)) {
         // SAFETY: only the owning thread touches `open`.
         let nested = unsafe { *self.open.get() } > 1;
         let seq = self.begin_write();
-        if !nested {
-            self.pool_increment
-                .store(load_i64(&self.pool_increment) + increment, Relaxed);
-        }
-        self.pool_allocated.store(
-            owned::max(allocated, load_i64(&self.pool_allocated)),
-            Relaxed,
-        );
-        self.pool_reserved
-            .store(owned::max(reserved, load_i64(&self.pool_reserved)), Relaxed);
+        write(nested);
         self.end_write(seq);
     }
 
@@ -145,21 +162,19 @@ impl LineCell {
                 allocations: self.allocations.load(Relaxed),
                 allocated: self.allocated.load(Relaxed),
                 mem_usage: self.mem_usage.load(Relaxed),
-                gpu: (usage != NO_SAMPLE).then(|| {
-                    (
-                        self.gpu_increment.load(Relaxed),
-                        usage,
-                        self.gpu_peak.load(Relaxed),
-                    )
+                gpu: (usage != NO_SAMPLE).then(|| GpuFigures {
+                    increment: self.gpu_increment.load(Relaxed),
+                    usage,
+                    peak: self.gpu_peak.load(Relaxed),
                 }),
-                driver: (driver_usage != NO_SAMPLE)
-                    .then(|| (self.driver_increment.load(Relaxed), driver_usage)),
-                pool: (pool_allocated != NO_SAMPLE).then(|| {
-                    (
-                        self.pool_increment.load(Relaxed),
-                        pool_allocated,
-                        self.pool_reserved.load(Relaxed),
-                    )
+                driver: (driver_usage != NO_SAMPLE).then(|| DriverFigures {
+                    increment: self.driver_increment.load(Relaxed),
+                    usage: driver_usage,
+                }),
+                pool: (pool_allocated != NO_SAMPLE).then(|| PoolFigures {
+                    increment: self.pool_increment.load(Relaxed),
+                    allocated: pool_allocated,
+                    reserved: self.pool_reserved.load(Relaxed),
                 }),
             };
             fence(std::sync::atomic::Ordering::Acquire);
@@ -210,17 +225,38 @@ impl LineCell {
         self.allocations.store(f.allocations, Relaxed);
         self.allocated.store(f.allocated, Relaxed);
         self.mem_usage.store(f.mem_usage, Relaxed);
-        let (gpu_increment, gpu_usage, gpu_peak) = f.gpu.unwrap_or((0, NO_SAMPLE, 0));
-        self.gpu_increment.store(gpu_increment, Relaxed);
-        self.gpu_usage.store(gpu_usage, Relaxed);
-        self.gpu_peak.store(gpu_peak, Relaxed);
-        let (driver_increment, driver_usage) = f.driver.unwrap_or((0, NO_SAMPLE));
-        self.driver_increment.store(driver_increment, Relaxed);
-        self.driver_usage.store(driver_usage, Relaxed);
-        let (pool_increment, pool_allocated, pool_reserved) =
-            f.pool.unwrap_or((0, NO_SAMPLE, NO_SAMPLE));
-        self.pool_increment.store(pool_increment, Relaxed);
-        self.pool_allocated.store(pool_allocated, Relaxed);
-        self.pool_reserved.store(pool_reserved, Relaxed);
+        let gpu = f.gpu.unwrap_or(GpuFigures {
+            increment: 0,
+            usage: NO_SAMPLE,
+            peak: 0,
+        });
+        self.gpu_increment.store(gpu.increment, Relaxed);
+        self.gpu_usage.store(gpu.usage, Relaxed);
+        self.gpu_peak.store(gpu.peak, Relaxed);
+        let driver = f.driver.unwrap_or(DriverFigures {
+            increment: 0,
+            usage: NO_SAMPLE,
+        });
+        self.driver_increment.store(driver.increment, Relaxed);
+        self.driver_usage.store(driver.usage, Relaxed);
+        let pool = f.pool.unwrap_or(PoolFigures {
+            increment: 0,
+            allocated: NO_SAMPLE,
+            reserved: NO_SAMPLE,
+        });
+        self.pool_increment.store(pool.increment, Relaxed);
+        self.pool_allocated.store(pool.allocated, Relaxed);
+        self.pool_reserved.store(pool.reserved, Relaxed);
     }
+}
+
+/// Adds `v` to a figure that sums (owner only, inside a write).
+fn sum(figure: &AtomicI64, v: i64) {
+    figure.store(load_i64(figure) + v, Relaxed);
+}
+
+/// Raises a figure that keeps the highest to `v` (owner only, inside a
+/// write).
+fn raise(figure: &AtomicI64, v: i64) {
+    figure.store(owned::max(v, load_i64(figure)), Relaxed);
 }

@@ -99,13 +99,24 @@ pub(crate) fn description() -> Option<String> {
     })
 }
 
-/// One execution's figures between two readings: (allocated after minus
-/// before, allocated after, reserved after).
-pub(crate) fn figures(start: PoolUsage, end: PoolUsage) -> (i64, i64, i64) {
+/// A row's Pool columns: one execution's, between two readings, or a
+/// row's over its executions (see `RowFigures::add`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PoolFigures {
+    /// Bytes in live tensors after minus before (summed over executions).
+    pub(crate) increment: i64,
+    /// Bytes in live tensors after (the highest).
+    pub(crate) allocated: i64,
+    /// Bytes the pools held from the driver after (the highest).
+    pub(crate) reserved: i64,
+}
+
+/// One execution's figures between two readings.
+pub(crate) fn figures(start: PoolUsage, end: PoolUsage) -> PoolFigures {
     let signed = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-    (
-        signed(end.allocated).saturating_sub(signed(start.allocated)),
-        signed(end.allocated),
-        signed(end.reserved),
-    )
+    PoolFigures {
+        increment: signed(end.allocated).saturating_sub(signed(start.allocated)),
+        allocated: signed(end.allocated),
+        reserved: signed(end.reserved),
+    }
 }

@@ -148,7 +148,7 @@ impl Report {
         let statements: Vec<(&FunctionReport, &LineReport)> = self
             .functions
             .iter()
-            .flat_map(|f| statement_rows(f).map(move |row| (f, row)))
+            .flat_map(|f| f.statements().map(move |row| (f, row)))
             .collect();
         let top = |key: fn(&LineReport) -> i64| {
             let mut lines: Vec<&(&FunctionReport, &LineReport)> =
@@ -204,13 +204,8 @@ fn listed_holder(
     None
 }
 
-/// The `fn` row, the first with figures, carries the whole call.
-fn fn_row(function: &FunctionReport) -> Option<&LineReport> {
-    function.lines.iter().find(|l| l.increment.is_some())
-}
-
 fn function_summary(function: &FunctionReport) -> Option<FunctionSummary> {
-    let row = fn_row(function)?;
+    let row = function.fn_row()?;
     let kept = row.increment.unwrap_or(0);
     Some(FunctionSummary {
         name: function.name.clone(),
@@ -225,15 +220,6 @@ fn function_summary(function: &FunctionReport) -> Option<FunctionSummary> {
         live: row.in_use_bytes,
         pool_allocated: row.pool_allocated,
     })
-}
-
-/// Rows with figures after the `fn` row: the function's statements.
-fn statement_rows(function: &FunctionReport) -> impl Iterator<Item = &LineReport> {
-    function
-        .lines
-        .iter()
-        .filter(|l| l.increment.is_some())
-        .skip(1)
 }
 
 fn top_line(function: &FunctionReport, row: &LineReport) -> TopLine {

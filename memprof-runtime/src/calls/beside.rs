@@ -2,7 +2,7 @@
 //! row: its GPU region, the driver's view (NVML, while counting) and a
 //! framework's pool (`crate::pool`).
 
-use crate::cells::LineCell;
+use crate::cells::{DriverFigures, LineCell};
 use crate::gpu::GpuMark;
 use crate::pool::PoolUsage;
 
@@ -41,12 +41,15 @@ impl Beside {
     /// At the call's exit, before its heap figures close `fn_row`.
     pub(crate) fn close(self, fn_row: &LineCell) {
         if let Some(gpu) = self.gpu.and_then(crate::gpu::end) {
-            fn_row.closed_gpu(gpu.increment, gpu.usage, gpu.peak);
+            fn_row.closed_gpu(gpu);
         }
         if let Some(start) = self.driver
             && let Some(end) = crate::gpu::driver()
         {
-            fn_row.closed_driver(end - start, end);
+            fn_row.closed_driver(DriverFigures {
+                increment: end - start,
+                usage: end,
+            });
         }
         if let Some(start) = self.pool
             && let Some(end) = crate::pool::read()

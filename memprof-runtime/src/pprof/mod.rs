@@ -139,8 +139,8 @@ impl HeapProfile {
     /// it encloses), on a stack of its sites' frames, its line, and the
     /// lines that enclose it.
     fn add_function(&mut self, function: &FunctionReport, profiled: &Profiled<'_>) {
-        let parents = nesting::enclosing(&function.lines);
-        let rows: Vec<usize> = statement_rows(function).collect();
+        let parents = nesting::enclosing(function);
+        let rows: Vec<usize> = function.statement_indices().collect();
         let mut shares: Vec<BTreeMap<Vec<SiteFrame>, HeapValues>> = rows
             .iter()
             .map(|&i| figures(&function.lines[i], profiled))
@@ -265,18 +265,6 @@ fn in_use(row: &LineReport, site: Option<&Site>) -> (i64, i64) {
 
 fn as_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// The rows with figures after the `fn` row (the first with figures, which
-/// holds the whole call): the function's statements.
-fn statement_rows(function: &FunctionReport) -> impl Iterator<Item = usize> + '_ {
-    function
-        .lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.increment.is_some())
-        .skip(1)
-        .map(|(i, _)| i)
 }
 
 /// A row's figures, whole (enclosed rows' included): per site, keyed by

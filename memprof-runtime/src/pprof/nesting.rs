@@ -8,7 +8,7 @@
 //! literals. Where they do not balance, no row encloses another: each row's
 //! figures then stand alone, as the tables show them.
 
-use crate::report::LineReport;
+use crate::report::FunctionReport;
 
 /// One open block: the row whose statement opened it, and the last row
 /// that started a statement directly inside it, while that statement has
@@ -20,14 +20,16 @@ struct Open {
     nested: i32,
 }
 
-/// For each of `lines` (same indices), the row that encloses it: `None` for
-/// rows before and at the `fn` row, the function's top-level statements,
-/// and every row where the braces do not balance.
-pub(crate) fn enclosing(lines: &[LineReport]) -> Vec<Option<usize>> {
+/// For each of `function`'s lines (same indices), the row that encloses
+/// it: `None` for rows before and at the `fn` row, the function's top-level
+/// statements, and every row where the braces do not balance.
+pub(crate) fn enclosing(function: &FunctionReport) -> Vec<Option<usize>> {
+    let lines = &function.lines;
     let none = vec![None; lines.len()];
-    let Some(fn_row) = lines.iter().position(|l| l.increment.is_some()) else {
+    let Some(fn_row) = function.fn_row_index() else {
         return none;
     };
+    let mut statements = function.statement_indices().peekable();
     let mut parents = none.clone();
     let mut stack = vec![Open {
         owner: fn_row,
@@ -37,7 +39,7 @@ pub(crate) fn enclosing(lines: &[LineReport]) -> Vec<Option<usize>> {
     let mut lexer = Lexer::default();
     // The `fn` row's own line may open the body.
     for (i, line) in lines.iter().enumerate().skip(fn_row) {
-        if i > fn_row && line.increment.is_some() {
+        if statements.next_if_eq(&i).is_some() {
             let Some(top) = stack.last_mut() else {
                 return none;
             };
@@ -185,10 +187,12 @@ fn char_literal(chars: &[char]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::LineReport;
 
-    /// Rows of `source`, one per line; `ran` marks those with figures.
-    fn rows(source: &[(&str, bool)]) -> Vec<LineReport> {
-        source
+    /// A function of `source`, a row per line; `ran` marks those with
+    /// figures.
+    fn rows(source: &[(&str, bool)]) -> FunctionReport {
+        let lines = source
             .iter()
             .enumerate()
             .map(|(i, (text, ran))| {
@@ -198,7 +202,8 @@ mod tests {
                 }
                 row
             })
-            .collect()
+            .collect();
+        FunctionReport::of_lines("f", "src/lib.rs", lines)
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub(crate) fn table(
         ]);
     }
     let figures = columns.len();
-    let fn_row = function.lines.iter().position(|l| l.increment.is_some());
+    let fn_row = function.fn_row_index();
     let mut records: Vec<Vec<String>> = Vec::new();
     for (i, line) in function.lines.iter().enumerate() {
         if let Some(min) = settings.min_increment {
@@ -394,8 +394,7 @@ pub(crate) fn freed_more_note(
     others_moved: bool,
     settings: &RenderSettings,
 ) -> Option<String> {
-    let fn_row = function.lines.iter().find(|l| l.increment.is_some())?;
-    let freed = fn_row.increment?;
+    let freed = function.fn_row()?.increment?;
     let below_zero = function
         .lines
         .iter()
@@ -440,20 +439,14 @@ pub(crate) fn call_note(
     // Other threads or tasks changed the heap by enough to matter beside
     // what the call freed: at least that, or 1 KiB.
     let freed = function
-        .lines
-        .iter()
-        .find_map(|l| l.increment)
+        .fn_row()
+        .and_then(|l| l.increment)
         .map_or(0, i64::unsigned_abs);
     let others_moved = facts.others_kept.unsigned_abs() >= OTHERS_NOTED.min(freed.max(1));
     if let Some(note) = freed_more_note(function, others_moved, settings) {
         return note;
     }
-    let own_peak = function
-        .lines
-        .iter()
-        .find(|l| l.increment.is_some())
-        .and_then(|l| l.peak)
-        .unwrap_or(0);
+    let own_peak = function.fn_row().and_then(|l| l.peak).unwrap_or(0);
     let others = facts.others_kept;
     if others < OTHERS_NOTED as i64 || (others as u64) < own_peak {
         return String::new();

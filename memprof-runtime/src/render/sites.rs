@@ -17,7 +17,7 @@ const SHOWN_FRAMES: usize = 8;
 
 /// The sites of `function`'s loud lines, or nothing where none has any.
 pub(crate) fn under_table(function: &FunctionReport, settings: &RenderSettings) -> String {
-    let Some(fn_row) = function.lines.iter().find(|l| l.increment.is_some()) else {
+    let Some(fn_row) = function.fn_row() else {
         return String::new();
     };
     if fn_row.sites.is_none() {
@@ -260,17 +260,7 @@ mod tests {
             row(16, "}", 0, 0, Some(vec![])),
         ];
         let report = Report {
-            functions: vec![FunctionReport {
-                name: "app::parse".to_owned(),
-                file: "src/app.rs".to_owned(),
-                calls: 1,
-                running: 0,
-                gpu: None,
-                gpu_driver: None,
-                pool: None,
-                lines,
-                sites_left_out: None,
-            }],
+            functions: vec![FunctionReport::of_lines("app::parse", "src/app.rs", lines)],
         };
         let summary = report.summary();
         assert_eq!(

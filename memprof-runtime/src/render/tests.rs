@@ -65,15 +65,10 @@ fn hostile() -> Report {
         row
     };
     Report {
-        functions: vec![FunctionReport {
-            name: "app::\u{1b}[2Jtitle".to_owned(),
-            file: "src/\u{1b}]0;x\u{7}.rs".to_owned(),
-            calls: 1,
-            running: 0,
-            gpu: None,
-            gpu_driver: None,
-            pool: None,
-            lines: vec![
+        functions: vec![FunctionReport::of_lines(
+            "app::\u{1b}[2Jtitle",
+            "src/\u{1b}]0;x\u{7}.rs",
+            vec![
                 row(1, "#[profile]", None),
                 row(2, "fn title() {", Some(11)),
                 row(
@@ -83,8 +78,7 @@ fn hostile() -> Report {
                 ),
                 row(4, "}", Some(0)),
             ],
-            sites_left_out: None,
-        }],
+        )],
     }
 }
 

@@ -2,10 +2,13 @@
 //! every thread, and their JSON. Printing them is `output`'s.
 
 mod callees;
+mod shape;
 
 use crate::alloc::untracked;
 use crate::calls::{FnMeta, Registration};
-use crate::cells::{LineCell, RowFigures};
+use crate::cells::{DriverFigures, LineCell, RowFigures};
+use crate::gpu::GpuFigures;
+use crate::pool::PoolFigures;
 use crate::sites::{Site, SitesLeftOut};
 pub use callees::LineCall;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -230,22 +233,19 @@ impl LineReport {
             allocations: self.allocations.unwrap_or(0),
             allocated: self.allocated_bytes.unwrap_or(0),
             mem_usage: self.mem_usage.unwrap_or(i64::MIN),
-            gpu: self.gpu_usage.map(|usage| {
-                (
-                    self.gpu_increment.unwrap_or(0),
-                    signed(usage),
-                    self.gpu_peak.unwrap_or(0),
-                )
+            gpu: self.gpu_usage.map(|usage| GpuFigures {
+                increment: self.gpu_increment.unwrap_or(0),
+                usage: signed(usage),
+                peak: self.gpu_peak.unwrap_or(0),
             }),
-            driver: self
-                .gpu_driver_usage
-                .map(|usage| (self.gpu_driver_increment.unwrap_or(0), signed(usage))),
-            pool: self.pool_allocated.map(|allocated| {
-                (
-                    self.pool_increment.unwrap_or(0),
-                    signed(allocated),
-                    signed(self.pool_reserved.unwrap_or(0)),
-                )
+            driver: self.gpu_driver_usage.map(|usage| DriverFigures {
+                increment: self.gpu_driver_increment.unwrap_or(0),
+                usage: signed(usage),
+            }),
+            pool: self.pool_allocated.map(|allocated| PoolFigures {
+                increment: self.pool_increment.unwrap_or(0),
+                allocated: signed(allocated),
+                reserved: signed(self.pool_reserved.unwrap_or(0)),
             }),
         }
     }
@@ -262,16 +262,16 @@ impl LineReport {
         self.allocated_bytes = ran.then_some(f.allocated);
         self.mem_usage = ran.then_some(f.mem_usage);
         let gpu = f.gpu.filter(|_| ran);
-        self.gpu_increment = gpu.map(|(increment, _, _)| increment);
-        self.gpu_usage = gpu.map(|(_, usage, _)| unsigned(usage));
-        self.gpu_peak = gpu.filter(|_| counted).map(|(_, _, peak)| peak);
+        self.gpu_increment = gpu.map(|g| g.increment);
+        self.gpu_usage = gpu.map(|g| unsigned(g.usage));
+        self.gpu_peak = gpu.filter(|_| counted).map(|g| g.peak);
         let driver = f.driver.filter(|_| ran);
-        self.gpu_driver_increment = driver.map(|(increment, _)| increment);
-        self.gpu_driver_usage = driver.map(|(_, usage)| unsigned(usage));
+        self.gpu_driver_increment = driver.map(|d| d.increment);
+        self.gpu_driver_usage = driver.map(|d| unsigned(d.usage));
         let pool = f.pool.filter(|_| ran);
-        self.pool_increment = pool.map(|(increment, _, _)| increment);
-        self.pool_allocated = pool.map(|(_, allocated, _)| unsigned(allocated));
-        self.pool_reserved = pool.map(|(_, _, reserved)| unsigned(reserved));
+        self.pool_increment = pool.map(|p| p.increment);
+        self.pool_allocated = pool.map(|p| unsigned(p.allocated));
+        self.pool_reserved = pool.map(|p| unsigned(p.reserved));
     }
 }
 
@@ -312,6 +312,23 @@ impl Report {
 }
 
 impl FunctionReport {
+    /// One call's table of `lines`, with no GPU, pool or sites left out:
+    /// the report unit tests build.
+    #[cfg(test)]
+    pub(crate) fn of_lines(name: &str, file: &str, lines: Vec<LineReport>) -> FunctionReport {
+        FunctionReport {
+            name: name.to_owned(),
+            file: file.to_owned(),
+            calls: 1,
+            running: 0,
+            gpu: None,
+            gpu_driver: None,
+            pool: None,
+            lines,
+            sites_left_out: None,
+        }
+    }
+
     fn add(&mut self, other: &FunctionReport) {
         self.calls += other.calls;
         self.gpu = self.gpu.take().or_else(|| other.gpu.clone());
@@ -330,16 +347,6 @@ impl FunctionReport {
                 None => self.lines.push(line.clone()),
             }
         }
-    }
-
-    /// The row of source line `line`.
-    pub fn line(&self, line: u32) -> Option<&LineReport> {
-        self.lines.iter().find(|l| l.line == line)
-    }
-
-    /// The first row whose text contains `needle`.
-    pub fn line_containing(&self, needle: &str) -> Option<&LineReport> {
-        self.lines.iter().find(|l| l.contents.contains(needle))
     }
 }
 

@@ -26,9 +26,17 @@ fn processes_merge_by_the_rule_that_merges_threads() {
         allocations: 3,
         allocated: 5000,
         mem_usage: 10_000,
-        gpu: Some((1 << 20, 3 << 20, 2 << 20)),
+        gpu: Some(GpuFigures {
+            increment: 1 << 20,
+            usage: 3 << 20,
+            peak: 2 << 20,
+        }),
         driver: None,
-        pool: Some((4 << 20, 40 << 20, 64 << 20)),
+        pool: Some(PoolFigures {
+            increment: 4 << 20,
+            allocated: 40 << 20,
+            reserved: 64 << 20,
+        }),
     };
     let b = RowFigures {
         occurrences: 5,
@@ -37,9 +45,20 @@ fn processes_merge_by_the_rule_that_merges_threads() {
         allocations: 9,
         allocated: 900,
         mem_usage: 12_000,
-        gpu: Some((-(1 << 20), 1 << 20, 4 << 20)),
-        driver: Some((64, 700 << 20)),
-        pool: Some((-(1 << 20), 36 << 20, 96 << 20)),
+        gpu: Some(GpuFigures {
+            increment: -(1 << 20),
+            usage: 1 << 20,
+            peak: 4 << 20,
+        }),
+        driver: Some(DriverFigures {
+            increment: 64,
+            usage: 700 << 20,
+        }),
+        pool: Some(PoolFigures {
+            increment: -(1 << 20),
+            allocated: 36 << 20,
+            reserved: 96 << 20,
+        }),
     };
     let mut threads = a;
     threads.add(&b);

@@ -3,7 +3,8 @@
 //! linear probing, growing by doubling when three quarters full, emptied by
 //! backward-shift deletion (no tombstones), so that a lookup, an insert or
 //! a removal costs the same whatever the map holds. Also the one mixer that
-//! every sites table hashes with.
+//! every sites table hashes with, and the one linear probe that the fixed
+//! tables (`tables`, `in_use::origins`) and this map look for a slot with.
 //!
 //! An `AddrMap` has one user at a time: a thread's own tables, or, as a
 //! [`SharedMap`], whoever holds its spin lock. Nothing here allocates.
@@ -100,12 +101,9 @@ impl<V: Zeroed> AddrMap<V> {
         if !self.has_room() && !self.grow() && (self.len + 1) * 8 > self.capacity * 7 {
             return Err(NoRoom);
         }
-        let mask = self.capacity - 1;
-        let mut i = home(addr, self.capacity);
+        // NOTE: never `None` here: the table is at most seven eighths full.
+        let i = self.slot_of(addr).ok_or(NoRoom)?;
         let slots = self.slots_mut();
-        while slots[i].addr != 0 && slots[i].addr != addr {
-            i = (i + 1) & mask;
-        }
         let old = (slots[i].addr == addr).then_some(slots[i].value);
         slots[i] = Slot { addr, value };
         if old.is_none() {
@@ -157,19 +155,19 @@ impl<V: Zeroed> AddrMap<V> {
     }
 
     fn find(&self, addr: usize) -> Option<usize> {
-        let slots = self.slots();
         if self.len == 0 {
             return None;
         }
-        let mask = self.capacity - 1;
-        let mut i = home(addr, self.capacity);
-        loop {
-            match slots[i].addr {
-                a if a == addr => return Some(i),
-                0 => return None,
-                _ => i = (i + 1) & mask,
-            }
-        }
+        self.slot_of(addr).filter(|&i| self.slots()[i].addr == addr)
+    }
+
+    /// The slot holding `addr`, or else the empty slot that ends its
+    /// probe, where it would go; `None` before the first table.
+    fn slot_of(&self, addr: usize) -> Option<usize> {
+        let slots = self.slots();
+        probe(mix(addr as u64), self.capacity, self.capacity, |i| {
+            (slots[i].addr == 0 || slots[i].addr == addr).then_some(i)
+        })
     }
 
     /// Empties slot `i` by backward-shift deletion.
@@ -208,11 +206,12 @@ impl<V: Zeroed> AddrMap<V> {
         // SAFETY: freshly mapped, zeroed: `grown` empty slots (`V: Zeroed`).
         let new = unsafe { std::slice::from_raw_parts_mut(table.cast::<Slot<V>>(), grown) };
         for slot in self.slots().iter().filter(|s| s.addr != 0) {
-            let mut i = home(slot.addr, grown);
-            while new[i].addr != 0 {
-                i = (i + 1) & (grown - 1);
+            // NOTE: always `Some`: the new table has room for every slot.
+            if let Some(i) = probe(mix(slot.addr as u64), grown, grown, |i| {
+                (new[i].addr == 0).then_some(i)
+            }) {
+                new[i] = *slot;
             }
-            new[i] = *slot;
         }
         let len = self.len;
         self.clear();
@@ -294,6 +293,32 @@ fn home(addr: usize, capacity: usize) -> usize {
     mix(addr as u64) as usize & (capacity - 1)
 }
 
+/// Linear probing, the one way every sites table looks for a slot: from
+/// `hash`'s home slot in a table of `capacity` slots (a power of two), the
+/// next slot each time, wrapping around, at most `limit` slots (a full table
+/// has no empty slot to end a probe). `visit` ends the probe at a slot by
+/// returning `Some`: what it found there, or where to add. `None` when no
+/// slot of the `limit` ended it.
+// PERF: on the allocator's slow path, also unoptimized under `cargo test`:
+// a counted loop and one call of `visit` per slot, no iterator adapters.
+#[inline]
+pub(crate) fn probe<T>(
+    hash: u64,
+    capacity: usize,
+    limit: usize,
+    mut visit: impl FnMut(usize) -> Option<T>,
+) -> Option<T> {
+    let mask = capacity.wrapping_sub(1);
+    let mut i = hash as usize & mask;
+    for _ in 0..limit {
+        if let Some(found) = visit(i) {
+            return Some(found);
+        }
+        i = (i + 1) & mask;
+    }
+    None
+}
+
 /// A 64-bit finalizer (MurmurHash3's): every input bit moves every output
 /// bit, so that aligned addresses spread over a table's slots.
 pub(crate) fn mix(mut h: u64) -> u64 {
@@ -310,6 +335,17 @@ mod tests {
 
     // SAFETY: zero is a `u64`.
     unsafe impl Zeroed for u64 {}
+
+    #[test]
+    fn a_probe_wraps_around_and_stops_at_its_limit() {
+        let mut seen = Vec::new();
+        let none = probe(6, 8, 4, |i| {
+            seen.push(i);
+            None::<usize>
+        });
+        assert_eq!((none, seen), (None, vec![6, 7, 0, 1]));
+        assert_eq!(probe(6, 8, 8, |i| (i == 1).then_some(i)), Some(1));
+    }
 
     #[test]
     fn addresses_come_back_once_with_their_values_through_growth_and_deletion() {

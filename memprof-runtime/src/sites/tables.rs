@@ -18,7 +18,7 @@
 //! starts threads without end keeps as many table sets as it has threads
 //! at once.
 
-use super::addr_map::{AddrMap, Zeroed, mix};
+use super::addr_map::{AddrMap, Zeroed, mix, probe};
 use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::sync::atomic::{
@@ -161,8 +161,7 @@ impl Tables {
     /// The stack's index, adding it if new; `NO_STACK` when the table is full.
     pub(crate) fn intern(&self, frames: &[usize]) -> u32 {
         let hash = hash_frames(frames);
-        let mut i = hash as usize & (STACKS - 1);
-        for _ in 0..STACKS / 2 {
+        probe(hash, STACKS, STACKS / 2, |i| {
             let slot = &self.stacks[i];
             let h = slot.hash.load(Relaxed);
             if h == 0 {
@@ -171,21 +170,18 @@ impl Tables {
                     cell.store(frame, Relaxed);
                 }
                 slot.hash.store(hash, Release);
-                return i as u32;
+                return Some(i as u32);
             }
-            if h == hash
+            let same = h == hash
                 && slot.len.load(Relaxed) == frames.len()
                 && slot
                     .frames
                     .iter()
                     .zip(frames)
-                    .all(|(a, &b)| a.load(Relaxed) == b)
-            {
-                return i as u32;
-            }
-            i = (i + 1) & (STACKS - 1);
-        }
-        NO_STACK
+                    .all(|(a, &b)| a.load(Relaxed) == b);
+            same.then_some(i as u32)
+        })
+        .unwrap_or(NO_STACK)
     }
 
     /// Adds to the figures of `key`'s row from `stack`; false if the
@@ -210,9 +206,7 @@ impl Tables {
     }
 
     fn entry(&self, key: &Key, stack: u32) -> Option<&Entry> {
-        let hash = hash_key(key, stack);
-        let mut i = hash as usize & (ENTRIES - 1);
-        for _ in 0..ENTRIES / 2 {
+        probe(hash_key(key, stack), ENTRIES, ENTRIES / 2, |i| {
             let e = &self.entries[i];
             if e.used.load(Relaxed) == 0 {
                 e.meta.store(key.meta, Relaxed);
@@ -223,17 +217,13 @@ impl Tables {
                 e.used.store(1, Release);
                 return Some(e);
             }
-            if e.meta.load(Relaxed) == key.meta
+            let same = e.meta.load(Relaxed) == key.meta
                 && e.cell.load(Relaxed) == u64::from(key.cell)
                 && e.serial.load(Relaxed) == key.serial
                 && e.generation.load(Relaxed) == key.generation
-                && e.stack.load(Relaxed) == u64::from(stack)
-            {
-                return Some(e);
-            }
-            i = (i + 1) & (ENTRIES - 1);
-        }
-        None
+                && e.stack.load(Relaxed) == u64::from(stack);
+            same.then_some(e)
+        })
     }
 
     /// The thread's `live` map. Only its owner calls this, and never
@@ -449,6 +439,9 @@ fn hash_key(key: &Key, stack: u32) -> u64 {
 }
 
 /// The word and bit of `maybe_live` for a block at `ptr`.
+// PERF: not `mix`: every free asks, and a filter's bit needs addresses
+// spread, not every input bit moving every output bit: one multiply (the
+// golden ratio's) and its high bits do.
 fn maybe_bit(ptr: usize) -> (usize, u64) {
     let h = (ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48;
     ((h as usize >> 6) & (MAYBE_WORDS - 1), 1 << (h & 63))

@@ -144,8 +144,6 @@ fn same_file(file: &str, original: &Path, tree: &Path) -> bool {
 /// allocated, or freed more than it allocated.
 fn moved(function: &FunctionReport) -> bool {
     function
-        .lines
-        .iter()
-        .find(|l| l.increment.is_some())
+        .fn_row()
         .is_some_and(|row| row.allocations.unwrap_or(0) > 0 || row.increment != Some(0))
 }

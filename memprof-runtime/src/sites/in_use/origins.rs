@@ -6,7 +6,7 @@
 //! under one, so that two threads never add the same one twice. Counters
 //! are atomic: a block allocated on one thread is often freed on another.
 
-use crate::sites::addr_map::mix;
+use crate::sites::addr_map::{mix, probe};
 use crate::sites::mapping::map_zeroed;
 use crate::sites::tables::MAX_FRAMES;
 use std::sync::Mutex;
@@ -93,20 +93,18 @@ pub(crate) fn intern(rows: &[Row], frames: &[usize]) -> u32 {
 
 /// The origin's index, or where it would go (`None`: the table is full).
 fn find(table: &[Origin], hash: u64, rows: &[Row], frames: &[usize]) -> Result<u32, Option<usize>> {
-    let mut i = hash as usize & (ORIGINS - 1);
     // NOTE: at most three quarters full, so that probes stay short.
-    for _ in 0..ORIGINS * 3 / 4 {
+    probe(hash, ORIGINS, ORIGINS * 3 / 4, |i| {
         let o = &table[i];
+        // One load decides: `hash` is stored last (release), once the
+        // origin is whole.
         let h = o.hash.load(Ordering::Acquire);
         if h == 0 {
-            return Err(Some(i));
+            return Some(Err(Some(i)));
         }
-        if h == hash && same(o, rows, frames) {
-            return Ok(i as u32);
-        }
-        i = (i + 1) & (ORIGINS - 1);
-    }
-    Err(None)
+        (h == hash && same(o, rows, frames)).then_some(Ok(i as u32))
+    })
+    .unwrap_or(Err(None))
 }
 
 fn same(o: &Origin, rows: &[Row], frames: &[usize]) -> bool {
