@@ -33,6 +33,9 @@ pub(crate) struct ThreadFn {
     /// The sites serial of the table `target` points at (see
     /// `Frame::site_key`). Owner only.
     pub(crate) target_serial: Cell<u64>,
+    /// The edges this aggregate was called from, for the runtime to find
+    /// without the lock (see `edges::EdgeCache`). Owner only.
+    pub(crate) edge_cache: super::edges::EdgeCache,
 }
 
 impl std::ops::Deref for ThreadFn {
@@ -245,6 +248,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
             padded,
             tables: Cell::new(0),
             target_serial: Cell::new(0),
+            edge_cache: super::edges::EdgeCache::default(),
         }));
         meta.threads
             .lock()
