@@ -100,8 +100,18 @@ fn handler(calls: u64, live: u64) -> serde_json::Value {
         calls,
         &[
             (20, None, None, "#[profile]"),
-            (21, Some(300 * calls as i64), Some(400), "async fn handle() {"),
-            (22, Some(300 * calls as i64), Some(300), "    remember(&id);"),
+            (
+                21,
+                Some(300 * calls as i64),
+                Some(400),
+                "async fn handle() {",
+            ),
+            (
+                22,
+                Some(300 * calls as i64),
+                Some(300),
+                "    remember(&id);",
+            ),
             (23, Some(0), Some(100), "    let prices = price();"),
             (24, None, None, "}"),
         ],
