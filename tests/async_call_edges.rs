@@ -242,7 +242,7 @@ fn top_lines_by_live_count_a_callees_bytes_once() {
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|f| statements(f))
+        .flat_map(statements)
         .filter(|l| l["calls"].as_array().is_none_or(Vec::is_empty))
         .filter_map(|l| l["in_use_bytes"].as_u64())
         .sum();
