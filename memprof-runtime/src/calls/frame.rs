@@ -283,6 +283,8 @@ impl Frame {
             &self.state().poll_slot,
             super::polling::register(std::ptr::from_ref(self).cast()),
         );
+        // A caller for the rest of this first poll; its cursors put
+        // themselves in the thread's chain as they open rows.
         self.polled_here();
     }
 
