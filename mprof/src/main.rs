@@ -107,6 +107,10 @@ struct TopArgs {
     /// Print one frame as text and exit (its rates from two snapshots an interval apart)
     #[arg(long)]
     once: bool,
+    /// With --once, print this function's lines (Live per line, with sites) instead of the
+    /// functions: its whole name, or the first function whose name has this in it
+    #[arg(long, value_name = "FUNCTION")]
+    lines: Option<String>,
     /// Seconds between refreshes
     #[arg(short = 'T', long, default_value = "1", value_parser = parse_refresh)]
     interval: f64,
@@ -359,6 +363,7 @@ fn execute(command: Command) -> Result<i32, Error> {
             pid: args.pid,
             program: args.program,
             once: args.once,
+            lines: args.lines,
             interval: std::time::Duration::from_secs_f64(args.interval),
         }),
         Command::Snapshot(args) => {

@@ -1,6 +1,7 @@
 //! The README's recipe for a running service, under `cargo memprof run`:
-//! the program's pid printed, `mprof snapshot` and `mprof diff` given
-//! cargo-memprof's pid (`$!`), then `kill $!`: cargo-memprof passes the
+//! the program's pid printed, `mprof snapshot`, `mprof diff --lines` and
+//! `mprof top --once --lines` given cargo-memprof's pid (`$!`), then `kill
+//! $!`: cargo-memprof passes the
 //! SIGTERM on, the program writes its report and ends, and cargo-memprof
 //! prints it and exits with the program's status.
 //!
@@ -53,7 +54,8 @@ fn the_readme_recipe_works_under_cargo_memprof_run() {
             "MEMPROF_LIVE=1 cargo memprof run --release --sites=sample &",
             "mprof snapshot $! -o before.json",
             "mprof snapshot $! -o after.json",
-            "mprof diff before.json after.json",
+            "mprof diff before.json after.json --lines",
+            "mprof top --once --lines handle $!",
             "mprof top $!",
             "kill $!",
         ],
@@ -107,8 +109,22 @@ fn the_readme_recipe_works_under_cargo_memprof_run() {
             .map(|f| f["calls"].as_u64().unwrap())
     };
     assert!(calls(&before).is_some_and(|c| c >= 1), "{before}");
+    // One function's lines, the fixture's `squares` for the README's
+    // `handle`: Live on each.
+    let lines = dollar_bang(&recipe[4].replace(" handle ", " squares "));
+    let top = mprof(&dir, &runtime, &lines);
+    assert!(top.status.success(), "{top:?}");
+    let frame = String::from_utf8_lossy(&top.stdout);
+    assert!(
+        frame
+            .lines()
+            .nth(2)
+            .is_some_and(|l| l.starts_with("helper::squares (")),
+        "{frame}"
+    );
+    assert!(frame.contains(" Live "), "{frame}");
     // `mprof top $!` wants a terminal: its one frame as text, the same way.
-    let mut once = dollar_bang(&recipe[4]);
+    let mut once = dollar_bang(&recipe[5]);
     once.insert(1, "--once".to_owned());
     let top = mprof(&dir, &runtime, &once);
     assert!(top.status.success(), "{top:?}");

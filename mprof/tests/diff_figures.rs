@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::report::{diff, simple, write};
+use common::report::{diff, function, simple, write};
 use common::scratch;
 use serde_json::json;
 
@@ -90,4 +90,66 @@ fn a_framework_s_pool_is_compared_where_either_report_read_one() {
  Pool reserved    4.0 MiB   8.0 MiB   +4.0 MiB    +100.0%
 "#
     );
+}
+
+/// A function's lines with bytes in use, as two snapshots of a running
+/// program have them (`MEMPROF_SITES`).
+fn handler(calls: u64, live: u64) -> serde_json::Value {
+    let mut function = function(
+        "app::handle",
+        calls,
+        &[
+            (20, None, None, "#[profile]"),
+            (
+                21,
+                Some(300 * calls as i64),
+                Some(400),
+                "async fn handle() {",
+            ),
+            (
+                22,
+                Some(300 * calls as i64),
+                Some(300),
+                "    remember(&id);",
+            ),
+            (23, Some(0), Some(100), "    let prices = price();"),
+            (24, None, None, "}"),
+        ],
+    );
+    for (row, bytes) in [(1, live), (2, live), (3, 0)] {
+        function["lines"][row]["in_use_bytes"] = json!(bytes);
+    }
+    function
+}
+
+#[test]
+fn lines_show_live_where_the_runs_have_it() {
+    let dir = scratch("diff-lines-live");
+    // Two snapshots a while apart: 1 call, then 3, each keeping 312 bytes
+    // in use on the line that calls `remember`; Kept/call stays the same,
+    // the leaking line's Live grows by 624 B.
+    write(&dir, "before.json", vec![handler(1, 312)]);
+    write(&dir, "after.json", vec![handler(3, 936)]);
+    let (out, err, code) = diff(&dir, &["before.json", "after.json", "--lines"]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+    assert_eq!(
+        out,
+        r#"Filename: src/app.rs   Function: app::handle   Status: grew
+
+ Figure       Base    Head   Change   Change %
+==============================================
+ Calls           1       3       +2    +200.0%
+ Peak        400 B   400 B      0 B       0.0%
+ Kept/call   300 B   300 B      0 B       0.0%
+ Live        312 B   936 B   +624 B    +200.0%
+
+ Base #   Head #   Base incr.   Head incr.   Incr. change   Base peak   Head peak   Peak change   Base live   Head live   Live change   Diff   Line Contents
+============================================================================================================================================================
+     21       21        300 B        300 B            0 B       400 B       400 B           0 B       312 B       936 B        +624 B          async fn handle() {
+     22       22        300 B        300 B            0 B       300 B       300 B           0 B       312 B       936 B        +624 B              remember(&id);
+     23       23          0 B          0 B            0 B       100 B       100 B           0 B         0 B         0 B           0 B              let prices = price();
+"#
+    );
+    // Without bytes in use, no Live columns (`diff.rs`:
+    // `a_moved_line_still_matches_with_lines`).
 }

@@ -268,3 +268,94 @@ fn sampled_live_growth_is_the_leak_within_ten_percent() {
         );
     }
 }
+
+/// The cells of the line of `text` whose contents have `contents`,
+/// split on runs of two spaces or more.
+fn cells_of<'a>(text: &'a str, contents: &str) -> Vec<&'a str> {
+    let line = text
+        .lines()
+        .find(|l| l.contains(contents))
+        .unwrap_or_else(|| panic!("no {contents:?} in {text}"));
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// The README's live recipe to its end (issue 60): of two snapshots, `mprof
+/// diff --lines` shows the handler's leaking line with its Live growth,
+/// `mprof report` of the later one shows its Live, and so does `mprof top
+/// --once --lines` of the running service. 100 orders, then 200 more, of
+/// 312 bytes kept each: 31,200 B (30.5 KiB), then 93,600 B (91.4 KiB).
+#[test]
+fn the_recipe_ends_at_the_leaking_line() {
+    let dir = scratch("live-leak-recipe");
+    let service = Service::start(
+        "leak",
+        &dir,
+        &[("MEMPROF_LIVE", "1"), ("MEMPROF_SITES", "1")],
+    );
+    let port: u16 = std::fs::read_to_string(dir.join("port"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let pid = service.pid().to_string();
+    orders(port, 0, 100);
+    snapshot(&dir, service.pid(), "before.json");
+    orders(port, 100, 300);
+    snapshot(&dir, service.pid(), "after.json");
+    let top = mprof(
+        &dir,
+        &[
+            "top",
+            "--once",
+            "-T",
+            "0.1",
+            "--lines",
+            "handle_order",
+            &pid,
+        ],
+    );
+    let mut quit = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    writeln!(quit, "quit").unwrap();
+    drop(quit);
+    let (_, status) = service.finish();
+    assert!(status.success());
+
+    let leak = "remember(cache, &request, &body);";
+    let out = mprof(&dir, &["diff", "before.json", "after.json", "--lines"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Base #, Head #, Base and Head incr., Incr. change, Base and Head
+    // peak, Peak change, then Base and Head live and Live change.
+    assert_eq!(
+        cells_of(&text, leak)[8..],
+        ["30.5 KiB", "91.4 KiB", "+60.9 KiB", leak],
+        "{text}"
+    );
+    // A snapshot is a report `mprof report` reads: its top lines by Live
+    // start with the leaking line.
+    let out = mprof(&dir, &["report", "after.json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let top_live = text
+        .split("Top lines by Live (still in use)\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let first = top_live.lines().nth(3).unwrap_or_default();
+    assert!(
+        first.starts_with(" 91.4 KiB ") && first.ends_with(leak),
+        "{top_live}"
+    );
+    // `mprof top --once --lines`: the handler's lines, Live on each.
+    let text = String::from_utf8_lossy(&top.stdout);
+    assert!(top.status.success(), "{text}");
+    assert!(
+        text.lines()
+            .nth(2)
+            .unwrap_or_default()
+            .starts_with("live_leak::handle_order ("),
+        "{text}"
+    );
+    let row = cells_of(&text, leak);
+    assert!(row.contains(&"91.4 KiB"), "{text}");
+}

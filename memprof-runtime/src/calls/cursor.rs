@@ -202,8 +202,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// Keeps an `async fn` call's innermost open cursor, for allocation
-    /// sites (see `calls::polling`): a cursor opening a row becomes it, and
-    /// one closing its last gives the place back to the one it encloses.
+    /// sites (see `calls::polling`) and call edges (the thread's innermost
+    /// while the call is polled, see `calls::edges`): a cursor opening a row
+    /// becomes it, and one closing its last gives the place back to the one
+    /// it encloses.
     fn follow(&self, frame: &Frame, next: u32) {
         let rest = self.rest();
         let innermost = &frame.state().innermost_cursor;
@@ -211,9 +213,11 @@ impl<'a> Cursor<'a> {
             set(&rest.enclosing, get(innermost));
             set(innermost, &raw const self.head);
             set(&rest.linked, true);
+            super::edges::async_cursor_moved(&raw const self.head);
         } else if next == NO_CELL && get(&rest.linked) {
             if std::ptr::eq(get(innermost), &raw const self.head) {
                 set(innermost, get(&rest.enclosing));
+                super::edges::async_cursor_moved(get(innermost));
             }
             set(&rest.linked, false);
         }

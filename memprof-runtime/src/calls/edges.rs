@@ -8,9 +8,16 @@
 //! call (a block's, a call's body) becomes the innermost as it is made and
 //! puts the one before it back as it ends, so a call made through
 //! unprofiled code counts from the profiled row that led to it. An `async
-//! fn`'s cursors stay out of that chain (a future outlives the poll that
-//! made it): calls made in its body count from the synchronous row that
-//! polls it, if any.
+//! fn`'s cursors are in that chain only while the call is polled (a future
+//! outlives the poll that made it): each poll puts the call's innermost
+//! cursor with a row open there ([`PollChain`]), and its cursors keep it
+//! there as they open and close rows ([`async_cursor_moved`]); the poll's
+//! end puts back the poller's. So a line of an `async fn` is the caller of
+//! what it calls while it is polled, as a synchronous line is (issue 60: a
+//! handler's line did not say it called a profiled function, and the top
+//! lines counted the callee's bytes twice). An `async fn` call names its
+//! own caller once, at its first poll ([`caller_here`]), and counts in it
+//! when it ends, on whichever thread.
 //!
 //! Each thread keeps each edge's figures in an [`EdgeCounts`] of its own,
 //! made here the first time (outside every figure) and listed for
@@ -29,6 +36,7 @@ use super::thread::ThreadFn;
 use crate::alloc::untracked;
 use crate::kernel::layout::{CursorHead, EdgeCounts, NO_CELL, ThreadFnHead};
 use crate::owned::{get, load_u64, set};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard};
@@ -43,6 +51,48 @@ struct Edge {
     /// The callee's `memprof::reset` generation the counts belong to.
     generation: std::sync::atomic::AtomicU64,
     counts: EdgeCounts,
+}
+
+/// How many edges of `async fn` calls each thread keeps at hand.
+const ASYNC_EDGES: usize = 4;
+
+thread_local! {
+    /// The latest edges that `async fn` calls ended in on this thread,
+    /// latest first: a call from one of their rows finds its edge without
+    /// the edges' lock, as the kernel's exit finds a synchronous call's in
+    /// `ThreadFnHead::edges`. NOTE: no destructor; a thread's aggregate of
+    /// a function is the same for its whole life, so the callee names it.
+    static ASYNC_EDGES_AT_HAND: [Cell<Option<&'static Edge>>; ASYNC_EDGES] =
+        const { [const { Cell::new(None) }; ASYNC_EDGES] };
+}
+
+/// The edge of an `async fn` call of `tf`'s function, the calling thread's
+/// aggregate, from row `row` of `caller`: one at hand, or
+/// [`edge_of`]'s, which becomes the latest at hand.
+fn async_edge_of(tf: &ThreadFn, caller: &'static FnMeta, row: u32) -> &'static Edge {
+    let callee = tf.meta();
+    let generation = callee.head.generation.load(Relaxed);
+    let at_hand = |e: &&'static Edge| {
+        std::ptr::eq(e.callee, callee)
+            && std::ptr::eq(e.caller, caller)
+            && e.row == row
+            && e.generation.load(Relaxed) == generation
+    };
+    ASYNC_EDGES_AT_HAND
+        .try_with(|slots| {
+            let found = slots.iter().position(|s| get(s).filter(at_hand).is_some());
+            let edge = match found {
+                Some(i) => get(&slots[i]).unwrap_or_else(|| edge_of(tf, caller, row)),
+                None => edge_of(tf, caller, row),
+            };
+            // The latest first: the ones before it move down a place.
+            for i in (1..=found.unwrap_or(ASYNC_EDGES - 1)).rev() {
+                set(&slots[i], get(&slots[i - 1]));
+            }
+            set(&slots[0], Some(edge));
+            edge
+        })
+        .unwrap_or_else(|_| edge_of(tf, caller, row))
 }
 
 /// Every edge's figures, by the callee's aggregate (one thread's), the
@@ -157,7 +207,9 @@ unsafe fn caller_of(outer: *const CursorHead) -> Option<(&'static ThreadFn, u32)
         return None;
     }
     // SAFETY: a cursor in the chain belongs to an open synchronous call of
-    // this thread; its aggregate, if set, lives as long as the thread.
+    // this thread, or to an `async fn` call polled on it, whose poll set
+    // its aggregate on this thread (see `Frame::polled_here`); an
+    // aggregate, if set, lives as long as the thread.
     let caller = unsafe { get(&(*outer.call).thread_fn).cast::<ThreadFn>().as_ref() }?;
     let row = *caller.meta().cell_rows.get(cell as usize)?;
     Some((caller, row))
@@ -206,18 +258,42 @@ pub(crate) unsafe fn find_for_kernel(top: *const CursorHead) {
     set(&latest.counts, edge);
 }
 
+/// The caller's function and row of a call beginning now on this thread:
+/// the row open in its innermost cursor, if any. An `async fn` call reads
+/// it at its first poll, and keeps it (see [`count_runtime_call`]).
+pub(crate) fn caller_here() -> Option<(&'static FnMeta, u32)> {
+    // SAFETY: null or this thread's counters.
+    let t = unsafe { crate::alloc::thread_counters().as_ref() }?;
+    // SAFETY: the thread's innermost cursor is null or live.
+    unsafe { caller_of(get(&t.open_cursor)) }.map(|(caller, row)| (caller.meta(), row))
+}
+
 /// Counts a call that the runtime entered, whose frame is `frame`, whose
 /// body's cursor began after `outer` and which allocated `allocated` bytes.
+/// An `async fn` call counts from the row it named at its first poll, in
+/// the aggregate of the thread it ends on (null `outer`).
 pub(crate) fn count_runtime_call(frame: &Frame, outer: *const CursorHead, allocated: u64) {
-    // SAFETY: a frame's aggregate lives as long as its thread.
-    let Some(tf) = (unsafe { frame.thread_fn().as_ref() }) else {
-        return;
+    let counts = match frame.async_caller() {
+        Some(None) => return,
+        Some(Some((caller, row))) => {
+            // SAFETY: an aggregate lives as long as its thread.
+            let Some(tf) = (unsafe { super::thread::thread_fn(frame.meta).as_ref() }) else {
+                return;
+            };
+            &async_edge_of(tf, caller, row).counts
+        }
+        None => {
+            // SAFETY: a frame's aggregate lives as long as its thread.
+            let Some(tf) = (unsafe { frame.thread_fn().as_ref() }) else {
+                return;
+            };
+            // SAFETY: the body cursor's `outer` is null or a live cursor.
+            let Some((caller, row)) = (unsafe { caller_of(outer) }) else {
+                return;
+            };
+            &edge_of(tf, caller.meta(), row).counts
+        }
     };
-    // SAFETY: the body cursor's `outer` is null or a live cursor.
-    let Some((caller, row)) = (unsafe { caller_of(outer) }) else {
-        return;
-    };
-    let counts = &edge_of(tf, caller.meta(), row).counts;
     counts.calls.store(load_u64(&counts.calls) + 1, Relaxed);
     let sum = load_u64(&counts.allocated).wrapping_add(allocated);
     counts.allocated.store(sum, Relaxed);
@@ -240,6 +316,47 @@ pub(crate) fn cursor_ended(cursor: &CursorHead) {
         && std::ptr::eq(get(&t.open_cursor), cursor)
     {
         set(&t.open_cursor, get(&cursor.outer));
+    }
+}
+
+/// An `async fn` call's poll under way on this thread: its innermost
+/// cursor is the thread's while it lasts; the poller's comes back when it
+/// drops, however the poll ends.
+pub(crate) struct PollChain(*const CursorHead);
+
+impl PollChain {
+    /// Makes `innermost`, the polled call's innermost cursor with a row
+    /// open (null: none yet, at its first poll, when the poller's stays
+    /// until its first row opens), the thread's.
+    pub(crate) fn enter(innermost: *const CursorHead) -> PollChain {
+        // SAFETY: null or this thread's counters.
+        let Some(t) = (unsafe { crate::alloc::thread_counters().as_ref() }) else {
+            return PollChain(std::ptr::null());
+        };
+        let poller = get(&t.open_cursor);
+        if !innermost.is_null() {
+            set(&t.open_cursor, innermost);
+        }
+        PollChain(poller)
+    }
+}
+
+impl Drop for PollChain {
+    fn drop(&mut self) {
+        // SAFETY: null or this thread's counters.
+        if let Some(t) = unsafe { crate::alloc::thread_counters().as_ref() } {
+            set(&t.open_cursor, self.0);
+        }
+    }
+}
+
+/// An `async fn` call being polled moved its innermost cursor with a row
+/// open to `innermost` (null: none): the thread's innermost, until the
+/// poll ends (see [`PollChain`]).
+pub(crate) fn async_cursor_moved(innermost: *const CursorHead) {
+    // SAFETY: null or this thread's counters.
+    if let Some(t) = unsafe { crate::alloc::thread_counters().as_ref() } {
+        set(&t.open_cursor, innermost);
     }
 }
 

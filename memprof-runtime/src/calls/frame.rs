@@ -80,6 +80,10 @@ pub(crate) struct FrameState {
     pub(super) is_async: Cell<bool>,
     pub(super) innermost_cursor: Cell<*const crate::kernel::layout::CursorHead>,
     poll_slot: Cell<*const super::polling::Slot>,
+    /// An `async fn` call: the function and row open on the thread at its
+    /// first poll, which it counts as its caller when it ends (see
+    /// `calls::edges`).
+    caller: Cell<Option<(&'static FnMeta, u32)>>,
 }
 
 impl FrameState {
@@ -104,6 +108,7 @@ impl FrameState {
         is_async: Cell::new(false),
         innermost_cursor: Cell::new(std::ptr::null()),
         poll_slot: Cell::new(std::ptr::null()),
+        caller: Cell::new(None),
     };
 }
 
@@ -150,7 +155,9 @@ unsafe impl Sync for Frame {}
 
 // SAFETY: the thread-specific pointers (`counters`, `thread_fn`) are set only
 // by synchronous calls, whose frame never leaves the thread while the call
-// runs; an `async fn` frame, which may move, records into rows it owns.
+// runs; an `async fn` frame, which may move, records into rows it owns, and
+// its head's `thread_fn` is set anew by each poll, and read only during it
+// (see `polled_here`).
 unsafe impl Send for Frame {}
 
 /// A call opened by [`Frame::enter`], to be closed by [`Frame::exit`].
@@ -270,17 +277,47 @@ impl Frame {
         self.own_table(self.wanted_table());
         self.open();
         set(&self.state().is_async, true);
-        if crate::sites::enabled() {
-            set(
-                &self.state().poll_slot,
-                super::polling::register(std::ptr::from_ref(self).cast()),
-            );
-        }
+        // Its future's slot: for allocation sites, and for its later polls,
+        // which find it there (see `polled_here`).
+        set(
+            &self.state().poll_slot,
+            super::polling::register(std::ptr::from_ref(self).cast()),
+        );
+        // A caller for the rest of this first poll; its cursors put
+        // themselves in the thread's chain as they open rows.
+        self.polled_here();
     }
 
     /// An `async fn` call's innermost cursor with a row open, or null.
     pub(super) fn innermost_cursor(&self) -> *const crate::kernel::layout::CursorHead {
         get(&self.state().innermost_cursor)
+    }
+
+    /// An `async fn` call polled on this thread: names it as a caller there
+    /// by the thread's aggregate of its function (see `calls::edges`), for
+    /// the time of the poll, and returns its innermost cursor with a row
+    /// open, or null. Only for an entered `async fn` call.
+    pub(super) fn polled_here(&self) -> *const crate::kernel::layout::CursorHead {
+        // NOTE: an aggregate, not null: the kernel tells callers apart by it
+        // and by the row's address, and an `async fn` call's rows are freed
+        // at its end, where another function's may be made next.
+        set(
+            &self.head.thread_fn,
+            super::thread::thread_fn(self.meta).cast(),
+        );
+        self.innermost_cursor()
+    }
+
+    /// Names an entered `async fn` call's caller: the row open on the
+    /// thread at its first poll (see `calls::edges`).
+    pub(crate) fn set_async_caller(&self, caller: Option<(&'static FnMeta, u32)>) {
+        set(&self.state().caller, caller);
+    }
+
+    /// An `async fn` call's caller, named at its first poll: `Some(None)`
+    /// where none was, `None` for a synchronous call.
+    pub(super) fn async_caller(&self) -> Option<Option<(&'static FnMeta, u32)>> {
+        get(&self.state().is_async).then(|| get(&self.state().caller))
     }
 
     /// Whether no open call of the function on this thread encloses this

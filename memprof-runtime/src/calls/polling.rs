@@ -27,7 +27,7 @@ impl Slot {
         self.0.set(frame);
     }
 
-    fn get(&self) -> FramePtr {
+    pub(super) fn get(&self) -> FramePtr {
         self.0.get()
     }
 }

@@ -1,6 +1,9 @@
 //! `async fn`: each poll of the body counts as the task's own, whichever
-//! thread runs it.
+//! thread runs it, and its lines are the callers of what they call while
+//! it is polled (see `calls::edges`).
 
+use super::Frame;
+use super::edges::PollChain;
 use crate::alloc::THREAD;
 use crate::region::with_thread;
 use std::future::Future;
@@ -102,6 +105,20 @@ impl<F> Instrumented<F> {
     }
 }
 
+/// Puts the innermost cursor with a row open of the call whose frame
+/// registered in `slot` in the thread's chain until the value drops: at its
+/// first poll, the call enters and names its caller from the poller's.
+fn chain(slot: &super::polling::Slot) -> PollChain {
+    let frame = slot.get().cast::<Frame>();
+    // SAFETY: null or the frame of the call running in `inner`, which
+    // leaves the slot before it ends.
+    let innermost = match unsafe { frame.as_ref() } {
+        Some(frame) => frame.polled_here(),
+        None => std::ptr::null(),
+    };
+    PollChain::enter(innermost)
+}
+
 struct PollExit<'a> {
     task: &'a mut TaskCounters,
     outer: Option<PollScope>,
@@ -127,6 +144,7 @@ impl<F: Future> Future for Instrumented<F> {
             task: &mut this.task,
             outer: Some(outer),
         };
+        let _chain = chain(&this.frame);
         // SAFETY: projection of the pinning of `self` onto `inner`, which
         // stays in place until `Drop`.
         let inner = unsafe { Pin::new_unchecked(&mut *this.inner) };
@@ -143,6 +161,8 @@ impl<F> Drop for Instrumented<F> {
             task: &mut self.task,
             outer: Some(outer),
         };
+        // Its cursors close here: the thread's chain comes back after.
+        let _chain = chain(&self.frame);
         // SAFETY: `inner` is dropped exactly once, here, and never used again.
         unsafe { ManuallyDrop::drop(&mut self.inner) };
     }

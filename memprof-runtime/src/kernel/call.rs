@@ -297,9 +297,8 @@ pub enum Edge {
     /// One of the aggregate's two latest edges, the one this call was made
     /// from: its counts (null where the caller has none).
     Counts(*const EdgeCounts),
-    /// None: no profiled row of a synchronous call is open (a call from
-    /// unprofiled code, or from an `async fn`'s), or its cursor is between
-    /// rows.
+    /// None: no profiled row is open (a call from unprofiled code), or
+    /// its cursor is between rows.
     None,
     /// Another edge than the aggregate's latest two: the runtime's to
     /// find.
@@ -325,7 +324,8 @@ pub unsafe fn edge(tf: &ThreadFnHead, outer: *const CursorHead) -> Edge {
         return Edge::None;
     }
     // SAFETY: a live cursor in the chain belongs to an open synchronous
-    // call of this thread, whose head is live.
+    // call of this thread, or to an `async fn` call polled on it, whose
+    // head is live.
     let caller = unsafe { &*outer.call };
     let row = get(&caller.cells).wrapping_add(cell as usize);
     let from = get(&caller.thread_fn);

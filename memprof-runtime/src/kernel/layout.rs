@@ -83,10 +83,11 @@ pub struct Counters {
     pub device_carry: Cell<i64>,
     pub device_events: Cell<u64>,
     /// Owned by `calls::edges`: the innermost statement cursor of this
-    /// thread's open synchronous calls (a block's, or a call's body), whose
-    /// open row is the one a profiled call beginning now is made from;
-    /// null outside them. Each cursor keeps the one before it
-    /// (`CursorHead::outer`) and puts it back as it ends.
+    /// thread's open synchronous calls (a block's, or a call's body) and of
+    /// the `async fn` calls it is polling, whose open row is the one a
+    /// profiled call beginning now is made from; null outside them. Each
+    /// synchronous cursor keeps the one before it (`CursorHead::outer`) and
+    /// puts it back as it ends; a poll puts back the poller's.
     pub open_cursor: Cell<*const CursorHead>,
 }
 
@@ -352,8 +353,9 @@ pub struct CallHead {
     /// A kernel-entered call: no open call of the function enclosed it.
     pub outermost: Cell<bool>,
     /// A synchronous call: the thread's aggregate of the function (null
-    /// if none). The kernel's exit reads it for the calls it entered; call
-    /// edges, to name the caller (see `calls::edges`).
+    /// if none); an `async fn` call: the polling thread's, set by each poll.
+    /// The kernel's exit reads it for the calls it entered; call edges, to
+    /// name the caller (see `calls::edges`).
     pub thread_fn: Cell<*const ThreadFnHead>,
     /// A kernel-entered call: its own region's start and the enclosing
     /// region's watermark, and the context's allocation count and bytes
@@ -400,7 +402,8 @@ pub struct CursorHead {
     pub device_saved: Cell<i64>,
     /// The thread's innermost cursor when this one was made
     /// (`Counters::open_cursor`), put back when it ends; for a call's body
-    /// cursor, its caller's. Null for a cursor outside that chain (an
-    /// `async fn`'s).
+    /// cursor, its caller's. Null for an `async fn`'s cursor, which is in
+    /// the chain only while its call is polled, and the poll puts back
+    /// what was before it.
     pub outer: Cell<*const CursorHead>,
 }

@@ -423,6 +423,9 @@ impl<const N: usize> CallFrame<N> {
     pub fn enter_async(&self) -> CallGuard<'_> {
         self.frame.enter_async();
         if self.frame.is_recording() {
+            // The row polling it now is its caller (see `calls::edges`).
+            self.frame
+                .set_async_caller(crate::calls::edges::caller_here());
             sites_read_open_rows();
         }
         CallGuard::new(&self.frame, false)
@@ -468,7 +471,8 @@ impl Drop for CallGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         if self.frame.is_recording() {
-            // An `async fn` call: no caller's row (see `calls::edges`).
+            // An `async fn` call: it named its caller's row at its first
+            // poll (see `calls::edges`).
             finish(self.frame, &self.mark, false, std::ptr::null());
         }
     }

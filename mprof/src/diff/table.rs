@@ -2,7 +2,7 @@
 //! `--lines`, one of its lines; in the style of memprof's own tables
 //! (figures right-aligned, a `=` rule as wide as the header).
 
-use super::figures::FunctionDiff;
+use super::figures::{FunctionDiff, to_i64};
 use super::format::{bytes, delta, percent, side, signed_bytes, unchanged_line};
 use super::input::{FunctionRun, LineRun};
 use super::lines::{LinePair, match_lines};
@@ -87,6 +87,9 @@ fn function(diff: &FunctionDiff, lines: bool) -> String {
 /// The rows that ran in either run, and lines added or removed, matched by
 /// text (see `lines`).
 /// Increments are per call, as kept bytes are; peaks are per call already.
+/// Where either run has bytes in use (`MEMPROF_SITES`: two snapshots of a
+/// running program), each line's Live too, a total as the function's is:
+/// the line a leak grows in reads its growth.
 pub fn line_table(diff: &FunctionDiff) -> String {
     let empty: &[LineRun] = &[];
     let base = diff.base.map_or(empty, |f| &f.lines);
@@ -94,6 +97,7 @@ pub fn line_table(diff: &FunctionDiff) -> String {
     let calls = |f: Option<&FunctionRun>| f.map_or(0, |f| f.calls);
     let (base_calls, head_calls) = (calls(diff.base), calls(diff.head));
     let figure = |v: Option<i64>| v.map(bytes).unwrap_or_default();
+    let live = base.iter().chain(head).any(|l| l.in_use_bytes.is_some());
     let mut rows = Vec::new();
     for pair in match_lines(base, head) {
         if !pair.shown() {
@@ -109,7 +113,7 @@ pub fn line_table(diff: &FunctionDiff) -> String {
             _ => ("", pair.head),
         };
         let contents = text.map_or("", |l| l.contents.as_str());
-        rows.push(vec![
+        let mut row = vec![
             number(pair.base),
             number(pair.head),
             figure(increment.0),
@@ -118,26 +122,31 @@ pub fn line_table(diff: &FunctionDiff) -> String {
             figure(peaks.0),
             figure(peaks.1),
             change_cell(peaks, &pair),
-            marker.to_owned(),
-            truncate(&contents.replace('\t', "    ")),
-        ]);
+        ];
+        if live {
+            let in_use = |l: Option<&LineRun>| l.and_then(|l| l.in_use_bytes).map(to_i64);
+            let lives = (in_use(pair.base), in_use(pair.head));
+            row.extend([figure(lives.0), figure(lives.1), change_cell(lives, &pair)]);
+        }
+        row.extend([marker.to_owned(), truncate(&contents.replace('\t', "    "))]);
+        rows.push(row);
     }
-    aligned(
-        &[
-            "Base #",
-            "Head #",
-            "Base incr.",
-            "Head incr.",
-            "Incr. change",
-            "Base peak",
-            "Head peak",
-            "Peak change",
-            "Diff",
-            "Line Contents",
-        ],
-        0..8,
-        rows,
-    )
+    let mut header = vec![
+        "Base #",
+        "Head #",
+        "Base incr.",
+        "Head incr.",
+        "Incr. change",
+        "Base peak",
+        "Head peak",
+        "Peak change",
+    ];
+    if live {
+        header.extend(["Base live", "Head live", "Live change"]);
+    }
+    let figures = header.len();
+    header.extend(["Diff", "Line Contents"]);
+    aligned(&header, 0..figures, rows)
 }
 
 /// The change between two line figures; empty unless the line is in both.

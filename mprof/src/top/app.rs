@@ -96,6 +96,27 @@ impl App {
         }
     }
 
+    /// Shows the line table of the function named `name`, or else of the
+    /// first row whose name has `name` in it, in the sort's order, as `/`
+    /// and Enter would open it (`--once --lines`); false, the screen left
+    /// as it was, where no function's name has it.
+    pub fn open_lines(&mut self, name: &str) -> bool {
+        let exact = self.all.iter().find(|r| r.name == name);
+        let found = match exact {
+            Some(row) => Some(row.name.clone()),
+            None => arrange(self.all.clone(), self.sort, name)
+                .first()
+                .map(|r| r.name.clone()),
+        };
+        match found {
+            Some(found) => {
+                self.screen = Screen::Lines(found);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The selected row's index in `rows`.
     pub fn selected_index(&self) -> Option<usize> {
         let name = self.selected.as_ref()?;

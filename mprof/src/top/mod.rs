@@ -3,7 +3,8 @@
 //! now and the highest seen; per function its calls, peak, kept bytes,
 //! kept's growth per minute and allocations per second; sort, filter and
 //! pause keys; Enter opens a function's line table. `--once` prints one
-//! frame as text, from two snapshots an interval apart.
+//! frame as text, from two snapshots an interval apart: the functions, or
+//! with `--lines NAME` one function's lines.
 //!
 //! `model` makes the rows from snapshots, `app` holds the state and the
 //! keys, `view` draws (ratatui), `program` starts a command with
@@ -15,7 +16,7 @@ mod program;
 pub mod view;
 
 use crate::error::Error;
-use app::{Action, App};
+use app::{Action, App, Screen};
 use model::Snapshot;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 use std::ffi::OsString;
@@ -27,6 +28,9 @@ pub struct TopOptions {
     pub pid: Option<u32>,
     pub program: Vec<OsString>,
     pub once: bool,
+    /// `--lines`: the function whose lines `--once` prints, by its name or
+    /// a part of it.
+    pub lines: Option<String>,
     pub interval: Duration,
 }
 
@@ -34,6 +38,21 @@ pub struct TopOptions {
 const ONCE_WIDTH: u16 = 100;
 
 pub fn top(options: &TopOptions) -> Result<i32, Error> {
+    if options.lines.is_some() && !options.once {
+        return Err(Error::Usage(
+            "--lines goes with --once; on the screen, Enter opens a function's lines".to_owned(),
+        ));
+    }
+    if options
+        .lines
+        .as_deref()
+        .is_some_and(|name| name.trim().is_empty())
+    {
+        return Err(Error::Usage(
+            "--lines takes a function's name, or a part of it".to_owned(),
+        ));
+    }
+    let lines = options.lines.as_deref();
     let (pid, mut started) = match (options.pid, options.program.is_empty()) {
         (Some(_), false) => {
             return Err(Error::Live(
@@ -56,14 +75,14 @@ pub fn top(options: &TopOptions) -> Result<i32, Error> {
                 program::Listening::Ended(report) => {
                     let mut app = App::for_once();
                     app.update(report);
-                    print_frame(&app)?;
+                    print_frame(&mut app, lines)?;
                     return program.finish();
                 }
             }
         }
     };
     let watched = if options.once {
-        once(pid, options.interval)
+        once(pid, options.interval, lines)
     } else {
         watch(pid, options.interval, started.as_mut())
     };
@@ -83,25 +102,38 @@ fn snapshot(pid: u32) -> Result<Snapshot, Error> {
 }
 
 /// `--once`: one frame, from two snapshots `interval` apart, as text.
-fn once(pid: u32, interval: Duration) -> Result<(), Error> {
+fn once(pid: u32, interval: Duration, lines: Option<&str>) -> Result<(), Error> {
     let mut app = App::for_once();
     app.update(snapshot(pid)?);
     std::thread::sleep(interval);
     app.update(snapshot(pid)?);
-    print_frame(&app)
+    print_frame(&mut app, lines)
 }
 
 /// One frame as text, on stdout: the header, the table's header and its
-/// rows.
-fn print_frame(app: &App) -> Result<(), Error> {
-    // In a terminal, its width (names elided from the left); else, a log
-    // or a script's, wide enough for every whole name.
+/// rows; with `lines`, the line table of that function (see
+/// [`App::open_lines`]).
+fn print_frame(app: &mut App, lines: Option<&str>) -> Result<(), Error> {
+    if let Some(name) = lines
+        && !app.open_lines(name)
+    {
+        return Err(Error::Live(format!(
+            "no function in the snapshot has `{}` in its name",
+            crate::printable::printable(name)
+        )));
+    }
+    // The header, the table's header (and a function's title) and its
+    // rows; a log's or a script's text wide enough for every whole name or
+    // line, a terminal's as wide as it is (names elided from the left).
+    let (whole, rows) = match &app.screen {
+        Screen::Lines(name) => view::lines_extent(app, name),
+        Screen::Functions => (view::width_for_whole_names(app), app.rows.len() + 3),
+    };
     let width = match ratatui::crossterm::terminal::size() {
         Ok((columns, _)) if columns >= 40 && std::io::stdout().is_terminal() => columns,
-        _ => view::width_for_whole_names(app).max(ONCE_WIDTH),
+        _ => whole.max(ONCE_WIDTH),
     };
-    // The header, the table's header and its rows.
-    let height = (app.rows.len() + 3).min(u16::MAX as usize) as u16;
+    let height = rows.min(u16::MAX as usize) as u16;
     let text = view::frame_text(app, width, height);
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())

@@ -283,3 +283,22 @@ fn live_that_leaves_blocks_out_says_so_in_the_header_and_marks_the_function() {
     let parse = text.lines().find(|l| l.starts_with("app::parse")).unwrap();
     assert!(!parse.contains('+'), "{parse}");
 }
+
+#[test]
+fn once_lines_opens_the_named_function_or_the_first_whose_name_has_it() {
+    let mut app = App::for_once();
+    app.update(snapshot(
+        1.0,
+        &[
+            ("app::grow", 1, 10, 10, 1),
+            ("app::grow_cache", 1, 5000, 10, 1),
+        ],
+    ));
+    // Its whole name, though another sorts first.
+    assert!(app.open_lines("app::grow"));
+    assert_eq!(app.screen, Screen::Lines("app::grow".to_owned()));
+    // A part: the first in the sort's order (most kept), as `/` and Enter.
+    assert!(app.open_lines("grow"));
+    assert_eq!(app.screen, Screen::Lines("app::grow_cache".to_owned()));
+    assert!(!app.open_lines("parse"));
+}

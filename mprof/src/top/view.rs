@@ -131,6 +131,31 @@ pub fn width_for_whole_names(app: &App) -> u16 {
     name + FIGURE_COLUMNS.iter().sum::<u16>() + COLUMN_GAPS
 }
 
+/// The columns and rows a `--once` frame of the function `name`'s lines
+/// needs for every whole line: the header, the title, the table's header
+/// and a row per line.
+pub fn lines_extent(app: &App, name: &str) -> (u16, usize) {
+    let Some(function) = app.rows.iter().find(|r| r.name == name) else {
+        return (0, 3);
+    };
+    let longest = function.lines.iter().map(|l| l.contents.chars().count());
+    let text = longest
+        .max()
+        .unwrap_or(0)
+        .max(20)
+        .min(usize::from(u16::MAX / 2)) as u16;
+    let live = function.lines.iter().any(|l| l.live.is_some());
+    // The figures' columns and a space after each (see `draw_lines`).
+    let figures = LINE_COLUMNS.iter().sum::<u16>() + LINE_COLUMNS.len() as u16;
+    let live_column = if live { LIVE_COLUMN + 1 } else { 0 };
+    (figures + live_column + text, function.lines.len() + 4)
+}
+
+/// The line table's columns before its text (Live apart), as
+/// `draw_lines` lays them out: Line #, Increment, Peak, Occurrences.
+const LINE_COLUMNS: [u16; 4] = [7, 11, 11, 12];
+const LIVE_COLUMN: u16 = 11;
+
 /// Whether the figures are bytes in use (the snapshot has them: sites are
 /// recorded), not kept bytes.
 fn is_live(app: &App) -> bool {
@@ -208,18 +233,19 @@ fn draw_lines(frame: &mut Frame, app: &App, name: &str, area: Rect) {
     frame.render_widget(Paragraph::new(title_text), title);
     // Bytes in use by the line that made them, where the snapshot has them.
     let live = function.lines.iter().any(|l| l.live.is_some());
+    let [number, increment, peak, occurrences] = LINE_COLUMNS;
     let mut titles = vec!["Line #", "Increment", "Peak"];
     let mut widths = vec![
-        Constraint::Length(7),
-        Constraint::Length(11),
-        Constraint::Length(11),
+        Constraint::Length(number),
+        Constraint::Length(increment),
+        Constraint::Length(peak),
     ];
     if live {
         titles.push("Live");
-        widths.push(Constraint::Length(11));
+        widths.push(Constraint::Length(LIVE_COLUMN));
     }
     titles.extend(["Occurrences", "Line Contents"]);
-    widths.extend([Constraint::Length(12), Constraint::Min(20)]);
+    widths.extend([Constraint::Length(occurrences), Constraint::Min(20)]);
     let header = header_row(&titles, titles.len() - 1);
     let rows = function.lines.iter().map(|line| {
         let figure = |value: Option<String>| Line::from(value.unwrap_or_default()).right_aligned();
