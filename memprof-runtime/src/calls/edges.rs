@@ -30,70 +30,16 @@
 //! between rows. A row with no edge has no marker: a marker is always an
 //! edge that was recorded.
 
+use super::edge::Edge;
 use super::frame::Frame;
 use super::meta::FnMeta;
 use super::thread::ThreadFn;
 use crate::alloc::untracked;
 use crate::kernel::layout::{CursorHead, EdgeCounts, NO_CELL, ThreadFnHead};
 use crate::owned::{get, load_u64, set};
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard};
-
-/// One thread's figures of one edge: calls of `callee` made while row
-/// `row` (an index into the caller's rows) of `caller` was open.
-#[derive(Debug)]
-struct Edge {
-    caller: &'static FnMeta,
-    row: u32,
-    callee: &'static FnMeta,
-    /// The callee's `memprof::reset` generation the counts belong to.
-    generation: std::sync::atomic::AtomicU64,
-    counts: EdgeCounts,
-}
-
-/// How many edges of `async fn` calls each thread keeps at hand.
-const ASYNC_EDGES: usize = 4;
-
-thread_local! {
-    /// The latest edges that `async fn` calls ended in on this thread,
-    /// latest first: a call from one of their rows finds its edge without
-    /// the edges' lock, as the kernel's exit finds a synchronous call's in
-    /// `ThreadFnHead::edges`. NOTE: no destructor; a thread's aggregate of
-    /// a function is the same for its whole life, so the callee names it.
-    static ASYNC_EDGES_AT_HAND: [Cell<Option<&'static Edge>>; ASYNC_EDGES] =
-        const { [const { Cell::new(None) }; ASYNC_EDGES] };
-}
-
-/// The edge of an `async fn` call of `tf`'s function, the calling thread's
-/// aggregate, from row `row` of `caller`: one at hand, or
-/// [`edge_of`]'s, which becomes the latest at hand.
-fn async_edge_of(tf: &ThreadFn, caller: &'static FnMeta, row: u32) -> &'static Edge {
-    let callee = tf.meta();
-    let generation = callee.head.generation.load(Relaxed);
-    let at_hand = |e: &&'static Edge| {
-        std::ptr::eq(e.callee, callee)
-            && std::ptr::eq(e.caller, caller)
-            && e.row == row
-            && e.generation.load(Relaxed) == generation
-    };
-    ASYNC_EDGES_AT_HAND
-        .try_with(|slots| {
-            let found = slots.iter().position(|s| get(s).filter(at_hand).is_some());
-            let edge = match found {
-                Some(i) => get(&slots[i]).unwrap_or_else(|| edge_of(tf, caller, row)),
-                None => edge_of(tf, caller, row),
-            };
-            // The latest first: the ones before it move down a place.
-            for i in (1..=found.unwrap_or(ASYNC_EDGES - 1)).rev() {
-                set(&slots[i], get(&slots[i - 1]));
-            }
-            set(&slots[0], Some(edge));
-            edge
-        })
-        .unwrap_or_else(|_| edge_of(tf, caller, row))
-}
 
 /// Every edge's figures, by the callee's aggregate (one thread's), the
 /// callee (an ended thread's aggregate's memory may hold another
@@ -117,39 +63,6 @@ pub(crate) struct EdgesHeldForFork(
 impl EdgesHeldForFork {
     pub(crate) fn lock() -> Self {
         EdgesHeldForFork(lock())
-    }
-}
-
-/// The edges one aggregate (one function on one thread) was called from,
-/// by caller and row: what [`edge_of`] finds without the lock, the map's
-/// hashing or the allocator's pause, as a callee called from more rows than
-/// the kernel's latest two keeps coming back to the same few. Owner only.
-///
-/// PERF: a list scanned in order, not a map: a function is called from a
-/// few rows (serde_json's `Value::deserialize` from 9 on a parser's run);
-/// past [`CACHED`] rows the rest go through the lock, as all did before.
-#[derive(Debug, Default)]
-pub(crate) struct EdgeCache(std::cell::RefCell<Vec<(&'static FnMeta, u32, &'static Edge)>>);
-
-/// The rows an [`EdgeCache`] keeps.
-const CACHED: usize = 32;
-
-impl EdgeCache {
-    fn find(&self, caller: &'static FnMeta, row: u32) -> Option<&'static Edge> {
-        let list = self.0.try_borrow().ok()?;
-        list.iter()
-            .find(|(c, r, _)| std::ptr::eq(*c, caller) && *r == row)
-            .map(|(_, _, edge)| *edge)
-    }
-
-    /// Keeps `edge`, where there is room; called with the allocator paused
-    /// (the list grows through it).
-    fn keep(&self, caller: &'static FnMeta, row: u32, edge: &'static Edge) {
-        if let Ok(mut list) = self.0.try_borrow_mut()
-            && list.len() < CACHED
-        {
-            list.push((caller, row, edge));
-        }
     }
 }
 
@@ -280,7 +193,7 @@ pub(crate) fn count_runtime_call(frame: &Frame, outer: *const CursorHead, alloca
             let Some(tf) = (unsafe { super::thread::thread_fn(frame.meta).as_ref() }) else {
                 return;
             };
-            &async_edge_of(tf, caller, row).counts
+            &edge_of(tf, caller, row).counts
         }
         None => {
             // SAFETY: a frame's aggregate lives as long as its thread.

@@ -9,6 +9,7 @@
 
 mod beside;
 mod cursor;
+mod edge;
 pub(crate) mod edges;
 mod frame;
 mod meta;

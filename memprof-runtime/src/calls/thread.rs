@@ -34,8 +34,8 @@ pub(crate) struct ThreadFn {
     /// `Frame::site_key`). Owner only.
     pub(crate) target_serial: Cell<u64>,
     /// The edges this aggregate was called from, for the runtime to find
-    /// without the lock (see `edges::EdgeCache`). Owner only.
-    pub(crate) edge_cache: super::edges::EdgeCache,
+    /// without the lock (see `edge::EdgeCache`). Owner only.
+    pub(crate) edge_cache: super::edge::EdgeCache,
 }
 
 impl std::ops::Deref for ThreadFn {
@@ -248,7 +248,7 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
             padded,
             tables: Cell::new(0),
             target_serial: Cell::new(0),
-            edge_cache: super::edges::EdgeCache::default(),
+            edge_cache: super::edge::EdgeCache::default(),
         }));
         meta.threads
             .lock()
