@@ -250,12 +250,14 @@ pub fn annotate_text(
         .iter()
         .map(|(_, l, c, _, _)| (*l, *c, format!("#[{attr}] ")))
         .collect();
+    let mut tail = String::new();
     if let Some(wrapper) = wrap_allocator {
         for statik in &finder.allocators {
             edits.extend(wrap_static(statik, wrapper));
         }
+        tail = otherwise(&finder.allocators, wrapper);
     }
-    let annotated = (!edits.is_empty()).then(|| insert(text, edits));
+    let annotated = (!edits.is_empty()).then(|| insert(text, edits) + &tail);
     Ok(FileAnnotation {
         text: annotated,
         functions: finder
@@ -281,6 +283,36 @@ fn wrap_static(statik: &syn::ItemStatic, wrapper: &str) -> Vec<(usize, usize, St
         (expr.0.line, expr.0.column, format!("{wrapper}::new(")),
         (expr.1.line, expr.1.column, ")".to_owned()),
     ]
+}
+
+/// Where every `#[global_allocator]` static of a file is under `#[cfg]`
+/// (dhat's `#[cfg(feature = "dhat")]`), memprof's own for the builds
+/// where none is, to go at the file's end (no line moves): under the
+/// negation of their conditions, so that the crate has exactly one in
+/// every build.
+fn otherwise(allocators: &[syn::ItemStatic], wrapper: &str) -> String {
+    let mut conditions = Vec::new();
+    for statik in allocators {
+        let cfgs: Vec<String> = statik
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("cfg"))
+            .filter_map(|a| a.meta.require_list().ok())
+            .map(|list| list.tokens.to_string())
+            .collect();
+        if cfgs.is_empty() {
+            return String::new();
+        }
+        conditions.push(format!("all({})", cfgs.join(", ")));
+    }
+    if conditions.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n#[cfg(not(any({})))] #[global_allocator] static __MEMPROF_ALLOCATOR: {wrapper} = \
+         {wrapper}::system();\n",
+        conditions.join(", ")
+    )
 }
 
 /// Where a syntax node's first token starts and its last token ends.
@@ -567,6 +599,36 @@ mod tests {
         assert_eq!(paths, ["demo::a", "demo::S::c"]);
         assert_eq!(tally.annotated, 2);
         assert_eq!(tally.const_fn, 1);
+    }
+
+    #[test]
+    fn an_allocator_under_cfg_gets_memprofs_for_the_other_builds() {
+        let text = "#[cfg(feature = \"dhat\")]\n#[global_allocator]\nstatic ALLOC: dhat::Alloc = dhat::Alloc;\n";
+        let found = super::annotate_text(
+            text,
+            "demo",
+            &Selection::default(),
+            PROFILE,
+            Some(ALLOCATOR),
+        )
+        .unwrap();
+        assert!(found.global_allocator);
+        assert_eq!(
+            found.text.unwrap(),
+            "#[cfg(feature = \"dhat\")]\n#[global_allocator]\nstatic ALLOC: ::memprof::Allocator<dhat::Alloc> = ::memprof::Allocator::new(dhat::Alloc);\n\n\
+             #[cfg(not(any(all(feature = \"dhat\"))))] #[global_allocator] static __MEMPROF_ALLOCATOR: ::memprof::Allocator = ::memprof::Allocator::system();\n"
+        );
+        // One without a condition: nothing added.
+        let plain = "#[global_allocator]\nstatic A: std::alloc::System = std::alloc::System;\n";
+        let found = super::annotate_text(
+            plain,
+            "demo",
+            &Selection::default(),
+            PROFILE,
+            Some(ALLOCATOR),
+        )
+        .unwrap();
+        assert!(!found.text.unwrap().contains("__MEMPROF_ALLOCATOR"));
     }
 
     #[test]
