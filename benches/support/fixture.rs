@@ -1,5 +1,6 @@
 //! A fixture crate of `benches/crates` built the ways the whole-program
-//! benches compare, shared by `whole_crate` and `live_service`: as written,
+//! benches compare, shared by `whole_crate`, `registry_crates`,
+//! `live_service` and `sites_scale`: as written,
 //! with a feature (dhat's), and through `cargo memprof run --release`, each
 //! into its own directory under the bench's `CARGO_TARGET_TMPDIR`.
 
@@ -51,6 +52,12 @@ impl Fixture {
     /// Builds it through `cargo memprof run --release` (which runs it once,
     /// with `args`) and returns the profiled binary.
     pub fn build_profiled(&self, args: &[&str]) -> PathBuf {
+        self.build_profiled_with(&[], args)
+    }
+
+    /// The same, with cargo-memprof's `flags` (`--dep NAME`). A second call
+    /// builds from the record the first one left (`target/memprof`).
+    pub fn build_profiled_with(&self, flags: &[&str], args: &[&str]) -> PathBuf {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let tools = self.target().join("tools");
         let status = cargo()
@@ -72,7 +79,9 @@ impl Fixture {
         assert!(status.success(), "building cargo-memprof failed");
         let target = self.target().join("profiled");
         let out = Command::new(tools.join("release/cargo-memprof"))
-            .args(["memprof", "run", "--release", "--"])
+            .args(["memprof", "run", "--release"])
+            .args(flags)
+            .arg("--")
             .args(args)
             .current_dir(self.dir())
             .env("CARGO_TARGET_DIR", &target)
