@@ -280,8 +280,9 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
     let gpu = summary.functions.iter().any(|f| f.gpu_peak.is_some());
     let ran = summary.functions.len();
     let mut out = format!(
-        "Summary: {ran} function{} ran, highest peak first\n\n",
-        if ran == 1 { "" } else { "s" }
+        "Summary: {ran} function{} ran, {}\n\n",
+        if ran == 1 { "" } else { "s" },
+        summary.order()
     );
     // Bytes still in use, and a framework's pool, where the run has them.
     let live = summary.functions.iter().any(|f| f.live.is_some());
