@@ -357,7 +357,10 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
                     // A second line in the cell, under the source.
                     if let Some(site) = &l.site {
                         contents.push('\n');
-                        contents.push_str(&truncate(&sites::top_site(site), CONTENTS_WIDTH));
+                        contents.push_str(&truncate(
+                            &sites::top_site_within(site, CONTENTS_WIDTH),
+                            CONTENTS_WIDTH,
+                        ));
                     }
                     contents
                 },
