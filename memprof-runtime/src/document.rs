@@ -47,6 +47,11 @@ pub(crate) struct SnapshotFacts {
     /// profiled line (the rows' Mem usage). Not the true peak, which no
     /// counter keeps between lines.
     pub(crate) heap_high: u64,
+    /// With `MEMPROF_SITES=sample`: one sample per this many bytes
+    /// allocated on average, so that a reader can say how many samples a
+    /// Live figure holds (`mprof top`'s ±); `None` (`null`) with exact
+    /// sites or none.
+    pub(crate) sample_mean: Option<u64>,
 }
 
 /// A snapshot's document: `to_json`'s, then [`SnapshotFacts`]'s fields.
@@ -61,6 +66,7 @@ struct SnapshotDocument<'a> {
     pid: u32,
     heap: u64,
     heap_high: u64,
+    sample_mean: Option<u64>,
 }
 
 impl Report {
@@ -76,6 +82,7 @@ impl Report {
             pid: facts.pid,
             heap: facts.heap,
             heap_high: facts.heap_high,
+            sample_mean: facts.sample_mean,
         }))
     }
 

@@ -12,7 +12,9 @@ const TOP_LINES: usize = 10;
 /// A report's summary: see [`Report::summary`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, miniserde::Serialize)]
 pub struct Summary {
-    /// One row per function that ran, highest peak first (then by name).
+    /// One row per function that ran, highest peak first (then by name);
+    /// where the report has Live (sites recorded, a snapshot), most Live
+    /// first, then by peak ([`Summary::ranked_by_live`]).
     pub functions: Vec<FunctionSummary>,
     /// The statement lines of every function with the highest Increment,
     /// highest first; at most 10, only lines that kept bytes.
@@ -144,7 +146,17 @@ impl Report {
             .filter(|f| f.calls > 0)
             .filter_map(function_summary)
             .collect();
-        functions.sort_by(|a, b| b.peak.cmp(&a.peak).then_with(|| a.name.cmp(&b.name)));
+        // NOTE: a service's question is what holds memory now (Live), not
+        // what one call peaked at; without Live the order stays by peak.
+        let by_live = functions.iter().any(|f| f.live.is_some());
+        functions.sort_by(|a, b| {
+            let live = match by_live {
+                true => b.live.unwrap_or(0).cmp(&a.live.unwrap_or(0)),
+                false => std::cmp::Ordering::Equal,
+            };
+            live.then_with(|| b.peak.cmp(&a.peak))
+                .then_with(|| a.name.cmp(&b.name))
+        });
         let statements: Vec<(&FunctionReport, &LineReport)> = self
             .functions
             .iter()
@@ -178,6 +190,22 @@ impl Report {
             top_increment,
             top_peak,
             top_live,
+        }
+    }
+}
+
+impl Summary {
+    /// Whether the functions are ranked by Live: the report has it.
+    pub fn ranked_by_live(&self) -> bool {
+        self.functions.iter().any(|f| f.live.is_some())
+    }
+
+    /// The functions' order, in words: `highest peak first`, or `most
+    /// Live first` where they are ranked by it.
+    pub fn order(&self) -> &'static str {
+        match self.ranked_by_live() {
+            true => "most Live first",
+            false => "highest peak first",
         }
     }
 }

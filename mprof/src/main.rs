@@ -104,27 +104,25 @@ struct TopArgs {
     /// The program's process id
     #[arg(required_unless_present = "program")]
     pid: Option<u32>,
-    /// Print one frame as text and exit (its rates from two snapshots an interval apart)
+    /// Print one frame as text and exit (its rates from two snapshots an interval apart,
+    /// not --window)
     #[arg(long)]
     once: bool,
     /// With --once, print this function's lines (Live per line, with sites) instead of the
     /// functions: its whole name, or the first function whose name has this in it
     #[arg(long, value_name = "FUNCTION")]
     lines: Option<String>,
-    /// Seconds between refreshes
-    #[arg(short = 'T', long, default_value = "1", value_parser = parse_refresh)]
-    interval: f64,
+    /// Time between refreshes: seconds, or with s, m or h (0.1s to 1h)
+    #[arg(short = 'T', long, default_value = "1", value_name = "DURATION")]
+    interval: String,
+    /// Time the rates (Live/min, Allocs/s) cover on the screen: from the oldest snapshot
+    /// of this window to the newest (1s to 24h)
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    window: String,
     /// A program to start with MEMPROF_LIVE=1 and watch; its output follows when the
     /// screen closes
     #[arg(last = true, value_name = "CMD")]
     program: Vec<OsString>,
-}
-
-fn parse_refresh(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(secs) if secs.is_finite() && (0.1..=1.0).contains(&secs) => Ok(secs),
-        _ => Err("expected a number of seconds from 0.1 to 1".to_string()),
-    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -359,13 +357,17 @@ fn execute(command: Command) -> Result<i32, Error> {
             eprintln!("mprof: wrote {}", mprof::printable::path(&output));
             Ok(0)
         }
-        Command::Top(args) => top::top(&top::TopOptions {
-            pid: args.pid,
-            program: args.program,
-            once: args.once,
-            lines: args.lines,
-            interval: std::time::Duration::from_secs_f64(args.interval),
-        }),
+        Command::Top(args) => {
+            let (interval, window) = top::durations(&args.interval, &args.window)?;
+            top::top(&top::TopOptions {
+                pid: args.pid,
+                program: args.program,
+                once: args.once,
+                lines: args.lines,
+                interval,
+                window,
+            })
+        }
         Command::Snapshot(args) => {
             live::snapshot::snapshot(args.pid, args.output.as_deref(), args.format)
         }

@@ -38,8 +38,8 @@ pub fn read(path: &Path) -> Result<Report, Error> {
 }
 
 /// `report`'s summary (its first [`SUMMARY_ROWS`] functions; `kept` says
-/// where the rest are), then the tables of the `top` functions with the
-/// highest peaks.
+/// where the rest are), then the tables of the `top` functions in its
+/// order (highest peak, or most Live where the report has it).
 pub fn text(report: &Report, top: usize, kept: &str) -> String {
     let mut summary = report.summary();
     let tables: Vec<&FunctionReport> = summary
@@ -54,12 +54,14 @@ pub fn text(report: &Report, top: usize, kept: &str) -> String {
         })
         .collect();
     let ran = summary.functions.len();
+    let order = summary.order();
     summary.functions.truncate(SUMMARY_ROWS);
     let summary = summary.to_string();
     let mut out = match summary.split_once('\n') {
         // The header counts the rows it holds: it is told them all.
         Some((_, rest)) if ran > SUMMARY_ROWS => format!(
-            "Summary: {ran} functions ran, highest peak first (the first {SUMMARY_ROWS}; {kept})\n{rest}"
+            "Summary: {ran} functions ran, {} (the first {SUMMARY_ROWS}; {kept})\n{rest}",
+            order
         ),
         _ => summary,
     };
@@ -78,5 +80,74 @@ pub fn report(path: &Path, top: usize) -> Result<(), Error> {
         // A reader that stopped early (`| head`) is no error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         result => result.map_err(|e| Error::io("write", Path::new("stdout"), e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A report of three functions (name, peak, Live): `None` Live where
+    /// sites were not recorded.
+    fn report(functions: &[(&str, u64, Option<u64>)]) -> memprof_runtime::Report {
+        let functions: Vec<serde_json::Value> = functions
+            .iter()
+            .map(|&(name, peak, live)| {
+                serde_json::json!({"name": name, "file": "src/svc.rs", "calls": 1, "running": 0, "lines": [
+                    {"line": 1, "increment": null, "peak": null, "occurrences": 0,
+                     "contents": "#[profile]"},
+                    {"line": 2, "increment": 0, "peak": peak, "occurrences": 1,
+                     "in_use_bytes": live, "contents": "fn f() {"},
+                ]})
+            })
+            .collect();
+        let document = serde_json::json!({"schema": 1, "functions": functions});
+        super::parse(&document.to_string()).unwrap()
+    }
+
+    fn order(report: &memprof_runtime::Report) -> (&'static str, Vec<String>) {
+        let summary = report.summary();
+        let names = summary.functions.iter().map(|f| f.name.clone()).collect();
+        (summary.order(), names)
+    }
+
+    #[test]
+    fn a_summary_with_live_ranks_by_live_and_one_without_by_peak() {
+        let with = report(&[
+            ("svc::parse", 64 << 10, Some(0)),
+            ("svc::handle_order", 1024, Some(3 << 20)),
+            ("svc::cache", 4096, Some(3 << 20)),
+        ]);
+        // Live first (3 MiB, 3 MiB, 0), a tie by peak.
+        assert_eq!(
+            order(&with),
+            (
+                "most Live first",
+                vec![
+                    "svc::cache".into(),
+                    "svc::handle_order".into(),
+                    "svc::parse".into()
+                ]
+            )
+        );
+        let text = super::text(&with, 0, "");
+        assert_eq!(
+            text.lines().next(),
+            Some("Summary: 3 functions ran, most Live first")
+        );
+        let without = report(&[
+            ("svc::parse", 64 << 10, None),
+            ("svc::handle_order", 1024, None),
+            ("svc::cache", 4096, None),
+        ]);
+        assert_eq!(
+            order(&without),
+            (
+                "highest peak first",
+                vec![
+                    "svc::parse".into(),
+                    "svc::cache".into(),
+                    "svc::handle_order".into()
+                ]
+            )
+        );
     }
 }

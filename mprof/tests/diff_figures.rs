@@ -153,3 +153,48 @@ fn lines_show_live_where_the_runs_have_it() {
     // Without bytes in use, no Live columns (`diff.rs`:
     // `a_moved_line_still_matches_with_lines`).
 }
+
+#[test]
+fn a_per_call_average_that_moved_by_its_rounding_has_not_changed() {
+    let dir = scratch("diff-rounding");
+    // −9,400 B over 100 calls, then −18,600 B over 200: −94 B a call, then
+    // −93 B, truncated; a third run keeps −92 B a call, past the tolerance
+    // (1 B and 0.1 % of 94 B).
+    write(
+        &dir,
+        "base.json",
+        vec![simple("app::drain", 100, -9_400, 64)],
+    );
+    write(
+        &dir,
+        "head.json",
+        vec![simple("app::drain", 200, -18_600, 64)],
+    );
+    write(
+        &dir,
+        "later.json",
+        vec![simple("app::drain", 200, -18_400, 64)],
+    );
+    let (out, err, code) = diff(&dir, &["base.json", "head.json", "--all"]);
+    assert_eq!((err.as_str(), code), ("", Some(0)));
+    assert_eq!(
+        out,
+        r#"Filename: src/app.rs   Function: app::drain   Status: same
+
+ Figure       Base    Head   Change   Change %
+==============================================
+ Calls         100     200     +100    +100.0%
+ Peak         64 B    64 B      0 B       0.0%
+ Kept/call   -94 B   -93 B     +1 B        n/a
+"#
+    );
+    let (out, _, _) = diff(&dir, &["base.json", "later.json", "--all"]);
+    assert!(
+        out.starts_with("Filename: src/app.rs   Function: app::drain   Status: changed\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" Kept/call   -94 B   -92 B     +2 B        n/a\n"),
+        "{out}"
+    );
+}

@@ -164,3 +164,26 @@ fn top_lines_misuse_is_one_line_of_error() {
         "{text}"
     );
 }
+
+#[test]
+fn top_interval_and_window_misuse_is_one_line_of_error() {
+    let dir = scratch("top-exit-durations-misuse");
+    for (args, message) in [
+        (
+            &["--interval", "0"][..],
+            "--interval takes a time from 0.1s to 1h, such as 2, 2s, 5m or 1h, not `0`",
+        ),
+        (
+            &["--window", "2d"],
+            "--window takes a time from 1s to 24h, such as 2, 2s, 5m or 1h, not `2d`",
+        ),
+        (
+            &["--interval", "2m"],
+            "--window (60s) is shorter than --interval (120s): the rates need two snapshots in it",
+        ),
+    ] {
+        let out = common::mprof(&dir, &[&["top"], args, &["1"]].concat());
+        common::assert_one_line_error(&out, message);
+        assert_eq!(out.status.code(), Some(2));
+    }
+}

@@ -28,6 +28,7 @@ pub(super) fn json() -> String {
         pid: std::process::id(),
         heap,
         heap_high,
+        sample_mean: crate::sites::sample_mean(),
     };
     report.to_json_snapshot(&facts)
 }

@@ -280,8 +280,9 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
     let gpu = summary.functions.iter().any(|f| f.gpu_peak.is_some());
     let ran = summary.functions.len();
     let mut out = format!(
-        "Summary: {ran} function{} ran, highest peak first\n\n",
-        if ran == 1 { "" } else { "s" }
+        "Summary: {ran} function{} ran, {}\n\n",
+        if ran == 1 { "" } else { "s" },
+        summary.order()
     );
     // Bytes still in use, and a framework's pool, where the run has them.
     let live = summary.functions.iter().any(|f| f.live.is_some());
@@ -356,7 +357,10 @@ pub(crate) fn summary(summary: &Summary, settings: &RenderSettings) -> String {
                     // A second line in the cell, under the source.
                     if let Some(site) = &l.site {
                         contents.push('\n');
-                        contents.push_str(&truncate(&sites::top_site(site), CONTENTS_WIDTH));
+                        contents.push_str(&truncate(
+                            &sites::top_site_within(site, CONTENTS_WIDTH),
+                            CONTENTS_WIDTH,
+                        ));
                     }
                     contents
                 },

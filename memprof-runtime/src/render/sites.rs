@@ -131,16 +131,39 @@ fn site_text(site: &Site, approx: &str, b: &dyn Fn(i64) -> String) -> String {
     out
 }
 
-/// A top line's sub-line in the summary, under its source: `↳ 98 %
-/// allocated in app::parse (src/app.rs:12)`, or `by the line itself`.
-pub(crate) fn top_site(site: &TopSite) -> String {
+/// A top line's sub-line in the summary, under its source, in `width`
+/// columns: `↳ 98 % allocated in app::parse (src/app.rs:12)`, or `by the
+/// line itself`. The function's name is kept whole and its place
+/// (`file:line`) elided from the left, where its file's name and line are
+/// (`(…/src/raw_vec.rs:24)`); a cut at the end left `(li…`, neither.
+pub(crate) fn top_site_within(site: &TopSite, width: usize) -> String {
     let approx = if site.estimated { "~" } else { "" };
     let share = format!("↳ {approx}{} % allocated", site.percent);
-    match &site.frame {
-        Some(frame) => format!("{share} in {}", frame_text(frame)),
-        None => format!("{share} by the line itself"),
+    let Some(frame) = &site.frame else {
+        return format!("{share} by the line itself");
+    };
+    let head = format!("{share} in {}", printable(&frame.function));
+    let place = match (&frame.file, frame.line) {
+        (Some(file), Some(line)) => format!("{}:{line}", printable(file)),
+        (Some(file), None) => printable(file).into_owned(),
+        _ => return head,
+    };
+    // The place's parentheses and the space before them.
+    let room = width.saturating_sub(head.chars().count() + 3);
+    let length = place.chars().count();
+    match room {
+        _ if length <= room => format!("{head} ({place})"),
+        // NOTE: too little room for a file's name: the name alone.
+        0..PLACE_AT_LEAST => head,
+        _ => {
+            let tail: String = place.chars().skip(length - (room - 1)).collect();
+            format!("{head} (…{tail})")
+        }
     }
 }
+
+/// The fewest columns of a place worth showing, elided.
+const PLACE_AT_LEAST: usize = 12;
 
 /// `function (file:line)`, [`printable`].
 fn frame_text(frame: &SiteFrame) -> String {
@@ -303,6 +326,37 @@ mod tests {
                 &format!("{under}↳ ~100 % allocated in app::read\\u{{1b}}[2J"),
                 "     512 B      512 B        1             1       15   app::parse   let kept = other(n);",
             ]
+        );
+    }
+
+    #[test]
+    fn a_cut_site_keeps_its_functions_name_and_the_end_of_its_path() {
+        let site = TopSite {
+            frame: Some(SiteFrame {
+                function: "live_service::orders::remember".to_owned(),
+                file: Some("/home/build/.cargo/registry/src/live-service/src/orders.rs".to_owned()),
+                line: Some(214),
+            }),
+            allocated_bytes: 20_000,
+            percent: 98,
+            estimated: true,
+        };
+        // Whole, 107 columns; in 80 the path is cut from its left.
+        assert_eq!(
+            top_site_within(&site, usize::MAX),
+            "↳ ~98 % allocated in live_service::orders::remember \
+             (/home/build/.cargo/registry/src/live-service/src/orders.rs:214)"
+        );
+        let cut = top_site_within(&site, 80);
+        assert_eq!(
+            cut,
+            "↳ ~98 % allocated in live_service::orders::remember (…service/src/orders.rs:214)"
+        );
+        assert_eq!(cut.chars().count(), 80);
+        // No room for a place worth reading: the name alone.
+        assert_eq!(
+            top_site_within(&site, 60),
+            "↳ ~98 % allocated in live_service::orders::remember"
         );
     }
 }

@@ -55,6 +55,16 @@ impl Figure {
         self == Figure::AllocsPerCall
     }
 
+    /// Whether the figure is an average over calls (truncated to whole
+    /// bytes, or millionths): two runs' averages of the same behaviour
+    /// differ by a unit of rounding, which is no change.
+    pub fn is_per_call(self) -> bool {
+        matches!(
+            self,
+            Figure::KeptPerCall | Figure::AllocsPerCall | Figure::AllocatedPerCall
+        )
+    }
+
     /// Whether the figure is memory held, which can regress: checked
     /// against `--fail-over` and judged in a function's status. Bytes
     /// allocated are work, as allocation counts are: shown, not judged; so
@@ -78,6 +88,26 @@ impl Change {
         self.head
             .unwrap_or(0)
             .saturating_sub(self.base.unwrap_or(0))
+    }
+
+    /// Whether the figure moved: any difference for a total (calls, peak,
+    /// Live, a pool's), and for a per-call average a difference past its
+    /// rounding and a little more, `|Δ| > 1 + 0.1 % × max(|base|, |head|)`
+    /// units, as `numpy.isclose` with an absolute and a relative
+    /// tolerance. A function keeping −94 B a call, then −93 B, has not
+    /// changed: its averages, truncated to whole bytes, moved by their
+    /// rounding (issue 60).
+    pub fn moved(&self) -> bool {
+        if self.base.is_none() || self.head.is_none() || !self.figure.is_per_call() {
+            return self.base != self.head;
+        }
+        let larger = self
+            .base
+            .unwrap_or(0)
+            .unsigned_abs()
+            .max(self.head.unwrap_or(0).unsigned_abs());
+        let tolerance = PER_CALL_UNITS as f64 + larger as f64 * PER_CALL_SHARE;
+        self.delta().unsigned_abs() as f64 > tolerance
     }
 
     /// The change in percent of the base; `None` where the base is missing
@@ -122,6 +152,11 @@ impl Change {
         }
     }
 }
+
+/// The tolerance of a per-call average (see [`Change::moved`]): units of
+/// rounding, and a share of the larger figure.
+const PER_CALL_UNITS: u64 = 1;
+const PER_CALL_SHARE: f64 = 0.001;
 
 /// Whether a function ran in both runs, or only in one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,21 +221,22 @@ impl FunctionDiff<'_> {
         match self.presence {
             Presence::New => "new",
             Presence::Removed => "removed",
-            Presence::Both if self.byte_changes().any(|c| c.growth() > 0) => {
+            Presence::Both if self.byte_changes().any(|c| c.moved() && c.growth() > 0) => {
                 match self.callees.is_empty() {
                     true => "grew",
                     false => "grew in callees",
                 }
             }
-            Presence::Both if self.byte_changes().any(|c| c.delta() < 0) => "shrank",
-            Presence::Both if self.byte_changes().any(|c| c.base != c.head) => "changed",
+            Presence::Both if self.byte_changes().any(|c| c.moved() && c.delta() < 0) => "shrank",
+            Presence::Both if self.byte_changes().any(Change::moved) => "changed",
             Presence::Both => "same",
         }
     }
 
-    /// Whether any figure differs, or the function is in one run only.
+    /// Whether any figure moved ([`Change::moved`]), or the function is in
+    /// one run only.
     pub fn changed(&self) -> bool {
-        self.presence != Presence::Both || self.changes.iter().any(|c| c.base != c.head)
+        self.presence != Presence::Both || self.changes.iter().any(Change::moved)
     }
 }
 

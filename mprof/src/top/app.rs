@@ -3,7 +3,8 @@
 //! pause and the selection. `on_key` is all the keys do, so that the tests
 //! drive it without a terminal.
 
-use super::model::{FunctionRow, Snapshot, SortKey, arrange, rows};
+use super::model::{FunctionRow, Snapshot, SortKey, arrange, rows_since};
+use super::window::{DEFAULT_WINDOW, Window};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// Which screen is shown.
@@ -42,6 +43,8 @@ pub struct App {
     pub notice: Option<String>,
     /// One frame for a script (`--once`): no line of keys.
     pub once: bool,
+    /// The snapshots' figures the rates are taken against (`--window`).
+    pub window: Window,
     /// Every function's rows, before sorting and filtering.
     all: Vec<FunctionRow>,
 }
@@ -60,6 +63,7 @@ impl Default for App {
             status: "waiting for the first snapshot".to_owned(),
             notice: None,
             once: false,
+            window: Window::new(DEFAULT_WINDOW),
             all: Vec::new(),
         }
     }
@@ -74,13 +78,22 @@ impl App {
         }
     }
 
-    /// Shows `snapshot`, with rates against the one shown before, unless
-    /// paused.
+    /// The screen's state, its rates over `window`.
+    pub fn with_window(window: std::time::Duration) -> App {
+        App {
+            window: Window::new(window),
+            ..App::default()
+        }
+    }
+
+    /// Shows `snapshot`, with rates against the oldest snapshot of the
+    /// window, unless paused.
     pub fn update(&mut self, snapshot: Snapshot) {
         if self.paused {
             return;
         }
-        self.all = rows(&snapshot, self.now.as_ref());
+        self.window.push(&snapshot);
+        self.all = rows_since(&snapshot, self.window.oldest());
         self.now = Some(snapshot);
         self.arrange();
     }

@@ -1,19 +1,22 @@
 //! `mprof top PID` and `mprof top -- CMD ARGS`: a running program's
 //! functions, refreshed from its snapshots (`MEMPROF_LIVE`'s channel): heap
 //! now and the highest seen; per function its calls, peak, kept bytes,
-//! kept's growth per minute and allocations per second; sort, filter and
-//! pause keys; Enter opens a function's line table. `--once` prints one
-//! frame as text, from two snapshots an interval apart: the functions, or
-//! with `--lines NAME` one function's lines.
+//! kept's growth per minute and allocations per second over `--window`;
+//! sort, filter and pause keys; Enter opens a function's line table.
+//! `--once` prints one frame as text, from two snapshots an interval apart
+//! (its header says so): the functions, or with `--lines NAME` one
+//! function's lines.
 //!
-//! `model` makes the rows from snapshots, `app` holds the state and the
-//! keys, `view` draws (ratatui), `program` starts a command with
-//! `MEMPROF_LIVE=1` and holds its output back while the screen is shown.
+//! `model` makes the rows from snapshots, `window` keeps the figures the
+//! rates are taken against, `app` holds the state and the keys, `view`
+//! draws (ratatui), `program` starts a command with `MEMPROF_LIVE=1` and
+//! holds its output back while the screen is shown.
 
 pub mod app;
 pub mod model;
 mod program;
 pub mod view;
+pub mod window;
 
 use crate::error::Error;
 use app::{Action, App, Screen};
@@ -32,6 +35,45 @@ pub struct TopOptions {
     /// a part of it.
     pub lines: Option<String>,
     pub interval: Duration,
+    /// What the screen's rates cover: from the oldest snapshot of the last
+    /// `window` to the newest.
+    pub window: Duration,
+}
+
+/// `--interval` and `--window`, read: a number of seconds, alone or with
+/// `s`, `m` or `h`; the refresh from 0.1 s to an hour, the window from a
+/// second to a day (a mark kept per 240th of it, see `window`). Each
+/// mistake is one line (status 2).
+pub fn durations(interval: &str, window: &str) -> Result<(Duration, Duration), Error> {
+    let read = |flag: &str, text: &str, low: f64, high: f64, range: &str| {
+        seconds(text)
+            .filter(|s| (low..=high).contains(s))
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "{flag} takes a time from {range}, such as 2, 2s, 5m or 1h, not `{}`",
+                    crate::printable::printable(text)
+                ))
+            })
+    };
+    let interval = read("--interval", interval, 0.1, 3600.0, "0.1s to 1h")?;
+    let window = read("--window", window, 1.0, 86400.0, "1s to 24h")?;
+    Ok((interval, window))
+}
+
+/// `text` as seconds: a number, alone or with `s`, `m` or `h`.
+fn seconds(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let (number, unit) = match text.strip_suffix('s') {
+        Some(number) => (number, 1.0),
+        None => match (text.strip_suffix('m'), text.strip_suffix('h')) {
+            (Some(number), _) => (number, 60.0),
+            (_, Some(number)) => (number, 3600.0),
+            (None, None) => (text, 1.0),
+        },
+    };
+    let value = number.trim().parse::<f64>().ok()? * unit;
+    value.is_finite().then_some(value)
 }
 
 /// Columns of `--once`'s text when stdout is not a terminal.
@@ -51,6 +93,15 @@ pub fn top(options: &TopOptions) -> Result<i32, Error> {
         return Err(Error::Usage(
             "--lines takes a function's name, or a part of it".to_owned(),
         ));
+    }
+    // `--once` takes its two snapshots `--interval` apart, whatever the
+    // window; the screen's rates need two snapshots in the window.
+    if !options.once && options.window < options.interval {
+        return Err(Error::Usage(format!(
+            "--window ({}s) is shorter than --interval ({}s): the rates need two snapshots in it",
+            options.window.as_secs_f64(),
+            options.interval.as_secs_f64()
+        )));
     }
     let lines = options.lines.as_deref();
     let (pid, mut started) = match (options.pid, options.program.is_empty()) {
@@ -84,7 +135,7 @@ pub fn top(options: &TopOptions) -> Result<i32, Error> {
     let watched = if options.once {
         once(pid, options.interval, lines)
     } else {
-        watch(pid, options.interval, started.as_mut())
+        watch(pid, options, started.as_mut())
     };
     match started {
         // The program's own output, held back while the screen was shown,
@@ -102,6 +153,9 @@ fn snapshot(pid: u32) -> Result<Snapshot, Error> {
 }
 
 /// `--once`: one frame, from two snapshots `interval` apart, as text.
+// NOTE: one interval, not `--window`: a script asking for one frame gets
+// it in `--interval`, and the header says what the rates cover (`--once
+// --interval 60` for a steady Live/min).
 fn once(pid: u32, interval: Duration, lines: Option<&str>) -> Result<(), Error> {
     let mut app = App::for_once();
     app.update(snapshot(pid)?);
@@ -141,12 +195,13 @@ fn print_frame(app: &mut App, lines: Option<&str>) -> Result<(), Error> {
         .map_err(|e| Error::io("write", std::path::Path::new("stdout"), e))
 }
 
-/// The terminal screen, refreshed every `interval` until `q`.
+/// The terminal screen, refreshed every `--interval` until `q`.
 fn watch(
     pid: u32,
-    interval: Duration,
+    options: &TopOptions,
     mut program: Option<&mut program::Program>,
 ) -> Result<(), Error> {
+    let interval = options.interval;
     let screen_failed = |e: std::io::Error| {
         Error::Live(format!(
             "cannot draw on the terminal: {}",
@@ -154,7 +209,7 @@ fn watch(
         ))
     };
     let mut terminal = ratatui::try_init().map_err(screen_failed)?;
-    let mut app = App::default();
+    let mut app = App::with_window(options.window);
     let mut next = Instant::now();
     let mut gone = false;
     let result = loop {

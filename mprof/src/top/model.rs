@@ -1,11 +1,13 @@
 //! What `mprof top` shows, as data: a snapshot read from the program
 //! (`Snapshot`), and each function's row (`FunctionRow`), whose rates come
-//! from the snapshot before it. Sorting and filtering are here too; drawing
-//! is `view`'s.
+//! from an earlier snapshot (the oldest of `window`'s) and, where Live is
+//! sampled, with their standard error. Sorting and filtering are here too;
+//! drawing is `view`'s.
 
 use crate::diff::input::{FunctionRun, LineRun};
 use crate::error::Error;
 use serde::Deserialize;
+use std::collections::HashMap;
 
 /// One snapshot of the program, as `mprof snapshot` writes it; or its
 /// report at exit (`MEMPROF_JSON`), which has only the functions.
@@ -27,6 +29,10 @@ pub struct Snapshot {
     /// The highest heap memprof has seen (see the runtime's `SnapshotFacts`).
     #[serde(default)]
     pub heap_high: u64,
+    /// With sampled sites: one sample per this many bytes allocated on
+    /// average; `None` with exact sites, none, or an older memprof.
+    #[serde(default)]
+    pub sample_mean: Option<u64>,
     /// For a report at exit: how the program ended, instead of the facts
     /// above.
     #[serde(skip)]
@@ -62,14 +68,18 @@ pub struct FunctionRow {
     /// or, where the snapshot has them (`live`), the bytes its calls
     /// allocated that are still in use, whoever frees the rest.
     pub kept: i64,
-    /// Growth of `kept` per minute since the previous snapshot.
+    /// Growth of `kept` per minute since the earlier snapshot.
     pub kept_per_minute: Option<f64>,
+    /// Where `kept` is a sampled Live estimate: the relative standard
+    /// error of `kept_per_minute`, from the samples its growth holds
+    /// ([`growth_error`]); `None` for exact figures or no growth.
+    pub kept_per_minute_error: Option<f64>,
     /// `kept` is the Live figure: bytes in use (`MEMPROF_SITES`).
     pub live: bool,
     /// Allocations and bytes Live does not follow (memprof's tables had no
     /// room): `kept` may read low by what is still allocated of them.
     pub live_left_out: Option<(u64, u64)>,
-    /// Allocations per second since the previous snapshot.
+    /// Allocations per second since the earlier snapshot.
     pub allocs_per_second: Option<f64>,
     /// The function's rows, for its line table.
     pub lines: Vec<LineFigures>,
@@ -100,9 +110,40 @@ impl From<&LineRun> for LineFigures {
     }
 }
 
+/// One snapshot's figures, as the window keeps them.
+#[derive(Debug, Clone, Default)]
+pub struct Mark {
+    /// Seconds since the Unix epoch.
+    pub time: f64,
+    /// Per function (name, file): its kept or Live bytes, and allocations.
+    pub figures: HashMap<(String, String), (i64, u64)>,
+}
+
+impl Mark {
+    pub fn of(snapshot: &Snapshot) -> Mark {
+        Mark {
+            time: snapshot.time,
+            figures: snapshot
+                .functions
+                .iter()
+                .map(|f| {
+                    let (kept, _, allocs, _) = fn_figures(f);
+                    ((f.name.clone(), f.file.clone()), (kept, allocs))
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The rows of `now`, with rates against `before` (the previous snapshot,
 /// if any).
 pub fn rows(now: &Snapshot, before: Option<&Snapshot>) -> Vec<FunctionRow> {
+    rows_since(now, before.map(Mark::of).as_ref())
+}
+
+/// The rows of `now`, with rates against `before`'s figures (the oldest
+/// of the window's, if any).
+pub fn rows_since(now: &Snapshot, before: Option<&Mark>) -> Vec<FunctionRow> {
     let seconds = before
         .map(|b| now.time - b.time)
         .filter(|s| *s > 0.0 && s.is_finite());
@@ -110,19 +151,22 @@ pub fn rows(now: &Snapshot, before: Option<&Snapshot>) -> Vec<FunctionRow> {
         .iter()
         .map(|function| {
             let (kept, peak, allocs, live) = fn_figures(function);
-            let earlier = before.and_then(|b| {
-                b.functions
-                    .iter()
-                    .find(|f| f.name == function.name && f.file == function.file)
-            });
-            let (kept_before, _, allocs_before, _) = earlier.map(fn_figures).unwrap_or_default();
+            let key = (function.name.clone(), function.file.clone());
+            let (kept_before, allocs_before) = before
+                .and_then(|b| b.figures.get(&key).copied())
+                .unwrap_or_default();
+            let growth = kept - kept_before;
+            let sampled = now.sample_mean.filter(|_| live);
             FunctionRow {
                 name: function.name.clone(),
                 file: function.file.clone(),
                 calls: function.calls,
                 peak,
                 kept,
-                kept_per_minute: seconds.map(|s| (kept - kept_before) as f64 / s * 60.0),
+                kept_per_minute: seconds.map(|s| growth as f64 / s * 60.0),
+                kept_per_minute_error: seconds
+                    .and(sampled)
+                    .and_then(|mean| growth_error(growth, block_size(function), mean)),
                 live,
                 live_left_out: function
                     .sites_left_out
@@ -134,6 +178,31 @@ pub fn rows(now: &Snapshot, before: Option<&Snapshot>) -> Vec<FunctionRow> {
             }
         })
         .collect()
+}
+
+/// The average size of a function's blocks in use (its `fn` row's Live
+/// over its allocations in use), if it has any.
+fn block_size(function: &FunctionRun) -> Option<f64> {
+    let row = function.fn_row()?;
+    let (bytes, blocks) = (row.in_use_bytes?, row.in_use_allocations?);
+    (blocks > 0).then(|| bytes as f64 / blocks as f64)
+}
+
+/// The relative standard error of a sampled Live's `growth` in bytes, for
+/// blocks of `block` bytes sampled one per `mean` bytes on average.
+///
+/// Sampling is Poisson by bytes (the runtime's `sites::recorder`): a block
+/// of `s` bytes is taken with probability `p = 1 - exp(-s / mean)` and
+/// stands for `s / p` bytes (about `mean` for small blocks). A growth of
+/// `g` bytes then holds about `n = g / (s / p)` samples, a Poisson count,
+/// so its estimate's relative standard error is `1 / sqrt(n)`. `None`
+/// where nothing grew (no sample says how far off a zero is).
+pub fn growth_error(growth: i64, block: Option<f64>, mean: u64) -> Option<f64> {
+    let mean = mean.max(1) as f64;
+    let block = block.filter(|b| *b > 0.0 && b.is_finite()).unwrap_or(1.0);
+    let weight = block / (1.0 - (-block / mean).exp());
+    let samples = growth.unsigned_abs() as f64 / weight;
+    (samples > 0.0).then(|| 1.0 / samples.sqrt())
 }
 
 /// A function's kept bytes (its bytes in use, where the snapshot has

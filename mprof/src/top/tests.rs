@@ -48,7 +48,8 @@ fn the_functions_screen_shows_heap_rates_and_keys() {
         frame(&app),
         [
             "pid 42  up 2.0s  heap 3.0 MiB now, 5.0 MiB highest seen",
-            "3 functions, sorted by kept",
+            // The window (a minute) is filling: the rates cover 2 s.
+            "3 functions, sorted by kept; rates over 2.0s of 1m 00s",
             "  Function                  Calls        Peak        Kept     Kept/min  Allocs/s",
             // 4,000 B more in 2 s: 120,000 B a minute; 20 allocations.
             "> app::cache::grow             20       400 B     4.9 KiB   +117.2 KiB      10.0",
@@ -105,9 +106,15 @@ fn once_without_a_terminal_shows_whole_names() {
 fn s_cycles_the_sort_key() {
     let mut app = watching();
     key(&mut app, KeyCode::Char('s'));
-    assert_eq!(frame(&app)[1], "3 functions, sorted by kept/min");
+    assert_eq!(
+        frame(&app)[1],
+        "3 functions, sorted by kept/min; rates over 2.0s of 1m 00s"
+    );
     key(&mut app, KeyCode::Char('s'));
-    assert_eq!(frame(&app)[1], "3 functions, sorted by peak");
+    assert_eq!(
+        frame(&app)[1],
+        "3 functions, sorted by peak; rates over 2.0s of 1m 00s"
+    );
     assert!(
         frame(&app)[3].starts_with("  app::render "),
         "{:?}",
@@ -122,18 +129,27 @@ fn slash_filters_by_name_and_esc_clears_it() {
     let mut app = watching();
     key(&mut app, KeyCode::Char('/'));
     typed(&mut app, "cache");
-    assert_eq!(frame(&app)[1], "1 function, sorted by kept, filter: cache_");
+    assert_eq!(
+        frame(&app)[1],
+        "1 function, sorted by kept, filter: cache_; rates over 2.0s of 1m 00s"
+    );
     assert_eq!(
         frame(&app)[8],
         "type a name's part, Enter: keep, Esc: clear"
     );
     key(&mut app, KeyCode::Enter);
-    assert_eq!(frame(&app)[1], "1 function, sorted by kept, filter: cache");
+    assert_eq!(
+        frame(&app)[1],
+        "1 function, sorted by kept, filter: cache; rates over 2.0s of 1m 00s"
+    );
     // Keys are keys again: `q` quits rather than filtering.
     assert_eq!(key(&mut app, KeyCode::Char('q')), Action::Quit);
     key(&mut app, KeyCode::Char('/'));
     key(&mut app, KeyCode::Esc);
-    assert_eq!(frame(&app)[1], "3 functions, sorted by kept");
+    assert_eq!(
+        frame(&app)[1],
+        "3 functions, sorted by kept; rates over 2.0s of 1m 00s"
+    );
 }
 
 #[test]
@@ -301,4 +317,156 @@ fn once_lines_opens_the_named_function_or_the_first_whose_name_has_it() {
     assert!(app.open_lines("grow"));
     assert_eq!(app.screen, Screen::Lines("app::grow_cache".to_owned()));
     assert!(!app.open_lines("parse"));
+}
+
+/// A service leaking 1 KiB blocks at 8 MiB a minute under sampled sites
+/// (one sample per 32 KiB, as `MEMPROF_SITES=sample`): its snapshots a
+/// second apart from `0` to `seconds`, each function's Live scaled from
+/// the blocks sampled so far, as the runtime scales them. A block is
+/// sampled with probability `p = 1 - exp(-1024 / 32768)` and stands for
+/// 1024 / p bytes; xorshift64* with a fixed seed draws, so the figures
+/// repeat.
+fn sampled_leak(seconds: u32) -> Vec<super::model::Snapshot> {
+    const MEAN: f64 = 32768.0;
+    const BLOCK: f64 = 1024.0;
+    let p = 1.0 - (-BLOCK / MEAN).exp();
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut draw = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let (mut made, mut sampled) = (0u64, 0u64);
+    (0..=seconds)
+        .map(|second| {
+            // 8 MiB a minute in blocks of 1 KiB: 8,192 blocks a minute.
+            let due = u64::from(second) * 8192 / 60;
+            while made < due {
+                made += 1;
+                if draw() < p {
+                    sampled += 1;
+                }
+            }
+            let live = (sampled as f64 * (BLOCK / p)).round() as u64;
+            let blocks = (sampled as f64 / p).round() as u64;
+            let document = serde_json::json!({"schema": 1, "time": 1000.0 + f64::from(second),
+                "uptime": f64::from(second), "pid": 42, "heap": 3 << 20, "heap_high": 5 << 20,
+                "sample_mean": 32768, "functions": [
+                {"name": "svc::handle_order", "file": "src/svc.rs", "calls": made, "lines": [
+                    {"line": 2, "increment": made * 1024, "peak": 1024, "allocations": made,
+                     "occurrences": made, "in_use_bytes": live, "in_use_allocations": blocks,
+                     "contents": "fn handle_order() {"},
+                ]},
+            ]});
+            super::model::Snapshot::parse(&document.to_string()).unwrap()
+        })
+        .collect()
+}
+
+/// The leaking function's Live/min and ± on each frame of an app with a
+/// window of `window` seconds, from the first frame whose window has filled.
+fn leak_rates(window: u64) -> Vec<(f64, f64)> {
+    let mut app = App::with_window(std::time::Duration::from_secs(window));
+    let mut rates = Vec::new();
+    for (second, snapshot) in sampled_leak(180).into_iter().enumerate() {
+        app.update(snapshot);
+        let row = &app.rows[0];
+        if second as u64 >= window {
+            rates.push((
+                row.kept_per_minute.unwrap(),
+                row.kept_per_minute_error.unwrap(),
+            ));
+        }
+    }
+    rates
+}
+
+/// The leak's row after `seconds` of snapshots, on a screen whose rates
+/// cover `window` seconds.
+fn leak_row(window: u64, seconds: u32) -> String {
+    let mut app = App::with_window(std::time::Duration::from_secs(window));
+    for snapshot in sampled_leak(seconds) {
+        app.update(snapshot);
+    }
+    frame_text(&app, 100, 5)
+        .lines()
+        .skip(1)
+        .take(3)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_steady_sampled_leak_reads_steady_over_the_default_window() {
+    const TRUE: f64 = 8.0 * 1024.0 * 1024.0;
+    // Each filled frame's Live/min over the true rate, lowest and highest,
+    // and its ± on average.
+    let spread = |rates: &[(f64, f64)]| {
+        let low = rates.iter().map(|r| r.0 / TRUE).fold(f64::MAX, f64::min);
+        let high = rates.iter().map(|r| r.0 / TRUE).fold(0.0, f64::max);
+        let error = rates.iter().map(|r| r.1).sum::<f64>() / rates.len() as f64;
+        (low, high, error)
+    };
+    let rates = leak_rates(super::window::DEFAULT_WINDOW.as_secs());
+    assert_eq!(rates.len(), 121);
+    // A minute holds some 250 samples: ±6 %; 116 of the 121 frames are
+    // within 10 % of 8 MiB/min (0.98× to 1.12×), every one within twice
+    // its ±.
+    let within = |share: f64| {
+        rates
+            .iter()
+            .filter(move |r| (r.0 / TRUE - 1.0).abs() <= share)
+    };
+    assert_eq!(within(0.10).count(), 116);
+    assert_eq!(within(0.12).count(), 121);
+    assert!(rates.iter().all(|r| (r.0 / TRUE - 1.0).abs() <= 2.0 * r.1));
+    let (low, high, error) = spread(&rates);
+    assert!(
+        (0.98..0.99).contains(&low) && (1.11..1.12).contains(&high),
+        "{low} {high}"
+    );
+    assert!((0.061..0.063).contains(&error), "{error}");
+    assert_eq!(
+        leak_row(60, 180),
+        "1 function, sorted by live; rates over 1m 00s\n  \
+         Function                              Calls        Peak        Live     Live/min       ±  Allocs/s\n\
+         > svc::handle_order                     24576     1.0 KiB    25.1 MiB     +8.3 MiB     ±6%     136.5"
+    );
+    // Half a minute in: the figure so far, marked, ±9 %.
+    assert_eq!(
+        leak_row(60, 30).lines().nth(2).unwrap(),
+        "> svc::handle_order                      4096     1.0 KiB     4.1 MiB     +8.3 MiB     ±9%     136.5"
+    );
+    // Five seconds hold some 20 samples: ±22 % on average, and the figure
+    // swings 0.62× to 1.71×; one second (the old rate) holds 4: ±53 %,
+    // 0.24× to 2.14×.
+    let (low, high, error) = spread(&leak_rates(5));
+    assert!(
+        (0.61..0.62).contains(&low) && (1.71..1.72).contains(&high),
+        "{low} {high}"
+    );
+    assert!((0.21..0.22).contains(&error), "{error}");
+    assert_eq!(
+        leak_row(5, 180).lines().nth(2).unwrap(),
+        "> svc::handle_order                     24576     1.0 KiB    25.1 MiB     +6.1 MiB    ±25%     136.6"
+    );
+    let (low, high, error) = spread(&leak_rates(1));
+    assert!(
+        (0.23..0.24).contains(&low) && (2.14..2.15).contains(&high),
+        "{low} {high}"
+    );
+    assert!((0.52..0.53).contains(&error), "{error}");
+}
+
+#[test]
+fn once_says_its_rates_cover_one_interval() {
+    let mut app = App::for_once();
+    for snapshot in sampled_leak(1) {
+        app.update(snapshot);
+    }
+    assert_eq!(
+        frame_text(&app, 100, 4).lines().nth(1).unwrap(),
+        "1 function, sorted by live; rates over 1.0s"
+    );
 }

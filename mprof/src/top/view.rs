@@ -1,6 +1,7 @@
 //! `mprof top`'s screen, drawn with ratatui: a header (the process, its
-//! uptime, the heap now and the highest seen), the functions' table and a
-//! line of keys; or, after Enter, one function's line table. The same
+//! uptime, the heap now and the highest seen; the sort, the filter and the
+//! window the rates cover), the functions' table (with a ± column where
+//! Live is sampled) and a line of keys; or, after Enter, one function's line table. The same
 //! drawing makes `--once`'s text (`frame_text`, through ratatui's test
 //! backend) and the terminal's frames.
 
@@ -52,7 +53,7 @@ fn header_lines(app: &App) -> Vec<Line<'static>> {
     vec![
         Line::from(facts),
         Line::from(format!(
-            "{} function{}, sorted by {}{}{}",
+            "{} function{}, sorted by {}{}{}{}",
             app.rows.len(),
             if app.rows.len() == 1 { "" } else { "s" },
             live_named(app.sort.name(), is_live(app)),
@@ -60,9 +61,27 @@ fn header_lines(app: &App) -> Vec<Line<'static>> {
                 true => String::new(),
                 false => format!(", filter: {}{}", app.filter, cursor(app)),
             },
+            window_note(app),
             left_out_note(app),
         )),
     ]
+}
+
+/// The seconds the rates cover: from the window's oldest snapshot to the
+/// one shown, marked while the window fills. `--once` covers one interval,
+/// whatever the window.
+fn window_note(app: &App) -> String {
+    let Some((span, filled)) = app.now.as_ref().and_then(|n| app.window.span(n.time)) else {
+        return String::new();
+    };
+    match app.once || filled {
+        true => format!("; rates over {}", duration(span)),
+        false => format!(
+            "; rates over {} of {}",
+            duration(span),
+            duration(app.window.length())
+        ),
+    }
 }
 
 /// What Live leaves out, over every function: memprof's tables had no room
@@ -117,10 +136,34 @@ pub fn function_cells(row: &FunctionRow) -> [String; 6] {
     ]
 }
 
+/// The ± of a row's Live/min (see [`is_sampled`]): its relative standard
+/// error, or blank where nothing grew.
+pub fn error_cell(row: &FunctionRow) -> String {
+    match row.kept_per_minute_error {
+        Some(error) if error * 100.0 < 999.5 => format!("±{:.0}%", error * 100.0),
+        Some(_) => "±>999%".to_owned(),
+        None => String::new(),
+    }
+}
+
 /// The function table's columns after the name, and the spaces between
 /// the six.
 const FIGURE_COLUMNS: [u16; 5] = [9, 11, 11, 12, 9];
 const COLUMN_GAPS: u16 = 5;
+/// The ± column, after Live/min, where Live is sampled.
+const ERROR_COLUMN: u16 = 7;
+
+/// Whether Live is an estimate from sampled sites: the table then has a ±
+/// column.
+fn is_sampled(app: &App) -> bool {
+    is_live(app) && app.now.as_ref().is_some_and(|n| n.sample_mean.is_some())
+}
+
+/// The columns the figures take, with the spaces before each.
+fn figure_columns(app: &App) -> u16 {
+    let error = if is_sampled(app) { ERROR_COLUMN + 1 } else { 0 };
+    FIGURE_COLUMNS.iter().sum::<u16>() + COLUMN_GAPS + error
+}
 /// The selection's mark before a row, on the screen.
 const HIGHLIGHT: u16 = 2;
 
@@ -128,7 +171,7 @@ const HIGHLIGHT: u16 = 2;
 pub fn width_for_whole_names(app: &App) -> u16 {
     let longest = app.rows.iter().map(|r| r.name.chars().count()).max();
     let name = longest.unwrap_or(0).max(20).min(usize::from(u16::MAX / 2)) as u16;
-    name + FIGURE_COLUMNS.iter().sum::<u16>() + COLUMN_GAPS
+    name + figure_columns(app)
 }
 
 /// The columns and rows a `--once` frame of the function `name`'s lines
@@ -182,24 +225,29 @@ fn elide_left(name: &str, room: usize) -> String {
 }
 
 fn draw_functions(frame: &mut Frame, app: &App, area: Rect) {
-    let header = match is_live(app) {
-        true => ["Function", "Calls", "Peak", "Live", "Live/min", "Allocs/s"],
-        false => ["Function", "Calls", "Peak", "Kept", "Kept/min", "Allocs/s"],
+    let sampled = is_sampled(app);
+    let mut header = match is_live(app) {
+        true => vec!["Function", "Calls", "Peak", "Live", "Live/min", "Allocs/s"],
+        false => vec!["Function", "Calls", "Peak", "Kept", "Kept/min", "Allocs/s"],
     };
+    if sampled {
+        header.insert(5, "±");
+    }
     let header = header_row(&header, 0);
     let marks = if app.once { 0 } else { HIGHLIGHT };
-    let room = area
-        .width
-        .saturating_sub(FIGURE_COLUMNS.iter().sum::<u16>() + COLUMN_GAPS + marks);
+    let room = area.width.saturating_sub(figure_columns(app) + marks);
     let rows = app.rows.iter().map(|row| {
-        let cells = function_cells(row);
+        let mut cells = function_cells(row).to_vec();
+        if sampled {
+            cells.insert(5, error_cell(row));
+        }
         Row::new(cells.into_iter().enumerate().map(|(i, text)| match i {
             0 => Cell::from(elide_left(&text, usize::from(room))),
             _ => Cell::from(Line::from(text).right_aligned()),
         }))
     });
     let [calls, peak, kept, per_minute, per_second] = FIGURE_COLUMNS;
-    let widths = [
+    let mut widths = vec![
         Constraint::Min(20),
         Constraint::Length(calls),
         Constraint::Length(peak),
@@ -207,6 +255,9 @@ fn draw_functions(frame: &mut Frame, app: &App, area: Rect) {
         Constraint::Length(per_minute),
         Constraint::Length(per_second),
     ];
+    if sampled {
+        widths.insert(5, Constraint::Length(ERROR_COLUMN));
+    }
     let mut table = Table::new(rows, widths).header(header);
     if !app.once {
         table = table
