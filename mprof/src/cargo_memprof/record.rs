@@ -24,31 +24,29 @@ pub fn file_name(subcommand: &str) -> String {
     format!("record-{subcommand}.json")
 }
 
-/// What the record knows of one function.
+/// What the record knows of one function that ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seen {
     /// The hash of its tokens when it was last profiled.
     pub hash: u64,
     /// Whether its calls moved the heap in that run.
     pub moved: bool,
-    /// Whether it ran since it last changed: a function profiled but never
-    /// called is known (it is not new), and profiled again.
-    #[serde(default = "ran_by_default")]
-    pub ran: bool,
-}
-
-fn ran_by_default() -> bool {
-    true
 }
 
 /// Functions by path.
 #[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub schema: u32,
+    /// Those that ran.
     pub functions: BTreeMap<String, Seen>,
+    /// The hashes of those profiled and never seen to run since: known,
+    /// not new (one not called; a variant that a `#[cfg]` leaves out,
+    /// whose path its compiled twin shares).
+    #[serde(default)]
+    pub never_ran: BTreeMap<String, BTreeSet<u64>>,
 }
 
-const SCHEMA: u32 = 1;
+const SCHEMA: u32 = 2;
 
 impl Record {
     /// The record at `path`; empty if there is none, or it cannot be read
@@ -66,7 +64,7 @@ impl Record {
     pub fn unmoved(&self) -> BTreeSet<(String, u64)> {
         self.functions
             .iter()
-            .filter(|(_, seen)| seen.ran && !seen.moved)
+            .filter(|(_, seen)| !seen.moved)
             .map(|(path, seen)| (path.clone(), seen.hash))
             .collect()
     }
@@ -74,9 +72,9 @@ impl Record {
     /// Takes in a run: each annotated function that ran, with whether its
     /// calls moved the heap, in this run or an earlier one since it last
     /// changed (a function that moved once stays profiled: another input
-    /// may move it again); each that did not run, as known, unless the
-    /// record knows more of it as it is. Functions the run did not
-    /// annotate keep what the record had.
+    /// may move it again); each that did not run, as known, unless it ran
+    /// as it is. Functions the run did not annotate keep what the record
+    /// had.
     pub fn update(&mut self, annotated: &[Annotated], report: &Report, tree: &Path) {
         self.schema = SCHEMA;
         for function in annotated {
@@ -84,27 +82,37 @@ impl Record {
                 .functions
                 .get(&function.path)
                 .filter(|s| s.hash == function.hash);
-            let seen = match find(report, function, tree) {
-                Some(ran) => Seen {
-                    hash: function.hash,
-                    moved: before.is_some_and(|s| s.ran && s.moved) || moved(ran),
-                    ran: true,
-                },
-                None if before.is_some() => continue,
-                None => Seen {
-                    hash: function.hash,
-                    moved: false,
-                    ran: false,
-                },
-            };
-            self.functions.insert(function.path.clone(), seen);
+            match find(report, function, tree) {
+                Some(ran) => {
+                    let seen = Seen {
+                        hash: function.hash,
+                        moved: before.is_some_and(|s| s.moved) || moved(ran),
+                    };
+                    self.functions.insert(function.path.clone(), seen);
+                    if let Some(hashes) = self.never_ran.get_mut(&function.path) {
+                        hashes.remove(&function.hash);
+                    }
+                }
+                None if before.is_some() => {}
+                None => {
+                    self.never_ran
+                        .entry(function.path.clone())
+                        .or_default()
+                        .insert(function.hash);
+                }
+            }
         }
+        self.never_ran.retain(|_, hashes| !hashes.is_empty());
     }
 
     /// Whether the function at `path`, as its tokens hash now, is new or
     /// changed since the record's runs.
     pub fn is_new_or_changed(&self, path: &str, hash: u64) -> bool {
         self.functions.get(path).map(|s| s.hash) != Some(hash)
+            && !self
+                .never_ran
+                .get(path)
+                .is_some_and(|hashes| hashes.contains(&hash))
     }
 
     /// Writes it to `path`, replacing it whole (through a new file renamed
@@ -146,4 +154,65 @@ fn moved(function: &FunctionReport) -> bool {
     function
         .fn_row()
         .is_some_and(|row| row.allocations.unwrap_or(0) > 0 || row.increment != Some(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// A report whose one table, of `file`, starts at `line`, and moved
+    /// nothing.
+    fn report(file: &str, line: u32) -> Report {
+        let row = |line: u32, increment: &str| {
+            format!(
+                r#"{{"line": {line}, "mem_usage": 0, "increment": {increment}, "peak": 0,
+                "occurrences": 1, "allocations": 0, "allocated_bytes": 0, "gpu_usage": null,
+                "gpu_increment": null, "gpu_peak": null, "gpu_driver_usage": null,
+                "gpu_driver_increment": null, "pool_allocated": null, "pool_increment": null,
+                "pool_reserved": null, "in_use_allocations": null, "in_use_bytes": null,
+                "contents": "x", "sites": null, "calls": [], "within": null}}"#
+            )
+        };
+        let text = format!(
+            r#"{{"schema": 1, "functions": [{{"name": "a::f", "file": "{file}", "calls": 1,
+            "running": 0, "gpu": null, "gpu_driver": null, "pool": null,
+            "lines": [{}, {}], "sites_left_out": null}}]}}"#,
+            row(line, "null"),
+            row(line + 1, "0")
+        );
+        crate::report::parse(&text).unwrap()
+    }
+
+    fn annotated(hash: u64, first_line: usize) -> Annotated {
+        Annotated {
+            path: "a::f".to_owned(),
+            file: PathBuf::from("/w/src/lib.rs"),
+            first_line,
+            line: first_line + 1,
+            hash,
+        }
+    }
+
+    /// Two functions with one path (one of them left out by a `#[cfg]`):
+    /// the one that ran is recorded, the other known, in either order.
+    #[test]
+    fn a_twin_left_out_by_cfg_is_known_and_does_not_hide_the_one_that_ran() {
+        for order in [[1, 2], [2, 1]] {
+            let mut record = Record::default();
+            let functions: Vec<Annotated> = order
+                .iter()
+                .map(|&h| annotated(h, if h == 1 { 10 } else { 20 }))
+                .collect();
+            record.update(&functions, &report("src/lib.rs", 10), Path::new("/t"));
+            assert_eq!(
+                record.unmoved(),
+                BTreeSet::from([("a::f".to_owned(), 1)]),
+                "{order:?}"
+            );
+            assert!(!record.is_new_or_changed("a::f", 1));
+            assert!(!record.is_new_or_changed("a::f", 2));
+            assert!(record.is_new_or_changed("a::f", 3));
+        }
+    }
 }
