@@ -93,15 +93,11 @@ pub struct CrateAnnotation {
     pub functions: Vec<Annotated>,
     pub tally: Tally,
     /// The files that declare a `#[global_allocator]`, wrapped in
-    /// [`ALLOCATOR`] in their text.
+    /// [`ALLOCATOR`](super::allocator::ALLOCATOR) in their text.
     pub allocator_files: std::collections::BTreeSet<PathBuf>,
     /// The functions the record leaves as written.
     pub left: Vec<Left>,
 }
-
-/// What a crate's own `#[global_allocator]` is wrapped in: memprof's
-/// counting allocator, over the user's.
-pub const ALLOCATOR: &str = "::memprof::Allocator";
 
 /// Annotates the crate whose root file is `root`, named `krate` in paths;
 /// returns whether the crate declares a `#[global_allocator]`. Files in
@@ -124,11 +120,17 @@ pub fn annotate_crate(
         }
         let text =
             std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let found =
-            annotate_text(&text, &module, selection, PROFILE, Some(ALLOCATOR)).map_err(|e| {
-                let at = e.span().start();
-                format!("{}:{}: {e}", file.display(), at.line)
-            })?;
+        let found = annotate_text(
+            &text,
+            &module,
+            selection,
+            PROFILE,
+            Some(super::allocator::ALLOCATOR),
+        )
+        .map_err(|e| {
+            let at = e.span().start();
+            format!("{}:{}: {e}", file.display(), at.line)
+        })?;
         // The directory that `mod x;` looks in.
         let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
         let children = if mod_rs {
@@ -253,9 +255,9 @@ pub fn annotate_text(
     let mut tail = String::new();
     if let Some(wrapper) = wrap_allocator {
         for statik in &finder.allocators {
-            edits.extend(wrap_static(statik, wrapper));
+            edits.extend(super::allocator::wrap_static(statik, wrapper));
         }
-        tail = otherwise(&finder.allocators, wrapper);
+        tail = super::allocator::otherwise(&finder.allocators, wrapper);
     }
     let annotated = (!edits.is_empty()).then(|| insert(text, edits) + &tail);
     Ok(FileAnnotation {
@@ -270,58 +272,6 @@ pub fn annotate_text(
         left: finder.left,
         declared: finder.declared,
     })
-}
-
-/// The insertions that turn `static NAME: T = EXPR;` into `static NAME:
-/// W<T> = W::new(EXPR);`, each on the line of the token it touches, so
-/// that no line moves.
-fn wrap_static(statik: &syn::ItemStatic, wrapper: &str) -> Vec<(usize, usize, String)> {
-    let (ty, expr) = (span_of(&statik.ty), span_of(&statik.expr));
-    vec![
-        (ty.0.line, ty.0.column, format!("{wrapper}<")),
-        (ty.1.line, ty.1.column, ">".to_owned()),
-        (expr.0.line, expr.0.column, format!("{wrapper}::new(")),
-        (expr.1.line, expr.1.column, ")".to_owned()),
-    ]
-}
-
-/// Where every `#[global_allocator]` static of a file is under `#[cfg]`
-/// (dhat's `#[cfg(feature = "dhat")]`), memprof's own for the builds
-/// where none is, to go at the file's end (no line moves): under the
-/// negation of their conditions, so that the crate has exactly one in
-/// every build.
-fn otherwise(allocators: &[syn::ItemStatic], wrapper: &str) -> String {
-    let mut conditions = Vec::new();
-    for statik in allocators {
-        let cfgs: Vec<String> = statik
-            .attrs
-            .iter()
-            .filter(|a| a.path().is_ident("cfg"))
-            .filter_map(|a| a.meta.require_list().ok())
-            .map(|list| list.tokens.to_string())
-            .collect();
-        if cfgs.is_empty() {
-            return String::new();
-        }
-        conditions.push(format!("all({})", cfgs.join(", ")));
-    }
-    if conditions.is_empty() {
-        return String::new();
-    }
-    format!(
-        "\n#[cfg(not(any({})))] #[global_allocator] static __MEMPROF_ALLOCATOR: {wrapper} = \
-         {wrapper}::system();\n",
-        conditions.join(", ")
-    )
-}
-
-/// Where a syntax node's first token starts and its last token ends.
-fn span_of(node: &impl ToTokens) -> (proc_macro2::LineColumn, proc_macro2::LineColumn) {
-    let tokens: Vec<TokenTree> = node.to_token_stream().into_iter().collect();
-    let start = tokens.first().map(|t| t.span().start());
-    let end = tokens.last().map(|t| t.span().end());
-    let zero = proc_macro2::LineColumn { line: 1, column: 0 };
-    (start.unwrap_or(zero), end.unwrap_or(zero))
 }
 
 /// `text` with each (line, column, text) inserted; line 1-based, column
@@ -599,36 +549,6 @@ mod tests {
         assert_eq!(paths, ["demo::a", "demo::S::c"]);
         assert_eq!(tally.annotated, 2);
         assert_eq!(tally.const_fn, 1);
-    }
-
-    #[test]
-    fn an_allocator_under_cfg_gets_memprofs_for_the_other_builds() {
-        let text = "#[cfg(feature = \"dhat\")]\n#[global_allocator]\nstatic ALLOC: dhat::Alloc = dhat::Alloc;\n";
-        let found = super::annotate_text(
-            text,
-            "demo",
-            &Selection::default(),
-            PROFILE,
-            Some(ALLOCATOR),
-        )
-        .unwrap();
-        assert!(found.global_allocator);
-        assert_eq!(
-            found.text.unwrap(),
-            "#[cfg(feature = \"dhat\")]\n#[global_allocator]\nstatic ALLOC: ::memprof::Allocator<dhat::Alloc> = ::memprof::Allocator::new(dhat::Alloc);\n\n\
-             #[cfg(not(any(all(feature = \"dhat\"))))] #[global_allocator] static __MEMPROF_ALLOCATOR: ::memprof::Allocator = ::memprof::Allocator::system();\n"
-        );
-        // One without a condition: nothing added.
-        let plain = "#[global_allocator]\nstatic A: std::alloc::System = std::alloc::System;\n";
-        let found = super::annotate_text(
-            plain,
-            "demo",
-            &Selection::default(),
-            PROFILE,
-            Some(ALLOCATOR),
-        )
-        .unwrap();
-        assert!(!found.text.unwrap().contains("__MEMPROF_ALLOCATOR"));
     }
 
     #[test]

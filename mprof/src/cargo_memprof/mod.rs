@@ -5,6 +5,7 @@
 //! ([`shadow`], [`ancestors`], [`copy`]), cargo run there with its stderr mapped back to the user's
 //! paths ([`invoke`]), and the merged report printed ([`output`]).
 
+pub mod allocator;
 mod ancestors;
 pub mod annotate;
 mod callers;

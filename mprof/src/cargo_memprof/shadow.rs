@@ -116,7 +116,7 @@ pub struct Profiled<'m> {
 /// packages, which are counted) and returns the files by the user's path.
 ///
 /// Where a crate declares a `#[global_allocator]` of its own, annotating
-/// wrapped it in memprof's (see [`annotate::ALLOCATOR`]): memprof's own
+/// wrapped it in memprof's (see [`super::allocator::ALLOCATOR`]): memprof's own
 /// is then left out of the build (see [`edit_manifest`]), and each
 /// executable target of the packages that has none of its own, nor its
 /// package's library, gets memprof's (a library's only in its unit
@@ -206,7 +206,7 @@ pub fn annotate_packages(
                 let only_tests = if is_lib { "#[cfg(test)] " } else { "" };
                 let line = format!(
                     "{only_tests}#[global_allocator] static __MEMPROF_ALLOCATOR: {0} = {0}::system();\n",
-                    annotate::ALLOCATOR
+                    super::allocator::ALLOCATOR
                 );
                 let separator = if text.ends_with('\n') || text.is_empty() {
                     ""
