@@ -18,6 +18,14 @@
 #[allow(dead_code)]
 #[path = "../../../../mprof/src/cargo_memprof/annotate.rs"]
 mod annotate;
+// What annotate.rs calls on: the wrapping of an own allocator and the
+// names a function calls.
+#[allow(dead_code)]
+#[path = "../../../../mprof/src/cargo_memprof/allocator.rs"]
+mod allocator;
+#[allow(dead_code)]
+#[path = "../../../../mprof/src/cargo_memprof/callers.rs"]
+mod callers;
 
 use std::path::{Path, PathBuf};
 
