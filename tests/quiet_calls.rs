@@ -44,6 +44,92 @@ fn a_function_that_moves_nothing_keeps_its_calls_and_loses_its_statement_counts(
 }
 
 #[profile]
+fn checked_byte(bytes: &[u8], at: usize) -> u8 {
+    #[cold]
+    #[inline(never)]
+    fn out_of_range(at: usize) -> ! {
+        panic!("{at} out of range")
+    }
+    if at >= bytes.len() {
+        out_of_range(at);
+    }
+    bytes[at]
+}
+
+#[profile]
+fn counted(x: u64) -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+    #[profile]
+    fn twice(x: u64) -> u64 {
+        x * 2
+    }
+    let seen = SEEN.fetch_add(1, Relaxed);
+    twice(x) + seen - seen
+}
+
+#[test]
+fn items_declared_in_a_quiet_body_are_one_item_for_every_call() {
+    // Its `static` keeps one count and its profiled `fn` one table, whether
+    // a call runs with rows or quietly, as written.
+    std::thread::spawn(|| {
+        let sum: u64 = (0..1_000).map(counted).sum();
+        assert_eq!(sum, 999 * 1_000);
+    })
+    .join()
+    .unwrap();
+    let t = table("quiet_calls::counted");
+    assert_eq!(t.calls, 1_000);
+    assert_eq!(row(&t, "let seen = SEEN").occurrences, 68);
+    let inner = table("quiet_calls::counted::twice");
+    assert_eq!(inner.calls, 1_000);
+    assert_eq!(figures(&inner, "fn twice"), (0, 0, 1_000));
+}
+
+#[profile]
+#[inline(always)]
+fn low_bit(x: u64) -> u64 {
+    let y = x & 1;
+    black_box(y)
+}
+
+#[test]
+fn a_function_with_a_helper_fn_inside_goes_quiet_too() {
+    // Its body and the helper in it are copied as written together (the
+    // shape of lz4_flex's `slice_copy`).
+    std::thread::spawn(|| {
+        let sum: u64 = (0..1_000)
+            .map(|i| u64::from(checked_byte(b"ab", i % 2)))
+            .sum();
+        assert_eq!(sum, 500 * u64::from(b'a' + b'b'));
+    })
+    .join()
+    .unwrap();
+    let t = table("quiet_calls::checked_byte");
+    assert_eq!(t.calls, 1_000);
+    assert_eq!(figures(&t, "fn checked_byte"), (0, 0, 1_000));
+    assert_eq!(row(&t, "if at >= bytes.len()").occurrences, 68);
+    assert_eq!(figures(&t, "bytes[at]"), (0, 0, 68));
+}
+
+#[test]
+fn an_inline_always_function_goes_quiet_in_optimized_builds() {
+    std::thread::spawn(|| {
+        let sum: u64 = (0..1_000).map(low_bit).sum();
+        assert_eq!(sum, 500);
+    })
+    .join()
+    .unwrap();
+    let t = table("quiet_calls::low_bit");
+    assert_eq!(t.calls, 1_000);
+    assert_eq!(figures(&t, "fn low_bit"), (0, 0, 1_000));
+    // Unoptimized, it keeps one body (see the macro's `off_branch`): every
+    // call steps its statements.
+    let rowed = if cfg!(debug_assertions) { 1_000 } else { 68 };
+    assert_eq!(row(&t, "let y = x & 1").occurrences, rowed);
+}
+
+#[profile]
 fn shared(x: u64) -> u64 {
     let y = x ^ 1;
     black_box(y)

@@ -133,6 +133,14 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
 
     let is_async = func.sig.asyncness.is_some();
     let mut instrumenter = Instrumenter::new(first_line, close_line, fn_line, is_async);
+    // The items the body declares at its top (a helper `fn`, a `static`,
+    // an `impl`) move out of it, to the function's own block, where they
+    // are in scope as before: one item whichever copy of the body runs (see
+    // `off_branch`), and not a statement for the instrumenter.
+    let (items, stmts): (Vec<_>, Vec<_>) = std::mem::take(&mut func.block.stmts)
+        .into_iter()
+        .partition(|s| matches!(s, syn::Stmt::Item(_)));
+    func.block.stmts = stmts;
     // Kept as written for the `MEMPROF=off` branch, if the function has one.
     let as_written = func.block.clone();
     let frame = instrumenter.frame.clone();
@@ -237,11 +245,18 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             #as_written else { #body }
         }
     } else if kept == AsWritten::KeptOptimized {
-        // The same, in optimized builds only (see `off_branch`).
+        // The same, in optimized builds only (see `off_branch`): a recursive
+        // or `#[inline(always)]` function. The quiet call's binding ends
+        // as the `return` leaves its block, after the body's locals.
         quote! {
             #[cfg(not(debug_assertions))]
             {
                 if ::memprof::__private::is_off() {
+                    return #as_written;
+                }
+                if let ::core::option::Option::Some(__memprof_quiet) =
+                    ::memprof::__private::QuietCall::start(&__MEMPROF_META)
+                {
                     return #as_written;
                 }
             }
@@ -282,6 +297,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         #(#attrs)*
         #vis #sig {
             #meta
+            #(#items)*
             #body
         }
     }

@@ -6,8 +6,16 @@
 //! plainly independent:
 //! - the return type can be named, so both branches have one type even
 //!   when the body makes closures or other unnameable values;
-//! - no item (`fn`, `impl`, `static`, ...) anywhere in the body: a second
-//!   copy of an `impl` conflicts, a `#[no_mangle]` one clashes at link time;
+//! - the items the body declares at its top are not copied: the macro moves
+//!   them to the function's own block (`expand`), one item in scope of both
+//!   copies. Deeper in the body (in an inner block), no item but plain
+//!   `fn`s, `const`s, `use`s and `type`s, whose second copy is the same
+//!   item in a block of its own: a second copy of an `impl` conflicts, a
+//!   `static` would split its state between the copies, a `#[no_mangle]`
+//!   `fn` clashes at link time, a `#[profile]` one registers twice, a type
+//!   would be two types (so such a `fn` may carry only attributes that
+//!   change none of this: `inline`, `cold`, `track_caller`, lint levels,
+//!   ...);
 //! - no macro call but the standard library's (and memprof's) expression
 //!   macros, which define no items (`inventory::submit!` twice would
 //!   register twice);
@@ -18,10 +26,18 @@
 //!   holds the locals of both copies, and a recursion would reach less
 //!   deep; optimized, the two copies share the frame's slots. (An argument's
 //!   `mut` would be needed by one copy and unused in the other build.)
-//! - it is not `#[inline(always)]`: unoptimized builds inline it anyway,
-//!   with the locals of both copies, into callers that may be such
+//! - it is not `#[inline(always)]`, or the build is optimized and no
+//!   argument is `mut`, as for recursion: unoptimized builds inline it
+//!   anyway, with the locals of both copies, into callers that may be such
 //!   functions too, so frames would double at each level (aho-corasick's
 //!   SIMD searchers reached 2.3 MiB, past a test thread's stack).
+//!
+//! The copy as written is also what a quiet call runs (see `QuietCall`):
+//! a function without it steps every statement of every call, however
+//! often it is called and however little it does (lz4_flex's `slice_copy`,
+//! which declares a `#[cold]` helper `fn`, profiled too under `cargo
+//! memprof`, and its `#[inline(always)]` copy routines: 16 million calls
+//! each in a first run).
 
 use syn::visit::Visit;
 use syn::{Block, Expr, Ident, ItemFn};
@@ -81,12 +97,10 @@ pub(crate) enum AsWritten {
 /// Whether a function with this return type, body and number of rows gets
 /// the `MEMPROF=off` branch, and in which builds.
 pub(crate) fn as_written(func: &ItemFn, body: &Block, cells: usize) -> AsWritten {
-    if cells > MAX_CELLS
-        || crate::syntax::nameable_return(&func.sig.output).is_none()
-        || func.attrs.iter().any(is_inline_always)
-    {
+    if cells > MAX_CELLS || crate::syntax::nameable_return(&func.sig.output).is_none() {
         return AsWritten::Not;
     }
+    let inline_always = func.attrs.iter().any(is_inline_always);
     let name = &func.sig.ident;
     let mut check = Independent {
         name,
@@ -94,7 +108,7 @@ pub(crate) fn as_written(func: &ItemFn, body: &Block, cells: usize) -> AsWritten
         recursive: false,
     };
     check.visit_block(body);
-    match (check.fits, check.recursive) {
+    match (check.fits, check.recursive || inline_always) {
         (false, _) => AsWritten::Not,
         (true, false) => AsWritten::Kept,
         (true, true) if has_mut_argument(&func.sig) => AsWritten::Not,
@@ -127,6 +141,33 @@ fn is_inline_always(attr: &syn::Attribute) -> bool {
     attr.path().is_ident("inline") && attr.parse_args::<Ident>().is_ok_and(|arg| arg == "always")
 }
 
+/// An attribute of a nested item that changes nothing about its being
+/// emitted twice: not `no_mangle`, `export_name`, `link_section`, `used`,
+/// or anything unknown (a `cfg_attr` may expand to any of them; an
+/// attribute macro, to anything).
+fn leaves_one_item(attr: &syn::Attribute) -> bool {
+    const HARMLESS: &[&str] = &[
+        "inline",
+        "cold",
+        "track_caller",
+        "must_use",
+        "doc",
+        "cfg",
+        "allow",
+        "expect",
+        "warn",
+        "deny",
+        "forbid",
+        "target_feature",
+    ];
+    let path = attr.path();
+    let first = path.segments.first().map(|s| s.ident.to_string());
+    matches!(first.as_deref(), Some("rustfmt" | "clippy"))
+        || path
+            .get_ident()
+            .is_some_and(|id| HARMLESS.contains(&id.to_string().as_str()))
+}
+
 /// `fits` stays true while nothing in the body would differ or clash when
 /// emitted twice; `recursive` is set where the body calls the function
 /// `name` itself.
@@ -137,8 +178,19 @@ struct Independent<'n> {
 }
 
 impl<'a> Visit<'a> for Independent<'_> {
-    fn visit_item(&mut self, _: &'a syn::Item) {
-        self.fits = false;
+    fn visit_item(&mut self, item: &'a syn::Item) {
+        use syn::Item;
+        match item {
+            Item::Fn(f) if f.sig.abi.is_none() && f.attrs.iter().all(leaves_one_item) => {
+                // Its body is copied too: the same rules hold in it.
+                syn::visit::visit_item_fn(self, f);
+            }
+            Item::Const(c) if c.attrs.iter().all(leaves_one_item) => {
+                syn::visit::visit_item_const(self, c);
+            }
+            Item::Use(_) | Item::Type(_) => {}
+            _ => self.fits = false,
+        }
     }
 
     fn visit_expr_call(&mut self, call: &'a syn::ExprCall) {
@@ -196,7 +248,21 @@ mod tests {
     #[test]
     fn bodies_that_two_copies_could_break_keep_one() {
         // Two copies of an item, or of a macro that may define one.
-        assert!(!fits_fn("fn f() { impl S { fn g() {} } }"));
+        // (In an inner block: those at the body's top move out of it.)
+        assert!(!fits_fn("fn f() { { impl S { fn g() {} } } }"));
+        assert!(!fits_fn("fn f() { if true { static N: u8 = 0; } }"));
+        assert!(!fits_fn("fn f() { { struct S; } }"));
+        assert!(!fits_fn("fn f() { { #[no_mangle] fn g() {} } }"));
+        assert!(!fits_fn(
+            "fn f() { { #[unsafe(export_name = \"g\")] fn g() {} } }"
+        ));
+        assert!(!fits_fn(
+            "fn f() { { #[cfg_attr(x, no_mangle)] fn g() {} } }"
+        ));
+        assert!(!fits_fn("fn f() { { #[::memprof::profile] fn g() {} } }"));
+        assert!(!fits_fn("fn f() { { extern \"C\" fn g() {} } }"));
+        // A nested function's body is copied with it.
+        assert!(!fits_fn("fn f() { { fn g() { static N: u8 = 0; } } }"));
         assert!(!fits_fn("fn f() { inventory::submit!(X); }"));
         // Two closures of two types behind one `impl Trait`.
         assert!(!fits_fn("fn f() -> impl Fn() { || () }"));
@@ -225,8 +291,23 @@ mod tests {
     }
 
     #[test]
-    fn inline_always_keeps_one_body() {
-        assert!(!fits_fn("#[inline(always)] fn f(x: u8) -> u8 { x }"));
+    fn plain_nested_items_are_copied_with_the_body() {
+        assert!(fits_fn(
+            "fn f(x: u8) -> u8 { if x == 0 { #[inline(never)] #[cold] #[track_caller] fn fail() -> ! { panic!() } \
+             fail() } { const N: u8 = 3; use core::ops::Add; type T = u8; x.add(N) } }"
+        ));
+    }
+
+    #[test]
+    fn inline_always_keeps_both_in_optimized_builds_only() {
+        assert_eq!(
+            kept("#[inline(always)] fn f(x: u8) -> u8 { x }"),
+            AsWritten::KeptOptimized
+        );
+        assert_eq!(
+            kept("#[inline(always)] fn f(mut x: u8) -> u8 { x += 1; x }"),
+            AsWritten::Not
+        );
         assert!(fits_fn("#[inline] fn f(x: u8) -> u8 { x }"));
     }
 
