@@ -92,7 +92,10 @@ fn go_tool_pprof_top_prints_rust_names_with_their_type_and_trait() {
 
     // memprof's own reader (mprof flamegraph, mprof diff) reads the full
     // names back, as the reports show them.
-    assert_eq!(HeapProfile::from_pprof(&std::fs::read(&file).unwrap()).unwrap(), profile);
+    assert_eq!(
+        HeapProfile::from_pprof(&std::fs::read(&file).unwrap()).unwrap(),
+        profile
+    );
 
     let file = file.to_str().unwrap();
     let Some(top) = go_pprof(&dir, &["-top", "-sample_index=inuse_space", file]) else {

@@ -222,9 +222,22 @@ fn misuse_is_one_line() {
         &out,
         "no stack has bytes in use to draw (--allocated draws bytes allocated, freed or not)",
     );
-    let out = mprof(&dir, &["flamegraph", "empty.json", "-o", "f.svg", "--allocated"]);
+    let out = mprof(
+        &dir,
+        &["flamegraph", "empty.json", "-o", "f.svg", "--allocated"],
+    );
     assert_one_line_error(&out, "no stack has bytes allocated to draw");
-    let out = mprof(&dir, &["flamegraph", "run.json", "-o", "f.svg", "--allocated", "--inuse"]);
+    let out = mprof(
+        &dir,
+        &[
+            "flamegraph",
+            "run.json",
+            "-o",
+            "f.svg",
+            "--allocated",
+            "--inuse",
+        ],
+    );
     assert_eq!(out.status.code(), Some(2));
     let out = mprof(&dir, &["diff", "a.json", "b.json", "--format", "pprof"]);
     assert_eq!(out.status.code(), Some(2));

@@ -135,7 +135,10 @@ mod tests {
                 "<u8 as <[_]>::to_vec_in::ConvertVec>::to_vec::<alloc::alloc::Global>",
                 "u8::ConvertVec::to_vec",
             ),
-            ("alloc::slice::<impl [T]>::to_vec", "alloc::slice::[T]::to_vec"),
+            (
+                "alloc::slice::<impl [T]>::to_vec",
+                "alloc::slice::[T]::to_vec",
+            ),
             (
                 "<alloc::string::String as core::clone::Clone>::clone",
                 "alloc::string::String::Clone::clone",
@@ -149,12 +152,18 @@ mod tests {
                 "<alloc::vec::Vec<T> as alloc::vec::spec_from_iter::SpecFromIter<T,I>>::from_iter",
                 "alloc::vec::Vec::SpecFromIter::from_iter",
             ),
-            ("<&mut W as core::fmt::Write>::write_str", "&mut W::Write::write_str"),
+            (
+                "<&mut W as core::fmt::Write>::write_str",
+                "&mut W::Write::write_str",
+            ),
             (
                 "<fn(u8) -> u8 as app::Apply<u8>>::apply",
                 "fn(u8) -> u8::Apply::apply",
             ),
-            ("<impl app::Shape for app::Square>::area", "app::Square::Shape::area"),
+            (
+                "<impl app::Shape for app::Square>::area",
+                "app::Square::Shape::area",
+            ),
             (
                 "pulldown_cmark::parse::Parser<'_, _>::new",
                 "pulldown_cmark::parse::Parser::new",
