@@ -83,15 +83,19 @@ enum Command {
         output: PathBuf,
     },
     /// Draw a report's or a pprof heap profile's allocation stacks as an SVG flame graph:
-    /// the profiled function at the root, its lines above it, then the sites' frames
+    /// the profiled function at the root, its lines above it, then the sites' frames; widths
+    /// are bytes in use, as in pprof's viewers, or bytes allocated with --allocated
     Flamegraph {
         /// The report (MEMPROF_JSON, a snapshot) or heap profile (MEMPROF_PPROF)
         input: PathBuf,
         /// The SVG to write
         #[arg(short = 'o', long, value_name = "FILE")]
         output: PathBuf,
-        /// Widths are bytes in use rather than bytes allocated
+        /// Widths are bytes allocated (freed or not) rather than bytes in use
         #[arg(long)]
+        allocated: bool,
+        /// Widths are bytes in use: the default, accepted for older command lines
+        #[arg(long, conflicts_with = "allocated")]
         inuse: bool,
     },
     /// Watch a running program's functions live (it must run with MEMPROF_LIVE=1), or start
@@ -375,11 +379,12 @@ fn execute(command: Command) -> Result<i32, Error> {
         Command::Flamegraph {
             input,
             output,
-            inuse,
+            allocated,
+            inuse: _,
         } => {
-            let width = match inuse {
-                true => profile::flamegraph::Width::InUse,
-                false => profile::flamegraph::Width::Allocated,
+            let width = match allocated {
+                true => profile::flamegraph::Width::Allocated,
+                false => profile::flamegraph::Width::default(),
             };
             profile::flamegraph::flamegraph(&input, &output, width)
         }

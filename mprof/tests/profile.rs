@@ -25,10 +25,14 @@ fn site(allocations: u64, bytes: u64, live: i64, frames: Value) -> Value {
            "estimated": false, "frames": frames})
 }
 
+/// A generic type's trait method, whose name pprof's readers would strip
+/// (`::read`) were it written as is: memprof's readers read it whole.
+const READ: &str = "<app::Reader<u8> as std::io::Read>::read";
+
 /// `app::load`: a loop (line 12) whose body (line 13) reads through
-/// `app::read`; the loop's own line allocated 64 bytes itself.
+/// [`READ`]; the loop's own line allocated 64 bytes itself.
 fn report(dir: &Path, name: &str, reads: u64) {
-    let read = json!([{"function": "app::read", "file": "src/read.rs", "line": 7}]);
+    let read = json!([{"function": READ, "file": "src/read.rs", "line": 7}]);
     let through_read = site(reads, reads * 1000, 1000, read);
     let lines = vec![
         row(10, None, "#[profile]", Value::Null),
@@ -64,7 +68,7 @@ fn line(n: u32) -> SiteFrame {
 
 fn read_frame() -> SiteFrame {
     SiteFrame {
-        function: "app::read".to_owned(),
+        function: READ.to_owned(),
         file: Some("src/read.rs".to_owned()),
         line: Some(7),
     }
@@ -95,13 +99,31 @@ fn mprof_pprof_writes_each_line_s_own_share_under_the_lines_that_enclose_it() {
     assert_eq!(
         samples(&dir.join("heap.pb.gz")),
         [
-            (vec![line(12)], values(1, 64, 64)),
             (
                 vec![read_frame(), line(13), line(12)],
                 values(3, 3000, 1000)
             ),
+            (vec![line(12)], values(1, 64, 64)),
         ]
     );
+}
+
+/// The frames' titles in `mprof flamegraph INPUT -o flame.svg ARGS`'s SVG,
+/// sorted.
+fn flame_titles(dir: &Path, input: &str, args: &[&str]) -> Vec<String> {
+    let mut command = vec!["flamegraph", input, "-o", "flame.svg"];
+    command.extend(args);
+    let out = mprof(dir, &command);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(dir.join("flame.svg")).unwrap();
+    let mut titles: Vec<String> = svg
+        .split("<title>")
+        .skip(1)
+        .filter_map(|t| t.split("</title>").next())
+        .map(str::to_owned)
+        .collect();
+    titles.sort();
+    titles
 }
 
 #[test]
@@ -110,26 +132,29 @@ fn mprof_flamegraph_draws_function_lines_then_sites() {
     report(&dir, "run.json", 3);
     let out = mprof(&dir, &["pprof", "run.json", "-o", "heap.pb.gz"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    // From the report and from its profile: the same graph.
+    let read = "&lt;app::Reader&lt;u8&gt; as std::io::Read&gt;::read (src/read.rs:7)";
+    // From the report and from its profile: the same graph, the site's
+    // frame by its full name.
     for input in ["run.json", "heap.pb.gz"] {
-        let out = mprof(&dir, &["flamegraph", input, "-o", "flame.svg"]);
-        assert!(out.status.success(), "{}", stderr(&out));
-        let svg = std::fs::read_to_string(dir.join("flame.svg")).unwrap();
-        let titles: Vec<&str> = svg
-            .split("<title>")
-            .skip(1)
-            .filter_map(|t| t.split("</title>").next())
-            .collect();
-        let mut titles = titles.clone();
-        titles.sort();
+        // Bytes in use by default, as pprof's viewers draw a heap profile;
+        // --inuse, which older command lines give, says the same.
+        let in_use = [
+            format!("{read} (1,000 bytes, 93.98%)"),
+            "all (1,064 bytes, 100%)".to_owned(),
+            "app::load (1,064 bytes, 100.00%)".to_owned(),
+            "src/app.rs:12 (1,064 bytes, 100.00%)".to_owned(),
+            "src/app.rs:13 (1,000 bytes, 93.98%)".to_owned(),
+        ];
+        assert_eq!(flame_titles(&dir, input, &[]), in_use, "{input}");
+        assert_eq!(flame_titles(&dir, input, &["--inuse"]), in_use, "{input}");
         assert_eq!(
-            titles,
+            flame_titles(&dir, input, &["--allocated"]),
             [
-                "all (3,064 bytes, 100%)",
-                "app::load (3,064 bytes, 100.00%)",
-                "app::read (src/read.rs:7) (3,000 bytes, 97.91%)",
-                "src/app.rs:12 (3,064 bytes, 100.00%)",
-                "src/app.rs:13 (3,000 bytes, 97.91%)",
+                format!("{read} (3,000 bytes, 97.91%)"),
+                "all (3,064 bytes, 100%)".to_owned(),
+                "app::load (3,064 bytes, 100.00%)".to_owned(),
+                "src/app.rs:12 (3,064 bytes, 100.00%)".to_owned(),
+                "src/app.rs:13 (3,000 bytes, 97.91%)".to_owned(),
             ],
             "{input}"
         );
@@ -193,7 +218,27 @@ fn misuse_is_one_line() {
     assert_one_line_error(&out, "missing.json");
     std::fs::write(dir.join("empty.json"), r#"{"schema":1,"functions":[]}"#).unwrap();
     let out = mprof(&dir, &["flamegraph", "empty.json", "-o", "f.svg"]);
+    assert_one_line_error(
+        &out,
+        "no stack has bytes in use to draw (--allocated draws bytes allocated, freed or not)",
+    );
+    let out = mprof(
+        &dir,
+        &["flamegraph", "empty.json", "-o", "f.svg", "--allocated"],
+    );
     assert_one_line_error(&out, "no stack has bytes allocated to draw");
+    let out = mprof(
+        &dir,
+        &[
+            "flamegraph",
+            "run.json",
+            "-o",
+            "f.svg",
+            "--allocated",
+            "--inuse",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
     let out = mprof(&dir, &["diff", "a.json", "b.json", "--format", "pprof"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--output <FILE>"), "{}", stderr(&out));

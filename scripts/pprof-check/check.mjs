@@ -8,7 +8,9 @@
 // whatever memprof reads of their nesting. The
 // sample types are Go's heap ones, inuse_space the default; a sampled run
 // records its mean as the period; every location names a function, a file
-// and a line.
+// and a line. A function's full name, as the JSON names it, is its
+// system_name; its name is the form pprof prints whole, without angle
+// brackets (docs/reference.md).
 //
 // Usage: node check.mjs REPORT.json PROFILE.pb.gz MEAN [REPORT PROFILE MEAN ...]
 // (MEAN: the sampling mean in bytes, or 1 for an exact run).
@@ -89,9 +91,12 @@ function check(reportPath, profilePath, mean) {
     const frames = location.line.map((line) => {
       const f = functions.get(BigInt(line.functionId));
       if (!f) fail(`${profilePath}: location ${location.id} names no function`);
-      const frame = { name: str(f.name), file: str(f.filename), line: Number(line.line) };
-      if (!frame.name || !frame.file || !(frame.line > 0)) {
+      const frame = { name: str(f.systemName), file: str(f.filename), line: Number(line.line) };
+      if (!frame.name || !str(f.name) || !frame.file || !(frame.line > 0)) {
         fail(`${profilePath}: location ${location.id} lacks a name, file or line: ${JSON.stringify(frame)}`);
+      }
+      if (str(f.name).includes("<")) {
+        fail(`${profilePath}: function ${f.id}'s name ${str(f.name)} has an angle bracket, whose group pprof strips`);
       }
       return frame;
     });

@@ -1,7 +1,9 @@
 //! A [`HeapProfile`] as profile.proto's messages, gzipped, and back: the
-//! string table, one function per name and file, one location per line of
-//! a function.
+//! string table, one function per name and file (its full name as
+//! `system_name`, the form pprof prints whole as `name`: see `names`), one
+//! location per line of a function.
 
+use super::names;
 use super::proto::{Function, Line, Location, Profile, Sample, ValueType};
 use super::{HeapProfile, HeapValues};
 use crate::sites::SiteFrame;
@@ -10,6 +12,7 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use foldhash::fast::FixedState;
 use prost::Message;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 
@@ -50,6 +53,8 @@ struct Builder<'p> {
 /// The string table, each string once; index 0 is the empty string.
 struct Strings<'p> {
     index: Map<&'p str, i64>,
+    /// Strings made here (pprof's names), not borrowed from the profile.
+    made: Map<String, i64>,
     table: Vec<String>,
 }
 
@@ -62,6 +67,20 @@ impl<'p> Strings<'p> {
         }
         index
     }
+
+    /// A string made here, once however often it is made.
+    fn get_made(&mut self, s: String) -> i64 {
+        if let Some(&index) = self.index.get(s.as_str()) {
+            return index;
+        }
+        if let Some(&index) = self.made.get(&s) {
+            return index;
+        }
+        let index = self.table.len() as i64;
+        self.table.push(s.clone());
+        self.made.insert(s, index);
+        index
+    }
 }
 
 impl<'p> Builder<'p> {
@@ -69,6 +88,7 @@ impl<'p> Builder<'p> {
     fn with_capacity(frames: usize) -> Self {
         let mut strings = Strings {
             index: Map::with_capacity_and_hasher(frames, FixedState::default()),
+            made: Map::default(),
             table: Vec::with_capacity(frames),
         };
         strings.get("");
@@ -96,12 +116,16 @@ impl<'p> Builder<'p> {
             .entry((frame.function.as_str(), file))
             .or_insert(next);
         if function_id == next {
-            let name = self.strings.get(&frame.function);
+            let system_name = self.strings.get(&frame.function);
+            let name = match names::readable(&frame.function) {
+                Cow::Borrowed(_) => system_name,
+                Cow::Owned(name) => self.strings.get_made(name),
+            };
             let filename = self.strings.get(file);
             self.function.push(Function {
                 id: function_id,
                 name,
-                system_name: name,
+                system_name,
                 filename,
             });
         }
@@ -238,7 +262,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<HeapProfile, DecodeError> {
             })?;
             let file = text(function.filename)?;
             frames.push(SiteFrame {
-                function: text(function.name)?.to_owned(),
+                function: full_name(text(function.name)?, text(function.system_name)?).to_owned(),
                 file: (!file.is_empty()).then(|| file.to_owned()),
                 line: u32::try_from(line.line).ok().filter(|&l| l > 0),
             });
@@ -277,6 +301,17 @@ pub(super) fn decode(bytes: &[u8]) -> Result<HeapProfile, DecodeError> {
     Ok(profile)
 }
 
+/// A function's full name: its `system_name` where its `name` is the form
+/// memprof writes for pprof (`names`), else its `name` (another writer's
+/// `system_name` may be a mangled symbol).
+fn full_name<'t>(name: &'t str, system_name: &'t str) -> &'t str {
+    if name != system_name && !system_name.is_empty() && names::readable(system_name) == name {
+        system_name
+    } else {
+        name
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +339,67 @@ mod tests {
             "(memprof: Live leaves out what is still allocated of 2 allocations, 48 B, that its \
              in-use map had no room to follow; its tables stay within the address-space budget \
              of docs/reliability.md)"
+        );
+    }
+
+    fn frame(function: &str) -> SiteFrame {
+        SiteFrame {
+            function: function.to_owned(),
+            file: Some("src/app.rs".to_owned()),
+            line: Some(3),
+        }
+    }
+
+    fn message(bytes: &[u8]) -> Profile {
+        let mut raw = Vec::new();
+        GzDecoder::new(bytes).read_to_end(&mut raw).unwrap();
+        Profile::decode(&raw[..]).unwrap()
+    }
+
+    /// pprof simplified a `name` equal to its `system_name` as C++, and
+    /// printed `<alloc::string::String as core::clone::Clone>::clone` as
+    /// `::clone`.
+    #[test]
+    fn functions_are_named_for_pprof_and_keep_their_full_name_as_system_name() {
+        let clone = "<alloc::string::String as core::clone::Clone>::clone";
+        let mut profile = HeapProfile::default();
+        profile.add(
+            vec![frame(clone), frame("app::build")],
+            HeapValues {
+                alloc_objects: 1,
+                alloc_space: 24,
+                inuse_objects: 1,
+                inuse_space: 24,
+            },
+        );
+        let bytes = encode(&profile);
+        let message = message(&bytes);
+        let text = |i: i64| message.string_table[i as usize].as_str();
+        let names: Vec<(&str, &str)> = message
+            .function
+            .iter()
+            .map(|f| (text(f.name), text(f.system_name)))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("alloc::string::String::Clone::clone", clone),
+                ("app::build", "app::build"),
+            ]
+        );
+        // memprof's own reader gives the full names back.
+        assert_eq!(decode(&bytes).unwrap(), profile);
+    }
+
+    /// Another writer's `system_name` is its mangled symbol: the name is
+    /// read.
+    #[test]
+    fn another_writer_s_system_name_is_not_read_for_its_name() {
+        assert_eq!(full_name("app::build", "_ZN3app5build17h0E"), "app::build");
+        assert_eq!(full_name("app::build", ""), "app::build");
+        assert_eq!(
+            full_name("app::Table::render", "app::Table<'_, u8>::render"),
+            "app::Table<'_, u8>::render"
         );
     }
 }

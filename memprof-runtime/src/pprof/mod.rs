@@ -8,6 +8,7 @@
 //! path: a profile is made when it is asked for.
 
 mod encode;
+mod names;
 mod nesting;
 mod proto;
 

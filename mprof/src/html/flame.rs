@@ -1,5 +1,5 @@
 //! The allocation flame graph on the page, where the run recorded sites
-//! (`MEMPROF_SITES`): `mprof flamegraph`'s graph of bytes allocated (the
+//! (`MEMPROF_SITES`): `mprof flamegraph --allocated`'s graph (the
 //! profiled function at the root, its lines above it, then the sites'
 //! frames), inline. inferno's script, style and controls are left out:
 //! the page keeps its one script and one style sheet, and the graph is

@@ -9,11 +9,13 @@ use memprof_runtime::{HeapProfile, SiteFrame};
 use std::path::Path;
 
 /// What the widths are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Width {
     /// Bytes allocated (`alloc_space`).
     Allocated,
-    /// Bytes in use (`inuse_space`).
+    /// Bytes in use (`inuse_space`): `mprof flamegraph`'s default, as a
+    /// heap profile's default sample type is in pprof's viewers.
+    #[default]
     InUse,
 }
 
@@ -102,7 +104,7 @@ pub fn svg(profile: &HeapProfile, width: Width, title: &str) -> Result<Option<St
     Ok(Some(String::from_utf8_lossy(&out).into_owned()))
 }
 
-/// `mprof flamegraph INPUT -o FILE [--inuse]`.
+/// `mprof flamegraph INPUT -o FILE [--allocated]`.
 pub fn flamegraph(input: &Path, output: &Path, width: Width) -> Result<i32, Error> {
     let profile = super::read(input)?;
     let what = match width {
@@ -112,9 +114,14 @@ pub fn flamegraph(input: &Path, output: &Path, width: Width) -> Result<i32, Erro
     let name = input.file_name().map_or(input.as_os_str(), |n| n);
     let title = format!("{what}: {}", crate::printable::path(Path::new(name)));
     let Some(svg) = svg(&profile, width, &title)? else {
+        // A finished run's report often keeps nothing: say what would draw.
+        let hint = match width {
+            Width::InUse => " (--allocated draws bytes allocated, freed or not)",
+            Width::Allocated => "",
+        };
         return Err(Error::Report {
             path: input.to_path_buf(),
-            problem: format!("no stack has {what} to draw"),
+            problem: format!("no stack has {what} to draw{hint}"),
         });
     };
     memprof_runtime::safe_file::write(output, svg.as_bytes())
