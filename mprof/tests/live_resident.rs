@@ -1,0 +1,229 @@
+//! What snapshots cost a running service in resident memory (issue 60):
+//! under sampled sites (`cargo memprof run --sites=sample` sets
+//! `MEMPROF_SITES=sample`) and the live channel, a service that keeps a
+//! steady few MiB in use through 256 call sites stays within 10 MB and
+//! what sites mapped of its resident size before snapshots, after ten
+//! and a pprof one, and beside the same service without sites.
+//!
+//! Symbolizing a snapshot's stacks reads the binary's debug information:
+//! kept after the snapshot, it held tens of MB of a real service for the
+//! rest of its life (34 MB resident, then 117 MB after one snapshot).
+//!
+//! The service is this test binary, run again (see `common::live`): it
+//! runs a round of work on each `work` line of its stdin and answers
+//! `done`, the bytes mapped for sites then written in its directory.
+//! NOTE: figures are printed, bounds asserted; no duration is.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use common::live::Service;
+use common::{mprof, scratch, stderr};
+use std::collections::VecDeque;
+use std::hint::black_box;
+use std::io::BufRead;
+use std::path::Path;
+use std::time::Instant;
+
+/// A buffer made at one of the service's call sites: each `(A, B)` is a
+/// function of its own, at an address of its own.
+type MakeBuffer = fn(usize) -> Vec<u8>;
+
+#[inline(never)]
+fn buffer_at<const A: usize, const B: usize>(size: usize) -> Vec<u8> {
+    let mut buffer = Vec::with_capacity(size + A * 16 + B);
+    buffer.resize(size, (A ^ B) as u8);
+    black_box(buffer)
+}
+
+macro_rules! row {
+    ($a:literal) => {
+        [
+            buffer_at::<$a, 0> as MakeBuffer,
+            buffer_at::<$a, 1>,
+            buffer_at::<$a, 2>,
+            buffer_at::<$a, 3>,
+            buffer_at::<$a, 4>,
+            buffer_at::<$a, 5>,
+            buffer_at::<$a, 6>,
+            buffer_at::<$a, 7>,
+            buffer_at::<$a, 8>,
+            buffer_at::<$a, 9>,
+            buffer_at::<$a, 10>,
+            buffer_at::<$a, 11>,
+            buffer_at::<$a, 12>,
+            buffer_at::<$a, 13>,
+            buffer_at::<$a, 14>,
+            buffer_at::<$a, 15>,
+        ]
+    };
+}
+
+/// The service's 256 call sites.
+const SITES: [[MakeBuffer; 16]; 16] = [
+    row!(0),
+    row!(1),
+    row!(2),
+    row!(3),
+    row!(4),
+    row!(5),
+    row!(6),
+    row!(7),
+    row!(8),
+    row!(9),
+    row!(10),
+    row!(11),
+    row!(12),
+    row!(13),
+    row!(14),
+    row!(15),
+];
+
+/// Buffers the service keeps: with sizes of 8 to 56 KiB, about 4 MiB.
+const KEPT: usize = 128;
+
+/// One round: a buffer from every site, the oldest freed as new ones come.
+#[memprof::profile]
+fn serve_round(round: usize, kept: &mut VecDeque<Vec<u8>>) {
+    for (i, site) in SITES.iter().flatten().enumerate() {
+        let buffer = site((8 + (round + i) % 7 * 8) << 10);
+        kept.push_back(buffer);
+        if kept.len() > KEPT {
+            kept.pop_front();
+        }
+    }
+}
+
+#[test]
+#[ignore = "a child run: the tests below start it"]
+fn service_child() {
+    if std::env::var_os("MPROF_TEST_SERVICE").is_none() {
+        return;
+    }
+    let mut kept = VecDeque::with_capacity(KEPT + 1);
+    let mut round = 0;
+    println!("ready");
+    for line in std::io::stdin().lock().lines() {
+        if line.unwrap().trim() != "work" {
+            break;
+        }
+        for _ in 0..8 {
+            serve_round(round, &mut kept);
+            round += 1;
+        }
+        let mapped = memprof::__private::sites_mapped_bytes();
+        std::fs::write("mapped", mapped.to_string()).unwrap();
+        println!("done");
+    }
+}
+
+/// The service's resident size, in bytes (`VmRSS`).
+fn resident(pid: u32) -> u64 {
+    mprof::procfs::rss(pid).expect("the service runs")
+}
+
+/// Resident sizes of one run, and what sites had mapped at the end.
+#[derive(Debug)]
+struct Run {
+    before: u64,
+    after: u64,
+    mapped: u64,
+    /// The first JSON snapshot, the slowest of the nine after it and the
+    /// pprof one, in ms.
+    first_ms: f64,
+    later_ms: f64,
+    pprof_ms: f64,
+}
+
+fn work(service: &mut Service) {
+    service.send("work");
+    service.wait_for("done");
+}
+
+/// Runs the service with `env`: warm, its resident size, then ten
+/// snapshots and a pprof one between rounds of work, its resident size.
+fn run(name: &str, env: &[(&str, &str)]) -> Run {
+    let dir = scratch(name);
+    let mut service = Service::start("resident", &dir, env);
+    let pid = service.pid();
+    for _ in 0..3 {
+        work(&mut service);
+    }
+    let before = resident(pid);
+    let mut times = Vec::new();
+    for n in 0..10 {
+        let started = Instant::now();
+        snapshot(&dir, pid, &["-o", &format!("{n}.json")]);
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+        work(&mut service);
+    }
+    let started = Instant::now();
+    snapshot(&dir, pid, &["--format", "pprof", "-o", "heap.pb.gz"]);
+    let pprof_ms = started.elapsed().as_secs_f64() * 1e3;
+    work(&mut service);
+    let after = resident(pid);
+    let mapped = mapped(&dir);
+    let (_, status) = service.finish();
+    assert!(status.success());
+    Run {
+        before,
+        after,
+        mapped,
+        first_ms: times[0],
+        later_ms: times[1..].iter().copied().fold(0.0, f64::max),
+        pprof_ms,
+    }
+}
+
+fn snapshot(dir: &Path, pid: u32, args: &[&str]) {
+    let pid = pid.to_string();
+    let out = mprof(dir, &[&["snapshot", pid.as_str()], args].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+fn mapped(dir: &Path) -> u64 {
+    std::fs::read_to_string(dir.join("mapped"))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+const MB: u64 = 1_000_000;
+
+#[test]
+fn snapshots_under_sampled_sites_keep_resident_memory_bounded() {
+    let live = [("MEMPROF_LIVE", "1")];
+    let plain = run("resident-plain", &live);
+    let sampled = run(
+        "resident-sampled",
+        &[("MEMPROF_LIVE", "1"), ("MEMPROF_SITES", "sample")],
+    );
+    let kb = |b: u64| b / 1024;
+    for (name, run) in [
+        ("live, no sites", &plain),
+        ("live, sampled sites", &sampled),
+    ] {
+        eprintln!(
+            "{name}: {} kB resident before snapshots, {} kB after, {} kB mapped for sites; \
+             first snapshot {:.0} ms, later ones up to {:.0} ms, pprof {:.0} ms",
+            kb(run.before),
+            kb(run.after),
+            kb(run.mapped),
+            run.first_ms,
+            run.later_ms,
+            run.pprof_ms,
+        );
+    }
+    let allowed = 10 * MB + sampled.mapped;
+    assert!(
+        sampled.after <= sampled.before + allowed,
+        "snapshots kept memory: {sampled:?}"
+    );
+    for (with, without) in [(sampled.before, plain.before), (sampled.after, plain.after)] {
+        assert!(
+            with <= without + allowed,
+            "sites took more than their tables: {sampled:?} against {plain:?}"
+        );
+    }
+}
