@@ -123,11 +123,24 @@ fn resident(pid: u32) -> u64 {
     mprof::procfs::rss(pid).expect("the service runs")
 }
 
+/// The service's highest resident size so far, in bytes (`VmHWM`): during
+/// a snapshot, the debug information it reads is resident.
+fn highest_resident(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+        .unwrap();
+    kb * 1024
+}
+
 /// Resident sizes of one run, and what sites had mapped at the end.
 #[derive(Debug)]
 struct Run {
     before: u64,
     after: u64,
+    highest: u64,
     mapped: u64,
     /// The first JSON snapshot, the slowest of the nine after it and the
     /// pprof one, in ms.
@@ -163,12 +176,14 @@ fn run(name: &str, env: &[(&str, &str)]) -> Run {
     let pprof_ms = started.elapsed().as_secs_f64() * 1e3;
     work(&mut service);
     let after = resident(pid);
+    let highest = highest_resident(pid);
     let mapped = mapped(&dir);
     let (_, status) = service.finish();
     assert!(status.success());
     Run {
         before,
         after,
+        highest,
         mapped,
         first_ms: times[0],
         later_ms: times[1..].iter().copied().fold(0.0, f64::max),
@@ -205,10 +220,11 @@ fn snapshots_under_sampled_sites_keep_resident_memory_bounded() {
         ("live, sampled sites", &sampled),
     ] {
         eprintln!(
-            "{name}: {} kB resident before snapshots, {} kB after, {} kB mapped for sites; \
-             first snapshot {:.0} ms, later ones up to {:.0} ms, pprof {:.0} ms",
+            "{name}: {} kB resident before snapshots, {} kB after (highest {} kB), \
+             {} kB mapped for sites; first snapshot {:.0} ms, later ones up to {:.0} ms, pprof {:.0} ms",
             kb(run.before),
             kb(run.after),
+            kb(run.highest),
             kb(run.mapped),
             run.first_ms,
             run.later_ms,
