@@ -95,6 +95,19 @@ fn serve_round(round: usize, kept: &mut VecDeque<Vec<u8>>) {
     }
 }
 
+/// Allocations at an address no snapshot has seen before: met by a later
+/// snapshot, after the earlier ones let go of the debug information.
+#[inline(never)]
+fn late_buffer(size: usize) -> Vec<u8> {
+    black_box(vec![7; size])
+}
+
+#[memprof::profile]
+fn late_round() {
+    let buffers: Vec<Vec<u8>> = (0..64).map(|_| late_buffer(64 << 10)).collect();
+    drop(black_box(buffers));
+}
+
 #[test]
 #[ignore = "a child run: the tests below start it"]
 fn service_child() {
@@ -105,8 +118,10 @@ fn service_child() {
     let mut round = 0;
     println!("ready");
     for line in std::io::stdin().lock().lines() {
-        if line.unwrap().trim() != "work" {
-            break;
+        match line.unwrap().trim() {
+            "work" => {}
+            "late" => late_round(),
+            _ => break,
         }
         for _ in 0..8 {
             serve_round(round, &mut kept);
@@ -142,15 +157,19 @@ struct Run {
     after: u64,
     highest: u64,
     mapped: u64,
-    /// The first JSON snapshot, the slowest of the nine after it and the
-    /// pprof one, in ms.
+    /// The first JSON snapshot, the one that met new addresses, the
+    /// slowest of the others and the pprof one, in ms.
     first_ms: f64,
+    renewed_ms: f64,
     later_ms: f64,
     pprof_ms: f64,
 }
 
-fn work(service: &mut Service) {
-    service.send("work");
+/// The snapshot before which the service allocates at new addresses.
+const RENEWED: usize = 5;
+
+fn work(service: &mut Service, what: &str) {
+    service.send(what);
     service.wait_for("done");
 }
 
@@ -161,20 +180,24 @@ fn run(name: &str, env: &[(&str, &str)]) -> Run {
     let mut service = Service::start("resident", &dir, env);
     let pid = service.pid();
     for _ in 0..3 {
-        work(&mut service);
+        work(&mut service, "work");
     }
     let before = resident(pid);
     let mut times = Vec::new();
     for n in 0..10 {
+        if n == RENEWED {
+            work(&mut service, "late");
+        }
         let started = Instant::now();
         snapshot(&dir, pid, &["-o", &format!("{n}.json")]);
         times.push(started.elapsed().as_secs_f64() * 1e3);
-        work(&mut service);
+        work(&mut service, "work");
     }
+    assert_late_sites_are_named(&dir, env.iter().any(|(k, _)| *k == "MEMPROF_SITES"));
     let started = Instant::now();
     snapshot(&dir, pid, &["--format", "pprof", "-o", "heap.pb.gz"]);
     let pprof_ms = started.elapsed().as_secs_f64() * 1e3;
-    work(&mut service);
+    work(&mut service, "work");
     let after = resident(pid);
     let highest = highest_resident(pid);
     let mapped = mapped(&dir);
@@ -186,7 +209,11 @@ fn run(name: &str, env: &[(&str, &str)]) -> Run {
         highest,
         mapped,
         first_ms: times[0],
-        later_ms: times[1..].iter().copied().fold(0.0, f64::max),
+        renewed_ms: times[RENEWED],
+        later_ms: (1..times.len())
+            .filter(|&n| n != RENEWED)
+            .map(|n| times[n])
+            .fold(0.0, f64::max),
         pprof_ms,
     }
 }
@@ -195,6 +222,41 @@ fn snapshot(dir: &Path, pid: u32, args: &[&str]) {
     let pid = pid.to_string();
     let out = mprof(dir, &[&["snapshot", pid.as_str()], args].concat());
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Under sites, the last snapshot names the late allocations' function in
+/// their stacks: read again from debug information let go of earlier.
+fn assert_late_sites_are_named(dir: &Path, sites_on: bool) {
+    let text = std::fs::read_to_string(dir.join("9.json")).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let Some(late) = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"].as_str().unwrap().ends_with("late_round"))
+    else {
+        panic!("no late_round in the snapshot");
+    };
+    let sites: Vec<&serde_json::Value> = late["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["sites"].as_array())
+        .flatten()
+        .collect();
+    if !sites_on {
+        assert!(sites.is_empty(), "{sites:#?}");
+        return;
+    }
+    let named = sites.iter().any(|site| {
+        site["frames"].as_array().unwrap().iter().any(|f| {
+            f["function"]
+                .as_str()
+                .unwrap()
+                .ends_with("live_resident::late_buffer")
+        })
+    });
+    assert!(named, "{sites:#?}");
 }
 
 fn mapped(dir: &Path) -> u64 {
@@ -221,12 +283,14 @@ fn snapshots_under_sampled_sites_keep_resident_memory_bounded() {
     ] {
         eprintln!(
             "{name}: {} kB resident before snapshots, {} kB after (highest {} kB), \
-             {} kB mapped for sites; first snapshot {:.0} ms, later ones up to {:.0} ms, pprof {:.0} ms",
+             {} kB mapped for sites; first snapshot {:.0} ms, the one after new addresses \
+             {:.0} ms, others up to {:.0} ms, pprof {:.0} ms",
             kb(run.before),
             kb(run.after),
             kb(run.highest),
             kb(run.mapped),
             run.first_ms,
+            run.renewed_ms,
             run.later_ms,
             run.pprof_ms,
         );
