@@ -10,8 +10,11 @@
 //! rest of its life (34 MB resident, then 117 MB after one snapshot).
 //!
 //! The service is this test binary, run again (see `common::live`): it
-//! runs a round of work on each `work` line of its stdin and answers
-//! `done`, the bytes mapped for sites then written in its directory.
+//! runs a round of work on each `work` line of its stdin (and allocates
+//! at new addresses first on a `late` line) and answers `done`, the bytes
+//! mapped for sites then written in its directory. A snapshot's debug
+//! information is let go of 5 s after the last one: the service's size is
+//! read right after the snapshots and 7 s after.
 //! NOTE: figures are printed, bounds asserted; no duration is.
 
 #![cfg(target_os = "linux")]
@@ -24,7 +27,7 @@ use std::collections::VecDeque;
 use std::hint::black_box;
 use std::io::BufRead;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A buffer made at one of the service's call sites: each `(A, B)` is a
 /// function of its own, at an address of its own.
@@ -95,8 +98,8 @@ fn serve_round(round: usize, kept: &mut VecDeque<Vec<u8>>) {
     }
 }
 
-/// Allocations at an address no snapshot has seen before: met by a later
-/// snapshot, after the earlier ones let go of the debug information.
+/// Allocations at an address no snapshot has seen before: met by a
+/// snapshot after the earlier ones' debug information was let go of.
 #[inline(never)]
 fn late_buffer(size: usize) -> Vec<u8> {
     black_box(vec![7; size])
@@ -154,19 +157,20 @@ fn highest_resident(pid: u32) -> u64 {
 #[derive(Debug)]
 struct Run {
     before: u64,
+    /// Right after the last snapshot, and once its debug information was
+    /// let go of.
+    held: u64,
     after: u64,
     highest: u64,
     mapped: u64,
-    /// The first JSON snapshot, the one that met new addresses, the
-    /// slowest of the others and the pprof one, in ms.
+    /// The first JSON snapshot, the slowest of the nine after it, the
+    /// pprof one, and the late one that met new addresses once the debug
+    /// information was let go of, in ms.
     first_ms: f64,
     renewed_ms: f64,
     later_ms: f64,
     pprof_ms: f64,
 }
-
-/// The snapshot before which the service allocates at new addresses.
-const RENEWED: usize = 5;
 
 fn work(service: &mut Service, what: &str) {
     service.send(what);
@@ -185,35 +189,40 @@ fn run(name: &str, env: &[(&str, &str)]) -> Run {
     let before = resident(pid);
     let mut times = Vec::new();
     for n in 0..10 {
-        if n == RENEWED {
-            work(&mut service, "late");
-        }
         let started = Instant::now();
         snapshot(&dir, pid, &["-o", &format!("{n}.json")]);
         times.push(started.elapsed().as_secs_f64() * 1e3);
         work(&mut service, "work");
     }
-    assert_late_sites_are_named(&dir, env.iter().any(|(k, _)| *k == "MEMPROF_SITES"));
     let started = Instant::now();
     snapshot(&dir, pid, &["--format", "pprof", "-o", "heap.pb.gz"]);
     let pprof_ms = started.elapsed().as_secs_f64() * 1e3;
     work(&mut service, "work");
+    let held = resident(pid);
+    // The debug information stays 5 s after the last snapshot (`mprof top`
+    // asks every second).
+    std::thread::sleep(Duration::from_secs(7).saturating_sub(started.elapsed()));
     let after = resident(pid);
     let highest = highest_resident(pid);
+    // Then allocations at new addresses: named, from the debug
+    // information read again.
+    work(&mut service, "late");
+    let started = Instant::now();
+    snapshot(&dir, pid, &["-o", "late.json"]);
+    let renewed_ms = started.elapsed().as_secs_f64() * 1e3;
+    assert_late_sites_are_named(&dir, env.iter().any(|(k, _)| *k == "MEMPROF_SITES"));
     let mapped = mapped(&dir);
     let (_, status) = service.finish();
     assert!(status.success());
     Run {
         before,
+        held,
         after,
         highest,
         mapped,
         first_ms: times[0],
-        renewed_ms: times[RENEWED],
-        later_ms: (1..times.len())
-            .filter(|&n| n != RENEWED)
-            .map(|n| times[n])
-            .fold(0.0, f64::max),
+        renewed_ms,
+        later_ms: times[1..].iter().copied().fold(0.0, f64::max),
         pprof_ms,
     }
 }
@@ -224,10 +233,10 @@ fn snapshot(dir: &Path, pid: u32, args: &[&str]) {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
-/// Under sites, the last snapshot names the late allocations' function in
+/// Under sites, the late snapshot names the late allocations' function in
 /// their stacks: read again from debug information let go of earlier.
 fn assert_late_sites_are_named(dir: &Path, sites_on: bool) {
-    let text = std::fs::read_to_string(dir.join("9.json")).unwrap();
+    let text = std::fs::read_to_string(dir.join("late.json")).unwrap();
     let report: serde_json::Value = serde_json::from_str(&text).unwrap();
     let Some(late) = report["functions"]
         .as_array()
@@ -282,17 +291,19 @@ fn snapshots_under_sampled_sites_keep_resident_memory_bounded() {
         ("live, sampled sites", &sampled),
     ] {
         eprintln!(
-            "{name}: {} kB resident before snapshots, {} kB after (highest {} kB), \
-             {} kB mapped for sites; first snapshot {:.0} ms, the one after new addresses \
-             {:.0} ms, others up to {:.0} ms, pprof {:.0} ms",
+            "{name}: {} kB resident before snapshots, {} kB right after, {} kB 7 s after \
+             (highest {} kB), \
+             {} kB mapped for sites; first snapshot {:.0} ms, later ones up to {:.0} ms, \
+             pprof {:.0} ms, at new addresses after the let-go {:.0} ms",
             kb(run.before),
+            kb(run.held),
             kb(run.after),
             kb(run.highest),
             kb(run.mapped),
             run.first_ms,
-            run.renewed_ms,
             run.later_ms,
             run.pprof_ms,
+            run.renewed_ms,
         );
     }
     let allowed = 10 * MB + sampled.mapped;

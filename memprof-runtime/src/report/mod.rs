@@ -511,24 +511,15 @@ pub fn report() -> Report {
 /// [`report()`] as another thread sees it, for a snapshot: also the
 /// functions whose only calls are still running on other threads, with the
 /// rows those calls recorded into their thread's figures so far (not yet
-/// their `fn` rows, nor their calls, which count when they end). The
-/// debug information its sites' symbols were read from is let go of.
+/// their `fn` rows, nor their calls, which count when they end).
 #[cfg(unix)]
 pub(crate) fn report_so_far() -> Report {
-    untracked(|| {
-        let report = Report {
-            functions: registered()
-                .into_iter()
-                .map(report_of)
-                .filter(|f| {
-                    f.calls > 0 || f.running > 0 || f.lines.iter().any(|l| l.occurrences > 0)
-                })
-                .collect(),
-        };
-        // A running program: not the binary's debug information resident
-        // until the next snapshot (issue 60).
-        crate::sites::let_go_of_debug_information();
-        report
+    untracked(|| Report {
+        functions: registered()
+            .into_iter()
+            .map(report_of)
+            .filter(|f| f.calls > 0 || f.running > 0 || f.lines.iter().any(|l| l.occurrences > 0))
+            .collect(),
     })
 }
 
