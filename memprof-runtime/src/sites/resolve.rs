@@ -244,9 +244,10 @@ static DEBUG_INFORMATION_HELD: AtomicBool = AtomicBool::new(false);
 /// mapping of the binary, tens of MB for a service (issue 60: 34 MB
 /// resident, then 117 MB after one snapshot, for a 17 MB heap), which it
 /// would keep for the process's life. Then gives the freed memory back to
-/// the system. A snapshot calls it once its report is built; the next
-/// one reads the debug information again only for addresses never seen
-/// (see docs/live.md for what that costs).
+/// the system. The live thread calls it a while after its last snapshot,
+/// `heap_profile()` once its profile is built; the next report reads the
+/// debug information again only for addresses never seen (see
+/// docs/live.md for what that costs).
 ///
 /// To be called inside `alloc::untracked`, where the symbols were made.
 pub(crate) fn let_go_of_debug_information() {
