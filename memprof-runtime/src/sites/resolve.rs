@@ -252,7 +252,12 @@ static DEBUG_INFORMATION_HELD: AtomicBool = AtomicBool::new(false);
 /// To be called inside `alloc::untracked`, where the symbols were made.
 pub(crate) fn let_go_of_debug_information() {
     if DEBUG_INFORMATION_HELD.swap(false, Relaxed) {
+        // NOTE: under the cache's lock, which `fork` waits for (see
+        // `hold_symbols`), as `symbols` calls the crate under it: a child
+        // never inherits the crate's own lock held.
+        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         backtrace::clear_symbol_cache();
+        drop(cache);
         crate::os::give_back_freed_memory();
     }
 }
