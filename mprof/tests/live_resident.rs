@@ -262,7 +262,9 @@ fn assert_late_sites_are_named(dir: &Path, sites_on: bool) {
             f["function"]
                 .as_str()
                 .unwrap()
-                .ends_with("live_resident::late_buffer")
+                // Whole, or its last segment where debug information
+                // has line tables only (a release build's).
+                .ends_with("late_buffer")
         })
     });
     assert!(named, "{sites:#?}");
