@@ -145,6 +145,7 @@ pub mod __private {
     };
     pub use crate::region::Scope;
     pub use crate::report::reports_built;
+    pub use crate::sites::mapped_bytes as sites_mapped_bytes;
     pub use crate::sites::table_sets as sites_table_sets;
     pub use crate::tls::{give_up as give_up_tls_shortcut, in_use as tls_shortcut_in_use};
     pub use crate::track::track;

@@ -16,10 +16,10 @@
 //! macOS, as the calls did before this module.
 //!
 //! The later helpers serve every platform: memory mapped outside the heap
-//! (sites' tables), a file opened without following a link, the lock on
-//! `MEMPROF_JSON`'s directory, and code run as the program loads. Their
-//! first form is Unix's (`mmap`, `O_NOFOLLOW`, `flock`), the second
-//! Windows' (`windows-sys`).
+//! (sites' tables), freed memory given back, a file opened without
+//! following a link, the lock on `MEMPROF_JSON`'s directory, and code run
+//! as the program loads. Their first form is Unix's (`mmap`,
+//! `O_NOFOLLOW`, `flock`), the second Windows' (`windows-sys`).
 
 #[cfg(unix)]
 use std::ffi::CStr;
@@ -262,6 +262,20 @@ pub(crate) unsafe fn unmap(ptr: *mut u8, _size: usize) {
     // allocation `VirtualAlloc` made at `ptr`, and takes a size of 0.
     unsafe { VirtualFree(ptr.cast(), 0, MEM_RELEASE) };
 }
+
+/// Asks the C allocator to give the system back what was freed: glibc
+/// keeps freed memory in its arenas (each thread's), where parsed debug
+/// information freed after a snapshot would stay resident. Elsewhere
+/// (musl, macOS, Windows, or another allocator under memprof's) nothing:
+/// their allocators return large blocks when freed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub(crate) fn give_back_freed_memory() {
+    // SAFETY: no preconditions; it takes each arena's lock.
+    unsafe { libc::malloc_trim(0) };
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub(crate) fn give_back_freed_memory() {}
 
 /// The process's limit on its address space in bytes (`RLIMIT_AS`,
 /// `ulimit -v`); `None` where there is none.

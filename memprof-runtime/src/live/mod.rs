@@ -10,9 +10,10 @@
 //! timeline's sampler), and runs everything inside [`untracked`], so that
 //! none of its work or memory shows in any figure. It waits in `poll` on
 //! the socket (`socket`) and on the pipe that the signal handler writes to
-//! (`signals`), with a timeout when a snapshot is due (`snapshot`). While it
-//! serves a client it waits on that pipe too (`connection`): no client,
-//! slow or hostile, holds a signal up.
+//! (`signals`), with a timeout when a snapshot is due, or when the debug
+//! information that snapshots' sites were symbolized with is to be let go
+//! of (`snapshot`). While it serves a client it waits on that pipe too
+//! (`connection`): no client, slow or hostile, holds a signal up.
 //!
 //! The profiled program never waits for it: a snapshot reads the rows as
 //! `report()` does (each row behind its sequence number, which a writer
@@ -67,6 +68,7 @@ fn start_now() {
 /// snapshot, and serves it.
 fn serve_forever() {
     let mut schedule = snapshot::Schedule::new(crate::settings::get().snapshot_every);
+    let mut let_go = snapshot::LetGo::new();
     loop {
         let mut fds = [
             libc::pollfd {
@@ -80,7 +82,7 @@ fn serve_forever() {
                 revents: 0,
             },
         ];
-        let timeout = schedule.timeout_ms();
+        let timeout = snapshot::earlier_timeout(schedule.timeout_ms(), let_go.timeout_ms());
         // SAFETY: two valid `pollfd`s; a negative fd is skipped by `poll`.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
         if ready < 0 {
@@ -95,7 +97,11 @@ fn serve_forever() {
         if fds[0].revents & libc::POLLIN != 0 {
             socket::serve_one(fds[1].fd);
         }
-        schedule.write_if_due();
+        let wrote = schedule.write_if_due();
+        if ready > 0 || wrote {
+            let_go.after_use();
+        }
+        let_go.let_go_if_due();
     }
 }
 

@@ -1,6 +1,7 @@
 //! A snapshot: the report as it stands, in the `MEMPROF_JSON` schema, with
-//! the time, the process's uptime and its heap; and the numbered ones that
-//! `MEMPROF_SNAPSHOT_EVERY` writes by themselves.
+//! the time, the process's uptime and its heap; the numbered ones that
+//! `MEMPROF_SNAPSHOT_EVERY` writes by themselves; and when the debug
+//! information their sites were symbolized with is let go of.
 
 use crate::document::SnapshotFacts;
 use crate::report::report_so_far;
@@ -64,14 +65,14 @@ impl Schedule {
         }
     }
 
-    /// Writes the next numbered snapshot if it is due.
-    pub(super) fn write_if_due(&mut self) {
+    /// Writes the next numbered snapshot if it is due; whether it was.
+    pub(super) fn write_if_due(&mut self) -> bool {
         let (Some(every), Some(mut next)) = (self.every, self.next) else {
-            return;
+            return false;
         };
         let now = Instant::now();
         if now < next {
-            return;
+            return false;
         }
         // From the deadline, so that snapshots do not drift; one snapshot
         // for deadlines missed (a stopped process), not one for each.
@@ -90,6 +91,56 @@ impl Schedule {
                 path.display()
             );
         }
+        true
+    }
+}
+
+/// How long the debug information read to symbolize a snapshot's sites
+/// stays after the last snapshot: `mprof top` asks for one a second, and
+/// reading it again for each that meets a new address would cost seconds
+/// in a build whose `backtrace` crate is not optimized.
+const KEEP_DEBUG_INFORMATION: Duration = Duration::from_secs(5);
+
+/// When the debug information is let go of (issue 60: kept, it held a
+/// service's resident memory at 117 MB after one snapshot, from 34 MB).
+pub(super) struct LetGo {
+    at: Option<Instant>,
+}
+
+impl LetGo {
+    pub(super) fn new() -> Self {
+        LetGo { at: None }
+    }
+
+    /// The thread served something that may have symbolized (a
+    /// snapshot, a signal's `MEMPROF_JSON`): let go after a while.
+    pub(super) fn after_use(&mut self) {
+        self.at = Instant::now().checked_add(KEEP_DEBUG_INFORMATION);
+    }
+
+    /// `poll`'s timeout: until the debug information is let go of, or -1
+    /// (nothing to let go of).
+    pub(super) fn timeout_ms(&self) -> i32 {
+        self.at.map_or(-1, |at| {
+            let left = at.saturating_duration_since(Instant::now());
+            left.as_millis().saturating_add(1).min(i32::MAX as u128) as i32
+        })
+    }
+
+    /// Lets go of the debug information if the time has come.
+    pub(super) fn let_go_if_due(&mut self) {
+        if self.at.is_some_and(|at| Instant::now() >= at) {
+            self.at = None;
+            crate::sites::let_go_of_debug_information();
+        }
+    }
+}
+
+/// The earlier of two `poll` timeouts, -1 meaning none.
+pub(super) fn earlier_timeout(a: i32, b: i32) -> i32 {
+    match (a, b) {
+        (-1, t) | (t, -1) => t,
+        (a, b) => a.min(b),
     }
 }
 
@@ -122,12 +173,30 @@ mod tests {
         // panicked adding it to the clock, and SIGTERM was then ignored.
         let mut schedule = Schedule::new(Some(Duration::from_secs(i64::MAX as u64)));
         assert_eq!(schedule.timeout_ms(), -1);
-        schedule.write_if_due();
+        assert!(!schedule.write_if_due());
         assert_eq!(schedule.number, 1);
         let mut hourly = Schedule::new(Some(Duration::from_secs(3600)));
         assert!(hourly.timeout_ms() > 0);
-        hourly.write_if_due();
+        assert!(!hourly.write_if_due());
         assert_eq!(hourly.number, 1);
+    }
+
+    #[test]
+    fn the_debug_information_is_let_go_of_a_while_after_the_last_use() {
+        let mut let_go = LetGo::new();
+        assert_eq!(let_go.timeout_ms(), -1);
+        let_go.after_use();
+        let wait = let_go.timeout_ms();
+        assert!(wait > 4_000 && wait <= 5_001, "{wait}");
+        let_go.let_go_if_due();
+        assert!(let_go.at.is_some());
+        let_go.at = Some(Instant::now());
+        let_go.let_go_if_due();
+        assert_eq!(let_go.timeout_ms(), -1);
+        assert_eq!(earlier_timeout(-1, 7), 7);
+        assert_eq!(earlier_timeout(9, -1), 9);
+        assert_eq!(earlier_timeout(9, 7), 7);
+        assert_eq!(earlier_timeout(-1, -1), -1);
     }
 
     #[test]

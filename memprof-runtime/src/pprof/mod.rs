@@ -334,6 +334,9 @@ pub fn heap_profile() -> Vec<u8> {
         profile.time_nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        // A service's endpoint: not the binary's debug information
+        // resident until the next request (issue 60).
+        crate::sites::let_go_of_debug_information();
         profile.to_pprof()
     });
     let ours = bytes.to_vec();

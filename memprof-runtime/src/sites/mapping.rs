@@ -43,6 +43,13 @@ pub(crate) unsafe fn unmap(ptr: *mut u8, size: usize) {
 
 static MAPPED: AtomicUsize = AtomicUsize::new(0);
 
+/// Bytes mapped for sites now: every thread's tables, the maps of blocks
+/// and of functions' shortfalls. An upper bound of what sites keep
+/// resident (a page is resident once written).
+pub fn mapped_bytes() -> usize {
+    MAPPED.load(Relaxed)
+}
+
 /// Whether `size` more bytes of address space may go to sites' tables,
 /// counting them as mapped if so: under `RLIMIT_AS` (`ulimit -v`), all
 /// tables together take at most a sixteenth of the limit, so that the

@@ -6,6 +6,7 @@
 use super::SiteFrame;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// Where a profiled function is, to know its frame in a stack.
 #[derive(Debug, Clone, Copy)]
@@ -227,10 +228,39 @@ fn without_generics(name: &str) -> String {
     out
 }
 
-/// Symbolized return addresses. Held while symbolizing, and across
-/// `fork` (see [`hold_for_fork`]).
+/// Symbolized return addresses: once each for the process's life, as the
+/// same few thousand recur in every report. Bounded by the addresses the
+/// tables hold (names and files, a few hundred bytes each). Held while
+/// symbolizing, and across `fork` (see [`hold_for_fork`]).
 pub(crate) type Symbols = Option<HashMap<usize, Vec<SiteFrame>>>;
 static CACHE: Mutex<Symbols> = Mutex::new(None);
+
+/// The `backtrace` crate holds debug information it read (see
+/// [`let_go_of_debug_information`]).
+static DEBUG_INFORMATION_HELD: AtomicBool = AtomicBool::new(false);
+
+/// Frees the debug information that symbolizing read, if it read any
+/// since the last call: the `backtrace` crate's parsed DWARF and its
+/// mapping of the binary, tens of MB for a service (issue 60: 34 MB
+/// resident, then 117 MB after one snapshot, for a 17 MB heap), which it
+/// would keep for the process's life. Then gives the freed memory back to
+/// the system. The live thread calls it a while after its last snapshot,
+/// `heap_profile()` once its profile is built; the next report reads the
+/// debug information again only for addresses never seen (see
+/// docs/live.md for what that costs).
+///
+/// To be called inside `alloc::untracked`, where the symbols were made.
+pub(crate) fn let_go_of_debug_information() {
+    if DEBUG_INFORMATION_HELD.swap(false, Relaxed) {
+        // NOTE: under the cache's lock, which `fork` waits for (see
+        // `hold_symbols`), as `symbols` calls the crate under it: a child
+        // never inherits the crate's own lock held.
+        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        backtrace::clear_symbol_cache();
+        drop(cache);
+        crate::os::give_back_freed_memory();
+    }
+}
 
 /// Keeps every thread out of the symbolizer until the guard drops (see
 /// `sites::hold_for_fork`).
@@ -241,7 +271,8 @@ pub(crate) fn hold_symbols() -> std::sync::MutexGuard<'static, Symbols> {
 
 /// The frames at return address `ip`, innermost (inlined) first, with
 /// their files as debug information gives them; cached, as symbolizing
-/// reads the binary's debug information.
+/// reads the binary's debug information, which a snapshot then lets go
+/// of.
 fn symbols(ip: usize) -> Vec<SiteFrame> {
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = cache.get_or_insert_with(HashMap::new);
@@ -249,6 +280,7 @@ fn symbols(ip: usize) -> Vec<SiteFrame> {
         return frames.clone();
     }
     let mut frames = Vec::new();
+    DEBUG_INFORMATION_HELD.store(true, Relaxed);
     // NOTE: `resolve` looks up the instruction before a return address.
     backtrace::resolve(ip as *mut std::ffi::c_void, |symbol| {
         let function = symbol
