@@ -129,6 +129,52 @@ fn an_inline_always_function_goes_quiet_in_optimized_builds() {
     assert_eq!(row(&t, "let y = x & 1").occurrences, rowed);
 }
 
+struct Reader {
+    at: u64,
+}
+
+impl Reader {
+    #[profile]
+    fn peek(&mut self) -> u64 {
+        self.at += 1;
+        self.at
+    }
+}
+
+struct Delegate {
+    read: Reader,
+}
+
+impl Delegate {
+    #[profile]
+    fn peek(&mut self) -> u64 {
+        self.read.peek()
+    }
+}
+
+#[test]
+fn a_method_that_calls_its_namesake_on_a_field_goes_quiet_in_optimized_builds() {
+    // serde_json's `Deserializer::peek` (`self.read.peek()`): taken for a
+    // recursion by its name, it keeps its copy as written in optimized
+    // builds only; `&mut self` is no `mut` argument.
+    std::thread::spawn(|| {
+        let mut d = Delegate {
+            read: Reader { at: 0 },
+        };
+        let sum: u64 = (0..1_000).map(|_| d.peek()).sum();
+        assert_eq!(sum, 500_500);
+    })
+    .join()
+    .unwrap();
+    let t = table("quiet_calls::Delegate::peek");
+    assert_eq!(t.calls, 1_000);
+    let rowed = if cfg!(debug_assertions) { 1_000 } else { 68 };
+    assert_eq!(row(&t, "self.read.peek()").occurrences, rowed);
+    let inner = table("quiet_calls::Reader::peek");
+    assert_eq!(inner.calls, 1_000);
+    assert_eq!(row(&inner, "self.at += 1").occurrences, 68);
+}
+
 #[profile]
 fn shared(x: u64) -> u64 {
     let y = x ^ 1;

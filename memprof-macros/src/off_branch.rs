@@ -127,7 +127,10 @@ fn has_mut_argument(sig: &syn::Signature) -> bool {
         }
     }
     sig.inputs.iter().any(|arg| match arg {
-        syn::FnArg::Receiver(receiver) => receiver.mutability.is_some(),
+        // `&mut self` binds no `mut` (syn's `mutability` is the reference's).
+        syn::FnArg::Receiver(receiver) => {
+            receiver.reference.is_none() && receiver.mutability.is_some()
+        }
         syn::FnArg::Typed(typed) => {
             let mut find = FindMut(false);
             find.visit_pat(&typed.pat);
@@ -284,6 +287,13 @@ mod tests {
             AsWritten::Not
         );
         assert_eq!(kept("fn f(mut self) -> u32 { self.f() }"), AsWritten::Not);
+        // A method that calls its namesake on a field (serde_json's
+        // `Deserializer::peek`, `self.read.peek()`): `&mut self` is no `mut`
+        // argument.
+        assert_eq!(
+            kept("fn peek(&mut self) -> Option<u8> { self.read.peek() }"),
+            AsWritten::KeptOptimized
+        );
         assert_eq!(
             kept("fn f((a, mut b): (u8, u8)) -> u8 { b += a; f((a, b)) }"),
             AsWritten::Not
