@@ -437,3 +437,32 @@ fn async_fns_stay_send_and_behave_as_before() {
     assert_eq!(block_on(fut), vec![1u8; 5]);
     assert_eq!(row("plain_async", "Ok(vec!"), (6, 6, 1));
 }
+
+macro_rules! which {
+    () => {
+        1
+    };
+}
+
+/// A `macro_rules!` in the body shadows the outer one from its definition
+/// on, and an item after it may call it: the body keeps its items where
+/// they are written, so a call names the macro it names unprofiled.
+#[profile]
+fn shadows_a_macro() -> (u32, u32, u32) {
+    let before = which!();
+    macro_rules! which {
+        () => {
+            2
+        };
+    }
+    fn after() -> u32 {
+        which!() + 1
+    }
+    (before, which!(), after())
+}
+
+#[test]
+fn a_macro_defined_in_the_body_shadows_from_its_definition_on() {
+    assert_eq!(shadows_a_macro(), (1, 2, 3));
+    assert_eq!(row("shadows_a_macro", "let before = which!()"), (0, 0, 1));
+}

@@ -136,10 +136,19 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     // The items the body declares at its top (a helper `fn`, a `static`,
     // an `impl`) move out of it, to the function's own block, where they
     // are in scope as before: one item whichever copy of the body runs (see
-    // `off_branch`), and not a statement for the instrumenter.
+    // `off_branch`), and not a statement for the instrumenter. Not where the
+    // body holds a `macro_rules!` or another item macro: a macro's scope is
+    // textual, from its definition on, so moving one above the statements
+    // (or an item away from one it calls) would change which macro a call
+    // names; such a body keeps its items, and one body (see `off_branch`).
+    let holds_item_macro = func
+        .block
+        .stmts
+        .iter()
+        .any(|s| matches!(s, syn::Stmt::Item(syn::Item::Macro(_))));
     let (items, stmts): (Vec<_>, Vec<_>) = std::mem::take(&mut func.block.stmts)
         .into_iter()
-        .partition(|s| matches!(s, syn::Stmt::Item(_)));
+        .partition(|s| matches!(s, syn::Stmt::Item(_)) && !holds_item_macro);
     func.block.stmts = stmts;
     // Kept as written for the `MEMPROF=off` branch, if the function has one.
     let as_written = func.block.clone();
