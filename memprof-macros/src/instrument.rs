@@ -276,15 +276,31 @@ impl Instrumenter {
         // and a lint level of ours to allow that would clash with a
         // `forbid` in the user's crate.
         let last = groups.iter().rposition(runs);
+        // The guard goes before the last statements that `#[cfg]` may take
+        // away (`#[cfg(a)] return x; #[cfg(not(a))] return y;`): placed
+        // before the last one only, it would follow the first where the
+        // last is configured out, unreachable after its `return`.
+        let lone_cfg = |g: &Group| match g.stmts.as_slice() {
+            [Stmt::Macro(m)] => !cfg_attrs(&m.attrs).is_empty(),
+            [Stmt::Expr(e, _)] => !cfg_attrs(expr_attrs(e)).is_empty(),
+            _ => false,
+        };
+        let guard_at = last.map(|last| {
+            let mut at = last;
+            while at > 0 && lone_cfg(&groups[at]) && lone_cfg(&groups[at - 1]) {
+                at -= 1;
+            }
+            at
+        });
         let mut open = false;
         for (i, mut group) in groups.into_iter().enumerate() {
-            let is_last = Some(i) == last;
+            let takes_guard = Some(i) == guard_at;
             // PERF: a tail's guard moves the cursor on to the closing brace
             // before the block's locals go. Without locals nothing happens
             // between the tail and the cursor's end, which closes the
             // tail's region itself: a plain step does, one local fewer
             // (most one-line functions).
-            let guard = is_last && (!has_tail || binds_locals || end_cell != NO_CELL);
+            let guard = takes_guard && (!has_tail || binds_locals || end_cell != NO_CELL);
             if group.probed && is_cfg_choice(&group.stmts) {
                 // A tail that `#[cfg]` picks among blocks: each block steps
                 // to its own row as it starts, so that the row is the one
