@@ -261,3 +261,46 @@ fn memprof_quiet_off_keeps_every_calls_rows() {
     let (out, _) = run_child("child_calls_add_one", &[]);
     assert!(out.contains("calls 1000 fn 1000 rowed 68\n"), "{out}");
 }
+
+// The shape of serde_json's `tri!`, its own `?`.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(value) => value,
+            Err(e) => return Err(e),
+        }
+    };
+}
+
+#[profile(expr_macros(tri))]
+fn plus_one(x: Result<u64, ()>) -> Result<u64, ()> {
+    let value = tri!(x);
+    Ok(value + 1)
+}
+
+#[profile]
+fn plus_two(x: Result<u64, ()>) -> Result<u64, ()> {
+    let value = tri!(x);
+    Ok(value + 2)
+}
+
+#[test]
+fn a_body_calling_a_macro_named_item_free_goes_quiet() {
+    // `cargo memprof` names the crate's item-free macros so; without the
+    // name, the macro might define an item, and the body keeps one copy:
+    // every call steps its rows.
+    std::thread::spawn(|| {
+        let sum: u64 = (0..1_000).map(|i| plus_one(Ok(i)).unwrap()).sum();
+        assert_eq!(sum, 999 * 500 + 1_000);
+        let sum: u64 = (0..1_000).map(|i| plus_two(Ok(i)).unwrap()).sum();
+        assert_eq!(sum, 999 * 500 + 2_000);
+    })
+    .join()
+    .unwrap();
+    let named = table("quiet_calls::plus_one");
+    assert_eq!(named.calls, 1_000);
+    assert_eq!(figures(&named, "fn plus_one"), (0, 0, 1_000));
+    assert_eq!(row(&named, "let value = tri!(x)").occurrences, 68);
+    let unnamed = table("quiet_calls::plus_two");
+    assert_eq!(row(&unnamed, "let value = tri!(x)").occurrences, 1_000);
+}

@@ -10,6 +10,7 @@ mod kw {
     syn::custom_keyword!(limit);
     syn::custom_keyword!(max_retained);
     syn::custom_keyword!(gpu);
+    syn::custom_keyword!(expr_macros);
 }
 
 /// Whose allocations the statements count.
@@ -66,6 +67,12 @@ pub(crate) struct ProfileArgs {
     pub(crate) max_retained: Option<Size>,
     /// `gpu = false` turns GPU sampling off for the function.
     pub(crate) gpu: Option<syn::LitBool>,
+    /// `expr_macros(tri, ...)`: macros of the user's crate that the body
+    /// calls and that expand to expressions or statements only, never an
+    /// item, as the standard library's `format!` does: such a body may
+    /// still keep its copy as written (see `off_branch`). `cargo memprof`
+    /// writes it for the crate's own `macro_rules!` that it finds item-free.
+    pub(crate) expr_macros: Vec<syn::Ident>,
 }
 
 const EXPECTED: &str = "expected `scope = \"thread\"` or `scope = \"process\"`";
@@ -75,7 +82,7 @@ const FORM_SCOPE: &str =
 const FORM_LIMIT: &str = "a size, as in `#[profile(limit = \"24 MiB\")]`";
 const FORM_MAX_RETAINED: &str = "a size, as in `#[profile(max_retained = \"1 MiB\")]`";
 const FORM_GPU: &str = "`true` or `false`, as in `#[profile(gpu = false)]`";
-const ARGUMENTS: &str = "expected `scope = \"thread\" | \"process\"`, `limit = \"<size>\"`, `max_retained = \"<size>\"` or `gpu = false`";
+const ARGUMENTS: &str = "expected `scope = \"thread\" | \"process\"`, `limit = \"<size>\"`, `max_retained = \"<size>\"`, `gpu = false` or `expr_macros(name, ...)`";
 
 impl Parse for ProfileArgs {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
@@ -119,6 +126,12 @@ impl Parse for ProfileArgs {
                         "`#[profile]` argument `gpu` is given twice",
                     ));
                 }
+            } else if lookahead.peek(kw::expr_macros) {
+                input.parse::<kw::expr_macros>()?;
+                let names;
+                syn::parenthesized!(names in input);
+                let names = names.parse_terminated(syn::Ident::parse, Token![,])?;
+                args.expr_macros.extend(names);
             } else {
                 let token: proc_macro2::TokenTree = input.parse()?;
                 return Err(syn::Error::new_spanned(

@@ -207,7 +207,7 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     let kept = if is_async || moved || moved_args.as_ref().is_some_and(|a| a.renamed) {
         AsWritten::Not
     } else {
-        crate::off_branch::as_written(&func, &as_written, ncells)
+        crate::off_branch::as_written(&func, &as_written, ncells, &args.expr_macros)
     };
     if let Some(args) = &moved_args {
         args.adjust(&mut func.sig, kept != AsWritten::Not);

@@ -96,7 +96,14 @@ pub(crate) enum AsWritten {
 
 /// Whether a function with this return type, body and number of rows gets
 /// the `MEMPROF=off` branch, and in which builds.
-pub(crate) fn as_written(func: &ItemFn, body: &Block, cells: usize) -> AsWritten {
+/// `expr_macros` are the user's macros known to define no item (the
+/// attribute's `expr_macros(...)`).
+pub(crate) fn as_written(
+    func: &ItemFn,
+    body: &Block,
+    cells: usize,
+    expr_macros: &[Ident],
+) -> AsWritten {
     if cells > MAX_CELLS || crate::syntax::nameable_return(&func.sig.output).is_none() {
         return AsWritten::Not;
     }
@@ -104,6 +111,7 @@ pub(crate) fn as_written(func: &ItemFn, body: &Block, cells: usize) -> AsWritten
     let name = &func.sig.ident;
     let mut check = Independent {
         name,
+        expr_macros,
         fits: true,
         recursive: false,
     };
@@ -176,6 +184,7 @@ fn leaves_one_item(attr: &syn::Attribute) -> bool {
 /// `name` itself.
 struct Independent<'n> {
     name: &'n Ident,
+    expr_macros: &'n [Ident],
     fits: bool,
     recursive: bool,
 }
@@ -217,11 +226,10 @@ impl<'a> Visit<'a> for Independent<'_> {
     }
 
     fn visit_macro(&mut self, mac: &'a syn::Macro) {
-        let known = mac
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| ITEM_FREE_MACROS.contains(&s.ident.to_string().as_str()));
+        let known = mac.path.segments.last().is_some_and(|s| {
+            ITEM_FREE_MACROS.contains(&s.ident.to_string().as_str())
+                || self.expr_macros.contains(&s.ident)
+        });
         if !known {
             self.fits = false;
         }
@@ -234,7 +242,7 @@ mod tests {
 
     fn kept(source: &str) -> AsWritten {
         let func: ItemFn = syn::parse_str(source).unwrap();
-        as_written(&func, &func.block, 3)
+        as_written(&func, &func.block, 3, &[])
     }
 
     fn fits_fn(source: &str) -> bool {
@@ -269,6 +277,17 @@ mod tests {
         assert!(!fits_fn("fn f() { inventory::submit!(X); }"));
         // Two closures of two types behind one `impl Trait`.
         assert!(!fits_fn("fn f() -> impl Fn() { || () }"));
+    }
+
+    #[test]
+    fn macros_named_item_free_by_the_attribute_keep_both() {
+        let body = "fn f(r: Result<u8, ()>) -> Result<u8, ()> { let x = tri!(r); Ok(x) }";
+        let func: ItemFn = syn::parse_str(body).unwrap();
+        let tri: Ident = syn::parse_quote!(tri);
+        let other: Ident = syn::parse_quote!(other);
+        assert_eq!(as_written(&func, &func.block, 3, &[]), AsWritten::Not);
+        assert_eq!(as_written(&func, &func.block, 3, &[other]), AsWritten::Not);
+        assert_eq!(as_written(&func, &func.block, 3, &[tri]), AsWritten::Kept);
     }
 
     #[test]
@@ -324,9 +343,12 @@ mod tests {
     #[test]
     fn big_bodies_keep_one() {
         let func: ItemFn = syn::parse_str("fn f() {}").unwrap();
-        assert_eq!(as_written(&func, &func.block, MAX_CELLS), AsWritten::Kept);
         assert_eq!(
-            as_written(&func, &func.block, MAX_CELLS + 1),
+            as_written(&func, &func.block, MAX_CELLS, &[]),
+            AsWritten::Kept
+        );
+        assert_eq!(
+            as_written(&func, &func.block, MAX_CELLS + 1, &[]),
             AsWritten::Not
         );
     }

@@ -11,7 +11,7 @@ use super::callers::Left;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::ToTokens;
 use regex::Regex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
@@ -110,6 +110,7 @@ pub fn annotate_crate(
     out: &mut CrateAnnotation,
 ) -> Result<bool, String> {
     let mut own_allocator = false;
+    let expr_macros = super::expr_macros::item_free_under(root.parent().unwrap_or(Path::new(".")));
     let mut pending = vec![(root.to_path_buf(), krate.to_string(), true)];
     while let Some((file, module, mod_rs)) = pending.pop() {
         if !seen.insert(file.clone()) {
@@ -126,6 +127,7 @@ pub fn annotate_crate(
             selection,
             PROFILE,
             Some(super::allocator::ALLOCATOR),
+            &expr_macros,
         )
         .map_err(|e| {
             let at = e.span().start();
@@ -225,18 +227,22 @@ pub struct FileAnnotation {
 /// Puts `#[attr]` on the selected functions of one file's `text`, whose
 /// items are in `module` (a path such as `app::format`), and wraps its
 /// `#[global_allocator]` static in `wrap_allocator` (a path such as
-/// `::memprof::Allocator`) if given. The corpus (scripts/corpus/annotate)
-/// annotates with this too.
+/// `::memprof::Allocator`) if given. A function that calls some of
+/// `expr_macros` (the crate's item-free macros, see `expr_macros`) gets
+/// `#[attr(expr_macros(...))]` naming them. The corpus
+/// (scripts/corpus/annotate) annotates with this too.
 pub fn annotate_text(
     text: &str,
     module: &str,
     selection: &Selection,
     attr: &str,
     wrap_allocator: Option<&str>,
+    expr_macros: &BTreeSet<String>,
 ) -> Result<FileAnnotation, syn::Error> {
     let parsed = syn::parse_file(text)?;
     let mut finder = Finder {
         selection,
+        expr_macros,
         module: vec![module.to_string()],
         inline: Vec::new(),
         self_type: Vec::new(),
@@ -250,7 +256,17 @@ pub fn annotate_text(
     let mut edits: Vec<(usize, usize, String)> = finder
         .at
         .iter()
-        .map(|(_, l, c, _, _)| (*l, *c, format!("#[{attr}] ")))
+        .map(|at| match at.macros.is_empty() {
+            true => (at.line, at.column, format!("#[{attr}] ")),
+            false => {
+                let names = at.macros.join(", ");
+                (
+                    at.line,
+                    at.column,
+                    format!("#[{attr}(expr_macros({names}))] "),
+                )
+            }
+        })
         .collect();
     let mut tail = String::new();
     if let Some(wrapper) = wrap_allocator {
@@ -265,7 +281,7 @@ pub fn annotate_text(
         functions: finder
             .at
             .into_iter()
-            .map(|(f, l, _, p, h)| (f, l, p, h))
+            .map(|at| (at.first_line, at.line, at.path, at.hash))
             .collect(),
         tally: finder.tally,
         global_allocator: !finder.allocators.is_empty(),
@@ -299,15 +315,26 @@ struct Declared {
     path_attr: Option<String>,
 }
 
+/// A function to annotate: where its first token after its attributes is,
+/// what the record knows it by, and the crate's item-free macros it calls.
+struct At {
+    first_line: usize,
+    line: usize,
+    column: usize,
+    path: String,
+    hash: u64,
+    macros: Vec<String>,
+}
+
 struct Finder<'s> {
     selection: &'s Selection,
+    expr_macros: &'s BTreeSet<String>,
     module: Vec<String>,
     inline: Vec<String>,
     /// The type of each `impl` or trait around the function.
     self_type: Vec<String>,
-    /// (first line, line, column, path, token hash) of each function to
-    /// annotate.
-    at: Vec<(usize, usize, usize, String, u64)>,
+    /// Each function to annotate.
+    at: Vec<At>,
     /// The `#[global_allocator]` statics.
     allocators: Vec<syn::ItemStatic>,
     /// The functions the record leaves as written.
@@ -356,8 +383,18 @@ impl Finder<'_> {
                 .into_iter()
                 .next()
                 .map_or(start.line, |t| t.span().start().line);
-            self.at
-                .push((first_line, start.line, start.column, path, hash));
+            let macros = super::expr_macros::calls(item.to_token_stream())
+                .intersection(self.expr_macros)
+                .cloned()
+                .collect();
+            self.at.push(At {
+                first_line,
+                line: start.line,
+                column: start.column,
+                path,
+                hash,
+                macros,
+            });
             self.tally.annotated += 1;
         }
     }
@@ -536,6 +573,20 @@ mod tests {
             .unwrap_or_else(|| text.to_string());
         let paths = out.functions.iter().map(|f| f.path.clone()).collect();
         (annotated, paths, out.tally)
+    }
+
+    #[test]
+    fn a_function_calling_the_crates_item_free_macros_names_them() {
+        let text = "macro_rules! tri { ($e:expr) => { match $e { Ok(v) => v, Err(e) => return Err(e) } }; }\n\
+                    macro_rules! new_type { ($n:ident) => { struct $n; }; }\n\
+                    fn a(r: Result<u8, ()>) -> Result<u8, ()> { let v = tri!(r); new_type!(X); Ok(v) }\n\
+                    fn b() -> u8 { 1 }\n";
+        let (out, _, _) = annotate_text(text, &Selection::default());
+        assert!(
+            out.contains("#[::memprof::profile(expr_macros(tri))] fn a("),
+            "{out}"
+        );
+        assert!(out.contains("#[::memprof::profile] fn b("), "{out}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod callers;
 mod copy;
 mod debug_info;
 pub mod error;
+mod expr_macros;
 mod invoke;
 mod output;
 pub mod record;

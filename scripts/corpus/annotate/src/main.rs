@@ -18,14 +18,16 @@
 #[allow(dead_code)]
 #[path = "../../../../mprof/src/cargo_memprof/annotate.rs"]
 mod annotate;
-// What annotate.rs calls on: the wrapping of an own allocator and the
-// names a function calls.
+// What annotate.rs calls on: the wrapping of an own allocator, the
+// names a function calls, and the crate's item-free macros.
 #[allow(dead_code)]
 #[path = "../../../../mprof/src/cargo_memprof/allocator.rs"]
 mod allocator;
 #[allow(dead_code)]
 #[path = "../../../../mprof/src/cargo_memprof/callers.rs"]
 mod callers;
+#[path = "../../../../mprof/src/cargo_memprof/expr_macros.rs"]
+mod expr_macros;
 
 use std::path::{Path, PathBuf};
 
@@ -41,10 +43,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn annotate(path: &Path, attr: &str) -> Result<usize, String> {
+fn annotate(
+    path: &Path,
+    attr: &str,
+    expr_macros: &std::collections::BTreeSet<String>,
+) -> Result<usize, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let selection = annotate::Selection::default();
-    let found = annotate::annotate_text(&text, "crate", &selection, attr, None)
+    let found = annotate::annotate_text(&text, "crate", &selection, attr, None, expr_macros)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(out) = found.text {
         std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -78,9 +84,11 @@ fn main() {
         eprintln!("memprof-annotate: {e}");
         std::process::exit(1);
     }
+    // As cargo memprof does: the crate's macros that expand to no item.
+    let expr_macros = expr_macros::item_free_under(Path::new(&dir));
     let mut total = 0;
     for file in files {
-        match annotate(&file, &attr) {
+        match annotate(&file, &attr, &expr_macros) {
             Ok(n) => total += n,
             Err(e) => {
                 eprintln!("memprof-annotate: {e}");
