@@ -18,7 +18,8 @@
 //!   ...);
 //! - no macro call but the standard library's (and memprof's) expression
 //!   macros, which define no items (`inventory::submit!` twice would
-//!   register twice);
+//!   register twice), and those the attribute's `expr_macros(...)` names
+//!   item-free (`cargo memprof` names the crate's own that it reads so);
 //! - at most `MAX_CELLS` probed rows, which bounds the extra compile time
 //!   (the 2,000-statement function of the compile-cost bench has none);
 //! - the function does not call itself by name, or the build is optimized
