@@ -8,8 +8,8 @@
 //! Conservative: a name is item-free only if every definition of it under
 //! the crate's root directory is, and a definition is item-free only if no
 //! transcriber holds a keyword that starts an item whose second copy would
-//! differ or clash (`impl`, `static`, `struct`, ...), an attribute that
-//! exports a symbol, or a call of a macro that is not itself one of the
+//! differ or clash (`impl`, `static`, `struct`, ...), an attribute but the
+//! harmless ones (`inline`, lint levels, ...), or a call of a macro that is not itself one of the
 //! crate's item-free macros (the standard library's included: this side
 //! does not know which of its macros a transcriber's path names). What a
 //! caller passes in its call's tokens is the caller's, as for `format!`.
@@ -19,10 +19,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use syn::visit::Visit;
 
-/// Identifiers that, in a transcriber, may start or mark an item whose
-/// second copy would not be the same item: a second `impl` conflicts, a
-/// `static` splits its state, an exported symbol clashes, a type would be
-/// two types, a `macro_rules!` two macros.
+/// Identifiers that, in a transcriber, may start an item whose second copy
+/// would not be the same item: a second `impl` conflicts, a `static` splits
+/// its state, a type would be two types, a `macro_rules!` two macros. (An
+/// exported symbol's attribute is not harmless: see `HARMLESS_ATTRIBUTES`.)
 const ITEM_WORDS: &[&str] = &[
     "impl",
     "static",
@@ -33,10 +33,6 @@ const ITEM_WORDS: &[&str] = &[
     "mod",
     "extern",
     "macro_rules",
-    "no_mangle",
-    "export_name",
-    "link_section",
-    "used",
 ];
 
 /// The names of the item-free `macro_rules!` defined in the `.rs` files
@@ -128,16 +124,44 @@ fn transcribes_no_item(body: &TokenStream, free: &BTreeSet<String>) -> bool {
     })
 }
 
+/// Attributes that change nothing about an item's being emitted twice;
+/// any other (an attribute macro's, `#[profile]`'s) may.
+const HARMLESS_ATTRIBUTES: &[&str] = &[
+    "inline",
+    "cold",
+    "track_caller",
+    "must_use",
+    "doc",
+    "cfg",
+    "allow",
+    "expect",
+    "warn",
+    "deny",
+    "forbid",
+];
+
 fn holds_item_word(tokens: TokenStream) -> bool {
     let mut after_quote = false;
+    let mut after_pound = false;
     tokens.into_iter().any(|t| {
         let found = match &t {
             // `'static` is a lifetime, not the keyword.
             TokenTree::Ident(i) => !after_quote && ITEM_WORDS.contains(&i.to_string().as_str()),
+            // An attribute, `#[name ...]` (or `#![...]`, whose `!` comes
+            // between): a harmless one, or an item is made.
+            TokenTree::Group(g) if after_pound && g.delimiter() == Delimiter::Bracket => {
+                let name = g.stream().into_iter().next().map(|t| t.to_string());
+                !name.is_some_and(|n| HARMLESS_ATTRIBUTES.contains(&n.as_str()))
+                    || holds_item_word(g.stream())
+            }
             TokenTree::Group(g) => holds_item_word(g.stream()),
             _ => false,
         };
         after_quote = matches!(&t, TokenTree::Punct(p) if p.as_char() == '\'');
+        after_pound = match &t {
+            TokenTree::Punct(p) => p.as_char() == '#' || (after_pound && p.as_char() == '!'),
+            _ => false,
+        };
         found
     })
 }
@@ -215,6 +239,8 @@ mod tests {
             "macro_rules! m { () => { #[no_mangle] fn f() {} }; }",
             "macro_rules! m { () => { thread_local!(static X: u8 = 0); }; }",
             "macro_rules! m { () => { 1 }; ($x:expr) => { macro_rules! n { () => {} } }; }",
+            "macro_rules! m { () => { { #[memprof::profile] fn f() {} f() } }; }",
+            "macro_rules! m { () => { { #[unsafe(no_mangle)] fn f() {} f() } }; }",
         ] {
             assert_eq!(free(item), BTreeSet::new(), "{item}");
         }
@@ -222,7 +248,7 @@ mod tests {
 
     #[test]
     fn lifetimes_keywords_before_a_bang_and_nested_crate_macros() {
-        let ok = "macro_rules! a { ($x:expr) => { { let s: &'static str = \"\"; if !($x) { s } else { b!() } } }; } \
+        let ok = "macro_rules! a { ($x:expr) => { { #[allow(unused)] let s: &'static str = \"\"; if !($x) { s } else { b!() } } }; } \
                   macro_rules! b { () => { \"b\" }; }";
         assert_eq!(free(ok), names(&["a", "b"]));
         // A macro calling one that is not the crate's, or not item-free.
