@@ -356,6 +356,18 @@ fn a_table_starts_at_the_attributes_not_at_the_doc_comment() {
     black_box(3)
 }
 
+// With the crate's item-free macros named, as `cargo memprof` inserts it.
+macro_rules! four {
+    () => {
+        4
+    };
+}
+
+#[rustfmt::skip]
+#[::memprof::profile(expr_macros(four, other))] fn inserted_with_macros() -> usize {
+    black_box(four!())
+}
+
 #[test]
 fn a_row_leaves_out_the_attribute_as_tools_insert_it() {
     assert_eq!(inserted(), 2);
@@ -390,6 +402,11 @@ fn a_row_leaves_out_the_attribute_as_tools_insert_it() {
     assert_eq!(
         table("inserted::nested").lines[0].contents.trim(),
         "fn nested() -> usize { black_box(2) }"
+    );
+    assert_eq!(inserted_with_macros(), 4);
+    assert_eq!(
+        first_rows("inserted_with_macros"),
+        ["#[rustfmt::skip]", "fn inserted_with_macros() -> usize {"]
     );
     assert_eq!(
         first_rows("written_on_one_line"),

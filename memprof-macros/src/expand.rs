@@ -404,21 +404,40 @@ fn source_rows(func: &ItemFn, first: u32, last: u32) -> Vec<String> {
 /// The attribute as tools write it in front of a function, on the
 /// function's own first line so that every line keeps its number: `cargo
 /// memprof` in its copy of a workspace, `scripts/corpus`.
-const INSERTED: &str = "#[::memprof::profile]";
+const INSERTED: &str = "#[::memprof::profile";
 
-/// Leaves [`INSERTED`] out of each row where it stands as tools insert it:
-/// after nothing but indentation or other attributes, before more of the
-/// row. What remains is the user's line (`#[test] fn check() {`), on the
-/// function's first row and on the row of each function nested in it.
+/// Leaves [`INSERTED`] out of each row where it stands as tools insert it
+/// (`#[::memprof::profile]`, or with `(expr_macros(a, b))`): after nothing
+/// but indentation or other attributes, before more of the row. What
+/// remains is the user's line (`#[test] fn check() {`), on the function's
+/// first row and on the row of each function nested in it.
 fn leave_out_inserted_attributes(rows: &mut [String]) {
     for row in rows {
         let Some(at) = row.find(INSERTED) else {
             continue;
         };
+        let rest = &row[at + INSERTED.len()..];
+        let Some(len) = inserted_arguments(rest) else {
+            continue;
+        };
         let before = row[..at].trim_end();
-        let after = row[at + INSERTED.len()..].trim_start();
+        let after = rest[len..].trim_start();
         if (before.is_empty() || before.ends_with(']')) && !after.is_empty() {
             *row = format!("{}{after}", &row[..at]);
         }
     }
+}
+
+/// The length of what closes an inserted attribute at the start of
+/// `rest`: `]`, or `(expr_macros(NAMES))]` with names and commas only.
+fn inserted_arguments(rest: &str) -> Option<usize> {
+    if rest.starts_with(']') {
+        return Some(1);
+    }
+    let names = rest.strip_prefix("(expr_macros(")?;
+    let end = names.find("))]")?;
+    let plain = names[..end]
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || c == ',' || c == ' ');
+    plain.then_some("(expr_macros(".len() + end + "))]".len())
 }

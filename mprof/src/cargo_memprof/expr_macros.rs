@@ -37,7 +37,9 @@ const ITEM_WORDS: &[&str] = &[
 
 /// The names of the item-free `macro_rules!` defined in the `.rs` files
 /// under `dir`; a file that does not parse is left out (its macros then
-/// are not known, and are not item-free).
+/// are not known, and are not item-free). NOTE: a linked directory is not
+/// entered: a link to a directory above it would be followed for ever
+/// (`cargo_memprof_copy.rs`'s symlink loop); a linked file is read.
 pub fn item_free_under(dir: &Path) -> BTreeSet<String> {
     let mut definitions = Definitions::default();
     let mut pending = vec![dir.to_path_buf()];
@@ -45,10 +47,15 @@ pub fn item_free_under(dir: &Path) -> BTreeSet<String> {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        for path in entries.flatten().map(|e| e.path()) {
-            if path.is_dir() {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
                 pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs")
+            } else if (kind.is_file() || path.is_file())
+                && path.extension().is_some_and(|e| e == "rs")
                 && let Ok(text) = std::fs::read_to_string(&path)
                 && let Ok(file) = syn::parse_file(&text)
             {
