@@ -2,34 +2,12 @@
 //! calls, aggregation, and rendering.
 //!
 //! Users depend on the `memprof` facade crate, which re-exports what is public
-//! here. The modules form layers, lowest first; each imports only from the
-//! layers below it, and data flows upwards:
-//! 1. leaves: `kernel` (the optimized statement step and the `repr(C)` state
-//!    it shares, with `owned`), [`units`], [`config`] (configuration as a value);
-//!    `safe_file` (files written by rename, never through a link);
-//!    `live_rule` (where `MEMPROF_LIVE`'s socket is, shared with mprof);
-//!    `gpu_rule` (whose GPU memory NVML's figures show, shared with mprof);
-//!    `stdio` (stdout and stderr, written without panicking); `text`
-//!    (names and source made safe to print: the one escaping rule); `os`
-//!    (the system calls whose form differs between Linux, macOS and
-//!    Windows);
-//! 2. the allocator and its counters: [`alloc`], `tls`; the process's
-//!    configuration, `settings`; device memory, `gpu` (NVML and CUPTI, or
-//!    a stand-in answering "no GPU" without the `gpu` feature), and a
-//!    framework's own pool figures, `pool`;
-//! 3. per-statement recording: `region`, `cells`;
-//! 4. calls, the side stack their state lives on, and their per-thread
-//!    aggregates: `calls`; `measure`;
-//! 5. aggregation and reports: `report`, and its `summary`; `mprof run`'s
-//!    timeline, `timeline`;
-//! 6. rendering: `render`;
-//! 7. budgets and output: `budget`, `output` (with `json_file`, the
-//!    `MEMPROF_JSON` file it writes), `track`; `fork` (what a child of
-//!    `fork` inherits); `live` (a running program watched from outside:
-//!    `MEMPROF_LIVE`'s socket, `MEMPROF_SNAPSHOT_EVERY`, SIGTERM and
-//!    SIGINT). `fork`, `live` and `live_rule` are Unix's only: on Windows
-//!    `live` is a stand-in that stays off (`live/off.rs`);
-//! 8. what generated code calls: `probe`, and `__private` below.
+//! here. The modules form layers, from the leaves and the allocator's
+//! counters up to what generated code calls; each imports only from its own
+//! layer and the layers below it, and data flows upwards. The table in
+//! `docs/internals.md` ("The runtime's modules and who owns what") is the one
+//! place the order is written: `scripts/check-modules` reads it and fails on
+//! an import from a layer above.
 //!
 //! The hot path crosses the layers once: generated code calls `probe`, whose
 //! steady-state work is one call into `kernel` (see there), which reads and

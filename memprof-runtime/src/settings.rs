@@ -58,7 +58,7 @@ extern "C" fn note_sites_wanted() {
         let wanted = std::env::var("MEMPROF_SITES")
             .ok()
             .and_then(|v| crate::config::parse_sites(&v))
-            .is_some_and(|mode| mode != crate::sites::Mode::Off);
+            .is_some_and(|mode| mode != crate::config::SitesMode::Off);
         if wanted {
             crate::sites::wanted_at_load();
         }

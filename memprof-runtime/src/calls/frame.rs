@@ -217,9 +217,10 @@ impl Frame {
     }
 
     /// Starts a synchronous call that the kernel did not enter, with
-    /// `MEMPROF` on: it can be recursive, and prints once.
+    /// `MEMPROF` on: it can be recursive, and prints once. `timed`: the
+    /// `mprof run` timeline times calls with rows (see `grant_fast_entry`).
     #[inline(never)]
-    pub(crate) fn enter_recording(&self) {
+    pub(crate) fn enter_recording(&self, timed: bool) {
         self.start_state();
         let meta = self.meta;
         set(
@@ -262,7 +263,7 @@ impl Frame {
         }
         self.open();
         if get(&self.state().nth) == 0 && meta.head.fast.load(Relaxed) == FAST_NONE {
-            self.grant_fast_entry();
+            self.grant_fast_entry(timed);
         }
     }
 
@@ -386,7 +387,7 @@ impl Frame {
             &self.state().sites_generation,
             meta.head.generation.load(Relaxed),
         );
-        if crate::settings::get().sites != crate::sites::Mode::Off {
+        if crate::settings::get().sites != crate::config::SitesMode::Off {
             alloc::route_to_sites();
         }
     }

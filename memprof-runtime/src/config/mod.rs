@@ -9,6 +9,25 @@ use crate::units::{SIZE_HELP, parse_size, unit_bytes};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// How sites are recorded (`MEMPROF_SITES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SitesMode {
+    Off,
+    /// Every allocation's stack.
+    All,
+    /// A sample, one per this many bytes allocated on average.
+    Sample(u64),
+}
+
+/// What `MEMPROF_SITES_TOP` defaults to: sites shown per line.
+pub(crate) const DEFAULT_SITES_TOP: usize = 3;
+/// What `MEMPROF_SITES=sample` samples: one per 32 KiB allocated on
+/// average. A site's estimate then errs by about sqrt(32 KiB / its bytes)
+/// (one standard deviation): 3 % at 32 MiB, 10 % at 3.2 MiB.
+pub(crate) const DEFAULT_SITES_SAMPLE_MEAN: u64 = 32 << 10;
+/// The seed of sampling unless `MEMPROF_SITES_SEED` sets one.
+pub(crate) const DEFAULT_SITES_SEED: u64 = 0x6d65_6d70_726f_6621;
+
 /// When tables are printed (`MEMPROF_REPORT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReportMode {
@@ -90,7 +109,7 @@ impl Default for RenderSettings {
             min_increment: None,
             allocs: false,
             allocated: false,
-            sites_top: crate::sites::DEFAULT_TOP,
+            sites_top: DEFAULT_SITES_TOP,
         }
     }
 }
@@ -176,7 +195,7 @@ pub(crate) struct Config {
     pub(crate) snapshot_every: Option<std::time::Duration>,
     /// Allocation sites per line (`MEMPROF_SITES`) and the sampling seed
     /// (`MEMPROF_SITES_SEED`).
-    pub(crate) sites: crate::sites::Mode,
+    pub(crate) sites: SitesMode,
     pub(crate) sites_seed: u64,
     /// The program is a test binary (see [`is_test_binary`]): under `auto`,
     /// no tables at exit, where libtest cannot capture them.
@@ -384,17 +403,17 @@ fn load(vars: &mut Vars<'_>) -> Config {
             "1 (every allocation), sample, sample:<size> (one per that many bytes on average) or 0",
             parse_sites,
         )
-        .unwrap_or(crate::sites::Mode::Off);
+        .unwrap_or(SitesMode::Off);
     let sites_top = vars
         .parse("MEMPROF_SITES_TOP", "a whole number of at least 1", |v| {
             v.parse::<usize>().ok().filter(|n| *n >= 1)
         })
-        .unwrap_or(crate::sites::DEFAULT_TOP);
+        .unwrap_or(DEFAULT_SITES_TOP);
     let sites_seed = vars
         .parse("MEMPROF_SITES_SEED", "a whole number", |v| {
             v.parse::<u64>().ok()
         })
-        .unwrap_or(crate::sites::DEFAULT_SEED);
+        .unwrap_or(DEFAULT_SITES_SEED);
     Config {
         enabled,
         quiet,
@@ -423,18 +442,20 @@ fn load(vars: &mut Vars<'_>) -> Config {
     }
 }
 
-pub(crate) fn parse_sites(v: &str) -> Option<crate::sites::Mode> {
-    use crate::sites::Mode;
+pub(crate) fn parse_sites(v: &str) -> Option<SitesMode> {
     let lower = v.to_ascii_lowercase();
     if lower == "sample" {
-        return Some(Mode::Sample(crate::sites::DEFAULT_SAMPLE_MEAN));
+        return Some(SitesMode::Sample(DEFAULT_SITES_SAMPLE_MEAN));
     }
     if let Some(size) = lower.strip_prefix("sample:") {
-        return parse_size(size).ok().filter(|n| *n >= 1).map(Mode::Sample);
+        return parse_size(size)
+            .ok()
+            .filter(|n| *n >= 1)
+            .map(SitesMode::Sample);
     }
     match lower.as_str() {
-        "all" => Some(Mode::All),
-        other => on_or_off(other).map(|on| if on { Mode::All } else { Mode::Off }),
+        "all" => Some(SitesMode::All),
+        other => on_or_off(other).map(|on| if on { SitesMode::All } else { SitesMode::Off }),
     }
 }
 

@@ -220,20 +220,20 @@ fn live_makes_exit_the_default_report_mode() {
 
 #[test]
 fn sites_take_on_off_sample_and_a_sampling_mean() {
-    use crate::sites::{DEFAULT_SAMPLE_MEAN, Mode};
+    use super::{DEFAULT_SITES_SAMPLE_MEAN, SitesMode};
     for (value, mode) in [
-        ("1", Mode::All),
-        ("on", Mode::All),
-        ("0", Mode::Off),
-        ("sample", Mode::Sample(DEFAULT_SAMPLE_MEAN)),
-        ("sample:1MiB", Mode::Sample(1 << 20)),
+        ("1", SitesMode::All),
+        ("on", SitesMode::All),
+        ("0", SitesMode::Off),
+        ("sample", SitesMode::Sample(DEFAULT_SITES_SAMPLE_MEAN)),
+        ("sample:1MiB", SitesMode::Sample(1 << 20)),
     ] {
         let (config, warnings) = from(&[("MEMPROF_SITES", value)]);
         assert_eq!((config.sites, warnings.len()), (mode, 0), "{value}");
     }
     for value in ["sometimes", "sample:0", "sample:lots"] {
         let (config, warnings) = from(&[("MEMPROF_SITES", value), ("MEMPROF_SITES_TOP", "0")]);
-        assert_eq!(config.sites, Mode::Off, "{value}");
+        assert_eq!(config.sites, SitesMode::Off, "{value}");
         assert_eq!(config.render.sites_top, 3);
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(

@@ -290,7 +290,8 @@ fn enter_slowly(meta: &'static FnMeta, first: u32) -> *const CursorHead {
     };
     // SAFETY: just written; only this thread reaches it.
     let record = unsafe { &mut *record };
-    record.frame.enter_recording();
+    // The kernel may enter only quiet calls while `mprof run` times them.
+    record.frame.enter_recording(crate::timeline::recording());
     record.holds = meta.has_budget() && crate::output::budgeted_call_started();
     record.top = Cursor::for_call(std::ptr::from_ref(&record.frame).cast::<CallHead>());
     crate::output::at_first_call();

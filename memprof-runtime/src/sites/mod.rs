@@ -39,6 +39,7 @@ pub(crate) use tables::Key;
 pub(crate) use tables::MAX_OPEN;
 pub use tables::table_sets;
 
+use crate::config::{DEFAULT_SITES_SAMPLE_MEAN, DEFAULT_SITES_SEED, SitesMode};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 
 /// Every lock of sites, held: taken before `fork` (see `fork`), so that
@@ -66,39 +67,20 @@ pub(crate) fn hold_for_fork() -> Option<HeldForFork> {
     })
 }
 
-/// How sites are recorded (`MEMPROF_SITES`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Off,
-    /// Every allocation's stack.
-    All,
-    /// A sample, one per this many bytes allocated on average.
-    Sample(u64),
-}
-
-/// What `MEMPROF_SITES_TOP` defaults to: sites shown per line.
-pub(crate) const DEFAULT_TOP: usize = 3;
-/// What `MEMPROF_SITES=sample` samples: one per 32 KiB allocated on
-/// average. A site's estimate then errs by about sqrt(32 KiB / its bytes)
-/// (one standard deviation): 3 % at 32 MiB, 10 % at 3.2 MiB.
-pub(crate) const DEFAULT_SAMPLE_MEAN: u64 = 32 << 10;
-/// The seed of sampling unless `MEMPROF_SITES_SEED` sets one.
-pub(crate) const DEFAULT_SEED: u64 = 0x6d65_6d70_726f_6621;
-
 const OFF: u8 = 0;
 const ALL: u8 = 1;
 const SAMPLE: u8 = 2;
 static MODE: AtomicU8 = AtomicU8::new(OFF);
-static MEAN: AtomicU64 = AtomicU64::new(DEFAULT_SAMPLE_MEAN);
-static SEED: AtomicU64 = AtomicU64::new(DEFAULT_SEED);
+static MEAN: AtomicU64 = AtomicU64::new(DEFAULT_SITES_SAMPLE_MEAN);
+static SEED: AtomicU64 = AtomicU64::new(DEFAULT_SITES_SEED);
 
 /// Puts the configuration in force, once, before the first profiled call.
-pub(crate) fn configure(mode: Mode, seed: u64) {
+pub(crate) fn configure(mode: SitesMode, seed: u64) {
     SEED.store(seed, Relaxed);
     match mode {
-        Mode::Off => MODE.store(OFF, Relaxed),
-        Mode::All => MODE.store(ALL, Relaxed),
-        Mode::Sample(mean) => {
+        SitesMode::Off => MODE.store(OFF, Relaxed),
+        SitesMode::All => MODE.store(ALL, Relaxed),
+        SitesMode::Sample(mean) => {
             MEAN.store(mean.max(1), Relaxed);
             MODE.store(SAMPLE, Relaxed);
         }

@@ -13,9 +13,11 @@ use std::sync::atomic::Ordering::Relaxed;
 impl Frame {
     /// Lets the kernel enter this function's later calls if nothing about
     /// them can differ from this one's but through `memprof::reset` (which
-    /// withdraws it): see `FnHead::fast`.
+    /// withdraws it): see `FnHead::fast`. `timed`: the `mprof run`
+    /// timeline times each call with rows, which the kernel's entry does
+    /// not: there it enters quiet calls only.
     #[cold]
-    pub(super) fn grant_fast_entry(&self) {
+    pub(super) fn grant_fast_entry(&self, timed: bool) {
         let meta = self.meta;
         // SAFETY: a non-null aggregate lives as long as this thread.
         let thread_done = unsafe { get(&self.state().thread_fn).as_ref() }
@@ -33,9 +35,7 @@ impl Frame {
             && !get(&self.state().slow)
             && !crate::calls::exit_report_taken_already();
         if alike {
-            // The `mprof run` timeline times each call with rows, which the
-            // kernel's entry does not: there it enters quiet calls only.
-            let fast = match crate::timeline::recording() {
+            let fast = match timed {
                 true => FAST_QUIET,
                 false => FAST_ALL,
             };
