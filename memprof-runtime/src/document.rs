@@ -31,27 +31,29 @@ struct JsonDocument<'a> {
     summary: crate::summary::Summary,
 }
 
-/// What a snapshot adds to `to_json`'s document (see `live`): when it was
-/// taken and of which process. Unix's only, as `live`.
-#[cfg(unix)]
-#[derive(Debug, Clone, Copy, miniserde::Serialize)]
-pub(crate) struct SnapshotFacts {
+/// What a snapshot adds to `to_json`'s document: when it was taken and of
+/// which process. Written on Unix only, as snapshots are (`MEMPROF_LIVE`,
+/// `MEMPROF_SNAPSHOT_EVERY`); read back by
+/// [`ReportDocument::read`](crate::ReportDocument::read) anywhere.
+#[derive(Debug, Clone, Copy, PartialEq, miniserde::Serialize)]
+pub struct SnapshotFacts {
     /// Seconds since the Unix epoch.
-    pub(crate) time: f64,
+    pub time: f64,
     /// Seconds since the process started.
-    pub(crate) uptime: f64,
-    pub(crate) pid: u32,
+    pub uptime: f64,
+    /// The process's id.
+    pub pid: u32,
     /// The process's heap now, as `process_heap()` reads it.
-    pub(crate) heap: u64,
+    pub heap: u64,
     /// The highest heap memprof has seen: at a snapshot, or after a
     /// profiled line (the rows' Mem usage). Not the true peak, which no
     /// counter keeps between lines.
-    pub(crate) heap_high: u64,
+    pub heap_high: u64,
     /// With `MEMPROF_SITES=sample`: one sample per this many bytes
     /// allocated on average, so that a reader can say how many samples a
     /// Live figure holds (`mprof top`'s ±); `None` (`null`) with exact
     /// sites or none.
-    pub(crate) sample_mean: Option<u64>,
+    pub sample_mean: Option<u64>,
 }
 
 /// A snapshot's document: `to_json`'s, then [`SnapshotFacts`]'s fields.

@@ -144,7 +144,14 @@ fn sample_seed() -> u64 {
 /// to its `allocations` and `allocated_bytes`; with `MEMPROF_SITES=sample`
 /// they are estimates from a sample (`estimated`).
 #[derive(
-    Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize, miniserde::Deserialize,
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    miniserde::Serialize,
+    miniserde::Deserialize,
 )]
 pub struct Site {
     /// Allocations made through this stack while the line ran (a
@@ -183,6 +190,7 @@ pub struct Site {
     PartialEq,
     Eq,
     serde::Serialize,
+    serde::Deserialize,
     miniserde::Serialize,
     miniserde::Deserialize,
 )]
@@ -252,6 +260,7 @@ pub(crate) fn left_out_of(meta: usize) -> Option<SitesLeftOut> {
     Eq,
     Hash,
     serde::Serialize,
+    serde::Deserialize,
     miniserde::Serialize,
     miniserde::Deserialize,
 )]
