@@ -118,11 +118,12 @@ impl ReportDocument {
     ///
     /// The checks come in this order: a `functions` list, then the schema
     /// (checked before the functions are read where it comes first, as
-    /// memprof writes it), then sizes.
+    /// memprof writes it; see [`refusal`](ReportDocument::refusal) for a
+    /// document whose fields come in another order), then sizes.
     pub fn read<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Result<ReportDocument, ReadError>, D::Error> {
-        let raw = deserializer.deserialize_any(DocumentVisitor)?;
+        let raw = deserializer.deserialize_any(DocumentVisitor { outline: false })?;
         if !raw.functions_listed {
             return Ok(Err(ReadError::NoFunctions));
         }
@@ -146,6 +147,27 @@ impl ReportDocument {
             report,
             snapshot,
         }))
+    }
+}
+
+impl ReportDocument {
+    /// Why [`read`](ReportDocument::read) would refuse the document, from
+    /// its outline alone (its functions walked over unread): for a reader
+    /// whose `read` failed on a field, to say that the document is of a
+    /// schema it does not read where it is, whatever its fields' order.
+    /// `None` where the outline is one it reads.
+    pub fn refusal<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<ReadError>, D::Error> {
+        let raw = deserializer.deserialize_any(DocumentVisitor { outline: true })?;
+        if !raw.functions_listed {
+            return Ok(Some(ReadError::NoFunctions));
+        }
+        Ok(raw
+            .schema
+            .map(check_schema)
+            .unwrap_or(Err(ReadError::NoSchema))
+            .err())
     }
 }
 
@@ -226,7 +248,11 @@ enum Schema {
     Other(String),
 }
 
-struct DocumentVisitor;
+/// Reads a document's fields; only its outline (schema, whether it has a
+/// `functions` list) where `outline`.
+struct DocumentVisitor {
+    outline: bool,
+}
 
 impl<'de> Visitor<'de> for DocumentVisitor {
     type Value = RawDocument;
@@ -239,12 +265,12 @@ impl<'de> Visitor<'de> for DocumentVisitor {
         let mut raw = RawDocument::default();
         // Set once the schema is one this reader refuses: the rest of the
         // document, another memprof's, is then only walked over.
-        let mut refused = false;
+        let mut refused = self.outline;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "schema" => {
                     let schema = map.next_value::<Option<SchemaValue>>()?.map(|s| s.0);
-                    refused = !matches!(schema, Some(Schema::Version(v)) if (OLDEST_JSON_SCHEMA..=Report::JSON_SCHEMA).contains(&v));
+                    refused |= !matches!(schema, Some(Schema::Version(v)) if (OLDEST_JSON_SCHEMA..=Report::JSON_SCHEMA).contains(&v));
                     raw.schema = schema;
                 }
                 "functions" => {

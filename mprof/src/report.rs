@@ -24,7 +24,16 @@ pub fn parse(text: &str) -> Result<ReportDocument, String> {
     });
     match read {
         Ok(document) => document.map_err(|refused| refused.to_string()),
-        Err(e) if e.is_data() => Err(format!("not a memprof report ({e})")),
+        Err(e) if e.is_data() => {
+            // A field of the wrong type, unless the document is of a
+            // schema this mprof does not read, its `schema` after its
+            // functions (a writer other than memprof's).
+            let outline = ReportDocument::refusal(&mut serde_json::Deserializer::from_str(text));
+            match outline {
+                Ok(Some(refused)) => Err(refused.to_string()),
+                _ => Err(format!("not a memprof report ({e})")),
+            }
+        }
         Err(e) => Err(format!("not JSON ({e})")),
     }
 }
