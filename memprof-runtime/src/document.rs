@@ -1,6 +1,13 @@
 //! The report as JSON: [`Report::to_json`]'s document, and the one that
-//! `MEMPROF_JSON`'s file holds (see `json_file`), each with its summary.
-//! Above both `report` and `summary`, which it puts together.
+//! `MEMPROF_JSON`'s file holds (see `json_file`), each with its summary;
+//! a snapshot's, with its facts (`facts`); and the one reader of them all
+//! (`read`). Above both `report` and `summary`, which it puts together.
+
+mod facts;
+mod read;
+
+pub use facts::SnapshotFacts;
+pub use read::{ReadError, ReportDocument};
 
 use crate::report::{FunctionReport, Report};
 
@@ -29,31 +36,6 @@ struct JsonDocument<'a> {
     schema: u64,
     functions: &'a Vec<FunctionReport>,
     summary: crate::summary::Summary,
-}
-
-/// What a snapshot adds to `to_json`'s document: when it was taken and of
-/// which process. Written on Unix only, as snapshots are (`MEMPROF_LIVE`,
-/// `MEMPROF_SNAPSHOT_EVERY`); read back by
-/// [`ReportDocument::read`](crate::ReportDocument::read) anywhere.
-#[derive(Debug, Clone, Copy, PartialEq, miniserde::Serialize)]
-pub struct SnapshotFacts {
-    /// Seconds since the Unix epoch.
-    pub time: f64,
-    /// Seconds since the process started.
-    pub uptime: f64,
-    /// The process's id.
-    pub pid: u32,
-    /// The process's heap now, as `process_heap()` reads it.
-    pub heap: u64,
-    /// The highest heap memprof has seen: at a snapshot, or after a
-    /// profiled line (the rows' Mem usage). Not the true peak, which no
-    /// counter keeps between lines.
-    pub heap_high: u64,
-    /// With `MEMPROF_SITES=sample`: one sample per this many bytes
-    /// allocated on average, so that a reader can say how many samples a
-    /// Live figure holds (`mprof top`'s ±); `None` (`null`) with exact
-    /// sites or none.
-    pub sample_mean: Option<u64>,
 }
 
 /// A snapshot's document: `to_json`'s, then [`SnapshotFacts`]'s fields.

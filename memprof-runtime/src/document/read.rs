@@ -9,7 +9,7 @@
 //! the runtime itself links no JSON parser that would reach its users'
 //! crates (see the note on [`Report`]).
 
-use crate::document::SnapshotFacts;
+use super::facts::SnapshotFacts;
 use crate::report::{FunctionReport, Report};
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
