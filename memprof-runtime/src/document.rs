@@ -1,6 +1,13 @@
 //! The report as JSON: [`Report::to_json`]'s document, and the one that
-//! `MEMPROF_JSON`'s file holds (see `json_file`), each with its summary.
-//! Above both `report` and `summary`, which it puts together.
+//! `MEMPROF_JSON`'s file holds (see `json_file`), each with its summary;
+//! a snapshot's, with its facts (`facts`); and the one reader of them all
+//! (`read`). Above both `report` and `summary`, which it puts together.
+
+mod facts;
+mod read;
+
+pub use facts::SnapshotFacts;
+pub use read::{ReadError, ReportDocument};
 
 use crate::report::{FunctionReport, Report};
 
@@ -29,29 +36,6 @@ struct JsonDocument<'a> {
     schema: u64,
     functions: &'a Vec<FunctionReport>,
     summary: crate::summary::Summary,
-}
-
-/// What a snapshot adds to `to_json`'s document (see `live`): when it was
-/// taken and of which process. Unix's only, as `live`.
-#[cfg(unix)]
-#[derive(Debug, Clone, Copy, miniserde::Serialize)]
-pub(crate) struct SnapshotFacts {
-    /// Seconds since the Unix epoch.
-    pub(crate) time: f64,
-    /// Seconds since the process started.
-    pub(crate) uptime: f64,
-    pub(crate) pid: u32,
-    /// The process's heap now, as `process_heap()` reads it.
-    pub(crate) heap: u64,
-    /// The highest heap memprof has seen: at a snapshot, or after a
-    /// profiled line (the rows' Mem usage). Not the true peak, which no
-    /// counter keeps between lines.
-    pub(crate) heap_high: u64,
-    /// With `MEMPROF_SITES=sample`: one sample per this many bytes
-    /// allocated on average, so that a reader can say how many samples a
-    /// Live figure holds (`mprof top`'s ±); `None` (`null`) with exact
-    /// sites or none.
-    pub(crate) sample_mean: Option<u64>,
 }
 
 /// A snapshot's document: `to_json`'s, then [`SnapshotFacts`]'s fields.

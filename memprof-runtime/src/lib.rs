@@ -68,6 +68,7 @@ pub mod units;
 
 pub use alloc::{Allocator, process_heap};
 pub use calls::AUTO_CALL_TABLES;
+pub use document::{ReadError, ReportDocument, SnapshotFacts};
 pub use measure::Measurement;
 pub use pool::{PoolUsage, unwatch_pool};
 pub use pprof::{DecodeError, HeapProfile, HeapValues, heap_profile};

@@ -1,13 +1,11 @@
 //! Text taken from a report or a data file, made safe to show with the
 //! runtime's one escaping rule ([`printable`], in `memprof_runtime::text`):
 //! control characters and Unicode's bidirectional overrides come out
-//! escaped, as `\n` or `\u{1b}`, a tab kept. Applied as the text is read,
-//! so that every output (text, Markdown, HTML, plots) shows the same
-//! escaped form; the runtime's tables apply the same function as they
-//! write, so a report read into the runtime's own types (`mprof report`,
-//! `cargo memprof`) is read raw and escaped once, there.
+//! escaped, as `\n` or `\u{1b}`, a tab kept. Reports are read raw (the
+//! runtime's one reader, `memprof_runtime::ReportDocument`) and each text
+//! is escaped once, where it is written: mprof's terminal tables, Markdown,
+//! HTML and plots here, the runtime's tables and pprof profiles there.
 
-use serde::{Deserialize, Deserializer};
 use std::borrow::Cow;
 
 pub use memprof_runtime::text::printable;
@@ -27,19 +25,6 @@ pub fn path(path: &std::path::Path) -> String {
     owned(path.display().to_string())
 }
 
-/// For serde's `deserialize_with`: a string field, made [`printable`] as it
-/// is read.
-pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    String::deserialize(deserializer).map(owned)
-}
-
-/// [`deserialize`] for a string field that may be `null`.
-pub fn deserialize_option<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<String>, D::Error> {
-    Option::<String>::deserialize(deserializer).map(|text| text.map(owned))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,17 +37,5 @@ mod tests {
             "evil\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\nx\\r\\u{202e}y\tz é ✓"
         );
         assert_eq!(owned("plain::name".to_owned()), "plain::name");
-    }
-
-    #[test]
-    fn a_field_is_escaped_as_it_is_read() {
-        #[derive(Deserialize)]
-        struct Row {
-            #[serde(deserialize_with = "deserialize")]
-            contents: String,
-        }
-        let row: Row =
-            serde_json::from_str(r#"{"contents":"s(\"\u001b]0;title\u0007\")"}"#).unwrap();
-        assert_eq!(row.contents, "s(\"\\u{1b}]0;title\\u{7}\")");
     }
 }

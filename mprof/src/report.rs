@@ -4,37 +4,54 @@
 //! prints from a saved report (`MEMPROF_JSON`, `cargo memprof --json`, a
 //! snapshot).
 
-use crate::error::Error;
-use memprof_runtime::{FunctionReport, Report};
+use crate::error::{Error, describe};
+use memprof_runtime::{FunctionReport, Report, ReportDocument};
 use std::io::Write;
 use std::path::Path;
 
 /// How many functions the summary lists; the JSON keeps them all.
 pub const SUMMARY_ROWS: usize = 20;
 
-#[derive(miniserde::Deserialize)]
-struct Document {
-    functions: Vec<FunctionReport>,
+/// The report document `text` holds (`MEMPROF_JSON`'s schema, or a
+/// snapshot's), read once by the runtime's one reader
+/// ([`ReportDocument::read`]) through serde_json, whose errors say where
+/// the text went wrong; or why it is not one, as mprof says it.
+pub fn parse(text: &str) -> Result<ReportDocument, String> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let read = ReportDocument::read(&mut deserializer).and_then(|document| {
+        deserializer.end()?;
+        Ok(document)
+    });
+    match read {
+        Ok(document) => document.map_err(|refused| refused.to_string()),
+        Err(e) if e.is_data() => {
+            // A field of the wrong type, unless the document is of a
+            // schema this mprof does not read, its `schema` after its
+            // functions (a writer other than memprof's).
+            let outline = ReportDocument::refusal(&mut serde_json::Deserializer::from_str(text));
+            match outline {
+                Ok(Some(refused)) => Err(refused.to_string()),
+                _ => Err(format!("not a memprof report ({e})")),
+            }
+        }
+        Err(e) => Err(format!("not JSON ({e})")),
+    }
 }
 
-/// A report document's functions (`MEMPROF_JSON`'s schema), or `None` for
-/// a text that is not one.
-pub fn parse(text: &str) -> Option<Report> {
-    let document: Document = miniserde::json::from_str(text).ok()?;
-    Some(Report {
-        functions: document.functions,
-    })
-}
-
-/// Reads the report at `path`, refused as `mprof diff` refuses one it
-/// cannot read (one line, exit 2).
-pub fn read(path: &Path) -> Result<Report, Error> {
-    crate::diff::input::read(path)?;
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", path, e))?;
-    parse(&text).ok_or_else(|| Error::Report {
+/// Reads the document at `path`, refused in one line (exit 2) where it
+/// cannot be read: every command that reads a report file reads it here.
+pub fn read_document(path: &Path) -> Result<ReportDocument, Error> {
+    let fail = |problem: String| Error::Report {
         path: path.to_path_buf(),
-        problem: "not a memprof report".to_owned(),
-    })
+        problem,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(describe(&e)))?;
+    parse(&text).map_err(fail)
+}
+
+/// The report at `path` (see [`read_document`]).
+pub fn read(path: &Path) -> Result<Report, Error> {
+    read_document(path).map(|document| document.report)
 }
 
 /// `report`'s summary (its first [`SUMMARY_ROWS`] functions; `kept` says
@@ -100,7 +117,7 @@ mod tests {
             })
             .collect();
         let document = serde_json::json!({"schema": 1, "functions": functions});
-        super::parse(&document.to_string()).unwrap()
+        super::parse(&document.to_string()).unwrap().report
     }
 
     fn order(report: &memprof_runtime::Report) -> (&'static str, Vec<String>) {

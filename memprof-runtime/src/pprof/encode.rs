@@ -63,7 +63,9 @@ impl<'p> Strings<'p> {
         let next = self.table.len() as i64;
         let index = *self.index.entry(s).or_insert(next);
         if index == next {
-            self.table.push(s.to_owned());
+            // Every report text a profile holds goes through here or
+            // `get_made`: escaped as it is written, as the tables escape.
+            self.table.push(crate::text::printable(s).into_owned());
         }
         index
     }
@@ -77,7 +79,7 @@ impl<'p> Strings<'p> {
             return index;
         }
         let index = self.table.len() as i64;
-        self.table.push(s.clone());
+        self.table.push(crate::text::printable(&s).into_owned());
         self.made.insert(s, index);
         index
     }

@@ -37,7 +37,14 @@ use crate::calls::edges;
 /// assert_eq!((calls[0].calls, calls[0].allocated_bytes), (1, 100));
 /// ```
 #[derive(
-    Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize, miniserde::Deserialize,
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    miniserde::Serialize,
+    miniserde::Deserialize,
 )]
 pub struct LineCall {
     /// The callee's path.

@@ -68,9 +68,21 @@ impl Drop for Report {
 }
 
 /// One profiled function's table.
+// NOTE: `serde(default)` is the container's because miniserde's derives
+// refuse any field attribute but `rename`: a field missing from the JSON
+// (`running`, added after schema 1) reads as `Default`'s.
 #[derive(
-    Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize, miniserde::Deserialize,
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    miniserde::Serialize,
+    miniserde::Deserialize,
 )]
+#[serde(default)]
 pub struct FunctionReport {
     /// The function's path, e.g. `quickstart::addition`.
     pub name: String,
@@ -105,9 +117,21 @@ pub struct FunctionReport {
 ///
 /// The figures are `None` on lines that hold no statement, or whose
 /// statements never ran.
+// NOTE: `serde(default)` as on `FunctionReport`: a JSON row may leave out
+// `occurrences` (mprof's tests and hand-written reports do, and mprof
+// always read it so).
 #[derive(
-    Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize, miniserde::Deserialize,
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    miniserde::Serialize,
+    miniserde::Deserialize,
 )]
+#[serde(default)]
 pub struct LineReport {
     /// Source line number.
     pub line: u32,

@@ -126,7 +126,14 @@ fn sample_seed() -> u64 {
 /// to its `allocations` and `allocated_bytes`; with `MEMPROF_SITES=sample`
 /// they are estimates from a sample (`estimated`).
 #[derive(
-    Debug, Clone, PartialEq, Eq, serde::Serialize, miniserde::Serialize, miniserde::Deserialize,
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    miniserde::Serialize,
+    miniserde::Deserialize,
 )]
 pub struct Site {
     /// Allocations made through this stack while the line ran (a
@@ -165,6 +172,7 @@ pub struct Site {
     PartialEq,
     Eq,
     serde::Serialize,
+    serde::Deserialize,
     miniserde::Serialize,
     miniserde::Deserialize,
 )]
@@ -234,6 +242,7 @@ pub(crate) fn left_out_of(meta: usize) -> Option<SitesLeftOut> {
     Eq,
     Hash,
     serde::Serialize,
+    serde::Deserialize,
     miniserde::Serialize,
     miniserde::Deserialize,
 )]

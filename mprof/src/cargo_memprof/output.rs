@@ -35,11 +35,13 @@ pub fn print(
         }
         Err(e) => return Err(CargoError::io("read", path, e)),
     };
-    let mut report = crate::report::parse(&text).ok_or_else(|| CargoError::Io {
-        action: "read the report in",
-        path: path.to_path_buf(),
-        source: std::io::Error::other("not a memprof report"),
-    })?;
+    let mut report = crate::report::parse(&text)
+        .map_err(|problem| CargoError::Io {
+            action: "read the report in",
+            path: path.to_path_buf(),
+            source: std::io::Error::other(problem),
+        })?
+        .report;
     let functions = &mut report.functions;
     let rename = |file: &mut String| {
         if let Some((prefix, to)) = renames.iter().find(|(p, _)| file.starts_with(p)) {

@@ -181,7 +181,7 @@ mod tests {
             row(line, "null"),
             row(line + 1, "0")
         );
-        crate::report::parse(&text).unwrap()
+        crate::report::parse(&text).unwrap().report
     }
 
     fn annotated(hash: u64, first_line: usize) -> Annotated {

@@ -49,7 +49,7 @@ fn grown_lines(diff: &FunctionDiff) -> Vec<Vec<String>> {
     let (Some(base), Some(head)) = (diff.base, diff.head) else {
         return Vec::new();
     };
-    let called = |row: &super::input::LineRun| -> Vec<String> {
+    let called = |row: &memprof_runtime::LineReport| -> Vec<String> {
         row.calls
             .iter()
             .flatten()

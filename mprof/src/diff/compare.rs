@@ -5,44 +5,44 @@
 //! new function's figures grew from nothing).
 
 use super::figures::{Change, Figure, FunctionDiff, Presence, figures};
-use super::input::{FunctionRun, RunReport};
 use memprof_runtime::units::{SIZE_HELP, parse_size};
+use memprof_runtime::{FunctionReport, Report};
 use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
 
 /// Every function of either run, compared: those past `threshold` first,
 /// then by the size of the change, then by name.
 pub fn compare<'a>(
-    base: &'a RunReport,
-    head: &'a RunReport,
+    base: &'a Report,
+    head: &'a Report,
     threshold: Option<Threshold>,
 ) -> Vec<FunctionDiff<'a>> {
-    let has_gpu = |run: &RunReport| {
+    let has_gpu = |run: &Report| {
         run.functions
             .iter()
             .any(|f| f.fn_row().is_some_and(|r| r.gpu_peak.is_some()))
     };
     let gpu = has_gpu(base) || has_gpu(head);
     // Reports written before allocations were counted have none.
-    let has_allocations = |run: &RunReport| {
+    let has_allocations = |run: &Report| {
         run.functions
             .iter()
             .any(|f| f.fn_row().is_some_and(|r| r.allocations.is_some()))
     };
     let allocations = has_allocations(base) || has_allocations(head);
-    let has_allocated = |run: &RunReport| {
+    let has_allocated = |run: &Report| {
         run.functions
             .iter()
             .any(|f| f.fn_row().is_some_and(|r| r.allocated_bytes.is_some()))
     };
     let allocated = has_allocated(base) || has_allocated(head);
-    let has_live = |run: &RunReport| {
+    let has_live = |run: &Report| {
         run.functions
             .iter()
             .any(|f| f.fn_row().is_some_and(|r| r.in_use_bytes.is_some()))
     };
     let live = has_live(base) && has_live(head);
-    let has_pool = |run: &RunReport| {
+    let has_pool = |run: &Report| {
         run.functions
             .iter()
             .any(|f| f.fn_row().is_some_and(|r| r.pool_allocated.is_some()))
@@ -135,27 +135,27 @@ pub fn compare<'a>(
 /// change with a dependency's version: `<S as serde::ser::Serializer>` became
 /// `<S as serde_core::ser::Serializer>`).
 fn pair_functions<'a>(
-    base: &'a RunReport,
-    head: &'a RunReport,
-) -> Vec<(Option<&'a FunctionRun>, Option<&'a FunctionRun>)> {
+    base: &'a Report,
+    head: &'a Report,
+) -> Vec<(Option<&'a FunctionReport>, Option<&'a FunctionReport>)> {
     // PERF: maps, not scans: a diff of 40,000 functions compares each with
     // its counterpart, not with every other.
-    let by_name = |run: &'a RunReport| {
-        let mut names: HashMap<&'a str, &'a FunctionRun> = HashMap::new();
+    let by_name = |run: &'a Report| {
+        let mut names: HashMap<&'a str, &'a FunctionReport> = HashMap::new();
         for f in &run.functions {
             names.entry(f.name.as_str()).or_insert(f);
         }
         names
     };
     let (base_names, head_names) = (by_name(base), by_name(head));
-    let signature = |f: &FunctionRun| f.fn_row().map(|r| r.contents.trim().to_owned());
+    let signature = |f: &FunctionReport| f.fn_row().map(|r| r.contents.trim().to_owned());
     // The function's own name, after the path that `type_name` may change.
-    let own = |f: &'a FunctionRun| f.name.rsplit("::").next().unwrap_or_default();
+    let own = |f: &'a FunctionReport| f.name.rsplit("::").next().unwrap_or_default();
     type Key<'k> = (&'k str, &'k str, Option<String>);
-    let key = |f: &'a FunctionRun| -> Key<'a> { (f.file.as_str(), own(f), signature(f)) };
+    let key = |f: &'a FunctionReport| -> Key<'a> { (f.file.as_str(), own(f), signature(f)) };
     // Functions found in one run only, by key.
-    let only_in = |run: &'a RunReport, other: &HashMap<&str, &FunctionRun>| {
-        let mut keys: HashMap<Key<'a>, Vec<&'a FunctionRun>> = HashMap::new();
+    let only_in = |run: &'a Report, other: &HashMap<&str, &FunctionReport>| {
+        let mut keys: HashMap<Key<'a>, Vec<&'a FunctionReport>> = HashMap::new();
         for f in run
             .functions
             .iter()
@@ -167,7 +167,7 @@ fn pair_functions<'a>(
     };
     let removed = only_in(base, &head_names);
     let added = only_in(head, &base_names);
-    let unique = |list: &HashMap<Key<'a>, Vec<&'a FunctionRun>>, f: &'a FunctionRun| {
+    let unique = |list: &HashMap<Key<'a>, Vec<&'a FunctionReport>>, f: &'a FunctionReport| {
         let key = key(f);
         match list.get(&key).map(Vec::as_slice) {
             Some([only]) if key.2.is_some() => Some(*only),
@@ -175,7 +175,7 @@ fn pair_functions<'a>(
         }
     };
     let mut pairs = Vec::new();
-    let mut matched: HashSet<*const FunctionRun> = HashSet::new();
+    let mut matched: HashSet<*const FunctionReport> = HashSet::new();
     for b in &base.functions {
         let h = match head_names.get(b.name.as_str()) {
             Some(h) => Some(*h),
@@ -188,7 +188,7 @@ fn pair_functions<'a>(
         pairs.push((Some(b), h));
     }
     for h in &head.functions {
-        if !matched.contains(&(h as *const FunctionRun)) {
+        if !matched.contains(&(h as *const FunctionReport)) {
             pairs.push((None, Some(h)));
         }
     }

@@ -6,7 +6,7 @@
 //! a function's peak is already the highest of any one call, and its kept
 //! bytes, a sum over calls, are divided by its calls.
 
-use super::input::FunctionRun;
+use memprof_runtime::FunctionReport;
 
 /// A figure that `mprof diff` compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,8 +176,8 @@ pub struct FunctionDiff<'a> {
     pub base_name: Option<&'a str>,
     pub file: &'a str,
     pub presence: Presence,
-    pub base: Option<&'a FunctionRun>,
-    pub head: Option<&'a FunctionRun>,
+    pub base: Option<&'a FunctionReport>,
+    pub head: Option<&'a FunctionReport>,
     /// Calls, peak, kept per call and, where either run counted device
     /// allocations, GPU peak.
     pub changes: Vec<Change>,
@@ -244,7 +244,7 @@ impl FunctionDiff<'_> {
 /// call, GPU peak, allocations and bytes allocated per call, bytes in
 /// use, and a framework's pool. A function that never ran has 0 of each but GPU peak, the
 /// allocation figures and bytes in use, which a run may not have.
-pub(super) fn figures(function: &FunctionRun) -> [Option<i64>; 9] {
+pub(super) fn figures(function: &FunctionReport) -> [Option<i64>; 9] {
     let row = function.fn_row();
     let calls = function.calls;
     let peak = row.and_then(|r| r.peak).unwrap_or(0);

@@ -9,19 +9,19 @@
 //! take the original's place.
 
 use super::figures::{Change, Figure, per_call, to_i64};
-use super::input::LineRun;
+use memprof_runtime::LineReport;
 
 /// A line in both runs, or in one only.
 #[derive(Debug, Clone, Copy)]
 pub struct LinePair<'a> {
-    pub base: Option<&'a LineRun>,
-    pub head: Option<&'a LineRun>,
+    pub base: Option<&'a LineReport>,
+    pub head: Option<&'a LineReport>,
 }
 
 impl LinePair<'_> {
     /// Whether either run has figures for the line.
     pub fn ran(&self) -> bool {
-        let ran = |l: Option<&LineRun>| l.is_some_and(|l| l.increment.is_some());
+        let ran = |l: Option<&LineReport>| l.is_some_and(|l| l.increment.is_some());
         ran(self.base) || ran(self.head)
     }
 
@@ -42,12 +42,12 @@ impl LinePair<'_> {
     /// peak, in both runs, as [`Change`]s: what `mprof diff` judges growth
     /// on.
     pub fn changes(&self, base_calls: u64, head_calls: u64) -> [Change; 2] {
-        let kept = |l: Option<&LineRun>, calls: u64| {
+        let kept = |l: Option<&LineReport>, calls: u64| {
             l.and_then(|l| l.increment)
                 .filter(|_| calls > 0)
                 .map(|v| per_call(v, calls))
         };
-        let peak = |l: Option<&LineRun>| l.and_then(|l| l.peak).map(to_i64);
+        let peak = |l: Option<&LineReport>| l.and_then(|l| l.peak).map(to_i64);
         [
             Change {
                 figure: Figure::KeptPerCall,
@@ -76,8 +76,8 @@ impl LinePair<'_> {
 
 /// Every line of either run, paired, in source order; where lines were
 /// removed and added at one place, the removed ones come first.
-pub fn match_lines<'a>(base: &'a [LineRun], head: &'a [LineRun]) -> Vec<LinePair<'a>> {
-    let text = |l: &LineRun| l.contents.trim().to_owned();
+pub fn match_lines<'a>(base: &'a [LineReport], head: &'a [LineReport]) -> Vec<LinePair<'a>> {
+    let text = |l: &LineReport| l.contents.trim().to_owned();
     let (b, h): (Vec<String>, Vec<String>) = (
         base.iter().map(text).collect(),
         head.iter().map(text).collect(),
@@ -124,11 +124,11 @@ pub fn match_lines<'a>(base: &'a [LineRun], head: &'a [LineRun]) -> Vec<LinePair
 mod tests {
     use super::*;
 
-    fn rows(texts: &[&str]) -> Vec<LineRun> {
+    fn rows(texts: &[&str]) -> Vec<LineReport> {
         texts
             .iter()
             .enumerate()
-            .map(|(i, t)| LineRun {
+            .map(|(i, t)| LineReport {
                 line: i as u32 + 1,
                 mem_usage: None,
                 increment: Some(0),
@@ -142,9 +142,14 @@ mod tests {
                 pool_allocated: None,
                 pool_increment: None,
                 pool_reserved: None,
+                gpu_usage: None,
+                gpu_increment: None,
+                gpu_driver_usage: None,
+                gpu_driver_increment: None,
                 contents: (*t).to_owned(),
                 sites: None,
                 calls: None,
+                within: None,
             })
             .collect()
     }

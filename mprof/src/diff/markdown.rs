@@ -5,6 +5,7 @@
 use super::figures::{Change, FunctionDiff};
 use super::format::{delta, percent, side, unchanged_line};
 use super::table::line_table;
+use crate::printable::printable;
 
 /// The report of the functions `diffs` as Markdown, and a line counting
 /// the `unchanged` ones left out.
@@ -81,8 +82,10 @@ fn sides(change: &Change) -> String {
 
 /// A name as inline code in a table cell: a code span long enough for any
 /// backticks in it, with `|` escaped so that it does not end the cell.
-/// (Inside a code span, `<` and `&` are shown as written.)
+/// (Inside a code span, `<` and `&` are shown as written.) [`printable`]
+/// first.
 fn code_in_cell(text: &str) -> String {
+    let text = &*printable(text);
     let ticks = "`".repeat(longest_run(text, '`') + 1);
     let pad = if text.starts_with('`') || text.ends_with('`') {
         " "
@@ -94,9 +97,10 @@ fn code_in_cell(text: &str) -> String {
 
 /// Text for raw HTML (a `<summary>`): names such as
 /// `<S as serde::Serializer>::serialize_map` would otherwise be taken for
-/// tags and vanish.
+/// tags and vanish. [`printable`] first.
 fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
+    printable(text)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")

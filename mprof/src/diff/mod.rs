@@ -6,7 +6,6 @@ mod callees;
 pub mod compare;
 pub mod figures;
 pub mod format;
-pub mod input;
 pub mod lines;
 mod markdown;
 mod table;
@@ -14,6 +13,7 @@ mod table;
 pub use compare::{Limit, Threshold, parse_limit};
 
 use crate::error::Error;
+use crate::printable::printable;
 use std::path::PathBuf;
 
 /// The report's form.
@@ -53,8 +53,8 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
         };
         return crate::profile::diff(&options.base, &options.head, output);
     }
-    let base = input::read(&options.base)?;
-    let head = input::read(&options.head)?;
+    let base = crate::report::read(&options.base)?;
+    let head = crate::report::read(&options.head)?;
     // NOTE: with nothing in the base, every function is new and nothing is
     // checked: the first change that adds memprof, or a base run that broke
     // or was not built with profiling, would pass silently.
@@ -92,7 +92,7 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
             if change.base.is_none() {
                 eprintln!(
                     "mprof: {}: new, {} {}, past --fail-over {threshold}",
-                    diff.name,
+                    printable(diff.name),
                     change.figure.name().to_lowercase(),
                     format::side(change, change.head),
                 );
@@ -100,7 +100,7 @@ pub fn diff(options: &DiffOptions) -> Result<i32, Error> {
             }
             eprintln!(
                 "mprof: {}: {} grew from {} to {} ({}, {}), past --fail-over {threshold}",
-                diff.name,
+                printable(diff.name),
                 change.figure.name().to_lowercase(),
                 format::side(change, change.base),
                 format::side(change, change.head),

@@ -4,8 +4,9 @@
 
 use super::figures::{FunctionDiff, to_i64};
 use super::format::{bytes, delta, percent, side, signed_bytes, unchanged_line};
-use super::input::{FunctionRun, LineRun};
 use super::lines::{LinePair, match_lines};
+use crate::printable::printable;
+use memprof_runtime::{FunctionReport, LineReport};
 use std::ops::Range;
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
@@ -35,8 +36,8 @@ pub fn report(diffs: &[&FunctionDiff], unchanged: usize, lines: bool) -> String 
 fn function(diff: &FunctionDiff, lines: bool) -> String {
     let mut out = format!(
         "Filename: {}   Function: {}   Status: {}",
-        diff.file,
-        diff.name,
+        printable(diff.file),
+        printable(diff.name),
         diff.status()
     );
     if !diff.over.is_empty() {
@@ -46,12 +47,17 @@ fn function(diff: &FunctionDiff, lines: bool) -> String {
     if !diff.callees.is_empty() {
         out.push_str(&format!(
             "\n(each line that grew calls a function that grew: {})",
-            diff.callees.join(", ")
+            diff.callees
+                .iter()
+                .map(|name| printable(name))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if let Some(base_name) = diff.base_name {
         out.push_str(&format!(
-            "\n(matched by file and `fn` line; in the base: {base_name})"
+            "\n(matched by file and `fn` line; in the base: {})",
+            printable(base_name)
         ));
     }
     out.push_str("\n\n");
@@ -91,10 +97,10 @@ fn function(diff: &FunctionDiff, lines: bool) -> String {
 /// running program), each line's Live too, a total as the function's is:
 /// the line a leak grows in reads its growth.
 pub fn line_table(diff: &FunctionDiff) -> String {
-    let empty: &[LineRun] = &[];
+    let empty: &[LineReport] = &[];
     let base = diff.base.map_or(empty, |f| &f.lines);
     let head = diff.head.map_or(empty, |f| &f.lines);
-    let calls = |f: Option<&FunctionRun>| f.map_or(0, |f| f.calls);
+    let calls = |f: Option<&FunctionReport>| f.map_or(0, |f| f.calls);
     let (base_calls, head_calls) = (calls(diff.base), calls(diff.head));
     let figure = |v: Option<i64>| v.map(bytes).unwrap_or_default();
     let live = base.iter().chain(head).any(|l| l.in_use_bytes.is_some());
@@ -106,7 +112,7 @@ pub fn line_table(diff: &FunctionDiff) -> String {
         let [kept, peak] = pair.changes(base_calls, head_calls);
         let increment = (kept.base, kept.head);
         let peaks = (peak.base, peak.head);
-        let number = |l: Option<&LineRun>| l.map(|l| l.line.to_string()).unwrap_or_default();
+        let number = |l: Option<&LineReport>| l.map(|l| l.line.to_string()).unwrap_or_default();
         let (marker, text) = match (pair.base, pair.head) {
             (Some(_), None) => ("removed", pair.base),
             (None, Some(_)) => ("added", pair.head),
@@ -124,11 +130,14 @@ pub fn line_table(diff: &FunctionDiff) -> String {
             change_cell(peaks, &pair),
         ];
         if live {
-            let in_use = |l: Option<&LineRun>| l.and_then(|l| l.in_use_bytes).map(to_i64);
+            let in_use = |l: Option<&LineReport>| l.and_then(|l| l.in_use_bytes).map(to_i64);
             let lives = (in_use(pair.base), in_use(pair.head));
             row.extend([figure(lives.0), figure(lives.1), change_cell(lives, &pair)]);
         }
-        row.extend([marker.to_owned(), truncate(&contents.replace('\t', "    "))]);
+        row.extend([
+            marker.to_owned(),
+            truncate(&printable(contents).replace('\t', "    ")),
+        ]);
         rows.push(row);
     }
     let mut header = vec![

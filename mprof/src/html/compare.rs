@@ -6,13 +6,14 @@ use super::run::figure_cell;
 use crate::diff::compare;
 use crate::diff::figures::FunctionDiff;
 use crate::diff::format::{bytes, delta, percent, side, signed_bytes};
-use crate::diff::input::{FunctionRun, LineRun, RunReport};
 use crate::diff::lines::match_lines;
+use crate::printable::printable;
 use maud::{Markup, html};
+use memprof_runtime::{FunctionReport, LineReport, Report};
 use std::path::Path;
 
 /// The comparison of `head` (the page's run) with `base`.
-pub fn comparison(base: &RunReport, base_path: &Path, head: &RunReport) -> Markup {
+pub fn comparison(base: &Report, base_path: &Path, head: &Report) -> Markup {
     let diffs = compare::compare(base, head, None);
     let shown: Vec<&FunctionDiff> = diffs.iter().filter(|d| d.changed()).collect();
     let unchanged = diffs.len() - shown.len();
@@ -61,10 +62,10 @@ fn functions_table(diffs: &[&FunctionDiff]) -> Markup {
             tbody {
                 @for diff in diffs {
                     tr class=(diff.status()) {
-                        td.name data-sort=(diff.name) {
-                            code { (diff.name) }
+                        td.name data-sort=(printable(diff.name)) {
+                            code { (printable(diff.name)) }
                             @if let Some(base_name) = diff.base_name {
-                                br; span.meta { "in the base: " code { (base_name) } }
+                                br; span.meta { "in the base: " code { (printable(base_name)) } }
                             }
                         }
                         td { (diff.status()) }
@@ -89,10 +90,10 @@ fn functions_table(diffs: &[&FunctionDiff]) -> Markup {
 /// --lines` shows them: the lines that ran in either run, and lines added
 /// or removed. Increments are per call.
 fn line_table(diff: &FunctionDiff) -> Markup {
-    let empty: &[LineRun] = &[];
+    let empty: &[LineReport] = &[];
     let base = diff.base.map_or(empty, |f| &f.lines);
     let head = diff.head.map_or(empty, |f| &f.lines);
-    let calls = |f: Option<&FunctionRun>| f.map_or(0, |f| f.calls);
+    let calls = |f: Option<&FunctionReport>| f.map_or(0, |f| f.calls);
     let (base_calls, head_calls) = (calls(diff.base), calls(diff.head));
     let pairs: Vec<_> = match_lines(base, head)
         .into_iter()
@@ -100,8 +101,8 @@ fn line_table(diff: &FunctionDiff) -> Markup {
         .collect();
     html! {
         section.function.compared {
-            h3 { code { (diff.name) } " " span class={ "status " (diff.status()) } { (diff.status()) } }
-            p.meta { code { (diff.file) } }
+            h3 { code { (printable(diff.name)) } " " span class={ "status " (diff.status()) } { (diff.status()) } }
+            p.meta { code { (printable(diff.file)) } }
             table.lines {
                 thead {
                     tr {
@@ -142,7 +143,7 @@ fn line_table(diff: &FunctionDiff) -> Markup {
                             (figure_cell(peaks.1, bytes))
                             (change_cell(peaks, both, peak.growth() > 0))
                             td { (marker) }
-                            td.src { code { (text.map_or("", |l| l.contents.as_str())) } }
+                            td.src { code { (printable(text.map_or("", |l| l.contents.as_str()))) } }
                         }
                     }
                 }
@@ -151,7 +152,7 @@ fn line_table(diff: &FunctionDiff) -> Markup {
     }
 }
 
-fn number(line: Option<&LineRun>) -> String {
+fn number(line: Option<&LineReport>) -> String {
     line.map(|l| l.line.to_string()).unwrap_or_default()
 }
 

@@ -9,16 +9,16 @@
 use crate::error::Error;
 use crate::profile::flamegraph::{Width, svg};
 use maud::{Markup, PreEscaped, html};
+use memprof_runtime::{HeapProfile, Report};
 use regex::Regex;
-use std::path::Path;
 
 /// The graph's style, added to the page's where the graph is shown.
 pub const STYLE: &str = include_str!("flame.css");
 
-/// The flame graph of the report at `path`, ready to be put in the page;
-/// `None` when no stack allocated anything.
-pub fn graph(path: &Path) -> Result<Option<String>, Error> {
-    let profile = crate::profile::read(path)?;
+/// The flame graph of `report`, ready to be put in the page; `None` when
+/// no stack allocated anything.
+pub fn graph(report: &Report) -> Result<Option<String>, Error> {
+    let profile = HeapProfile::of_report(report);
     Ok(svg(&profile, Width::Allocated, "")?.map(|svg| inert(&svg)))
 }
 

@@ -21,9 +21,10 @@ mod flame;
 mod run;
 mod sites;
 
-use crate::diff::input::{self, RunReport};
 use crate::error::Error;
+use crate::report::read;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
+use memprof_runtime::Report;
 use std::path::{Path, PathBuf};
 
 const STYLE: &str = include_str!("page.css");
@@ -43,9 +44,9 @@ pub struct HtmlOptions {
 
 /// Writes the page; returns where.
 pub fn html(options: &HtmlOptions) -> Result<PathBuf, Error> {
-    let report = input::read(&options.report)?;
+    let report = read(&options.report)?;
     let base = match &options.base {
-        Some(path) => Some(input::read(path)?),
+        Some(path) => Some(read(path)?),
         None => None,
     };
     let plot = match &options.dat {
@@ -53,7 +54,7 @@ pub fn html(options: &HtmlOptions) -> Result<PathBuf, Error> {
         None => None,
     };
     let flame = match sites::any(&report) {
-        true => flame::graph(&options.report)?,
+        true => flame::graph(&report)?,
         false => None,
     };
     let output = match &options.output {
@@ -73,10 +74,10 @@ pub fn html(options: &HtmlOptions) -> Result<PathBuf, Error> {
 
 /// What one page shows.
 pub struct Page<'a> {
-    pub report: &'a RunReport,
+    pub report: &'a Report,
     pub report_path: &'a Path,
     /// The base report and its path.
-    pub base: Option<(&'a RunReport, &'a Path)>,
+    pub base: Option<(&'a Report, &'a Path)>,
     /// The plot's SVG and the `.dat` it was drawn from.
     pub plot: Option<(&'a str, &'a Path)>,
     /// The allocation flame graph's inline SVG, where the run has sites.

@@ -7,12 +7,13 @@
 
 use crate::diff::figures::{per_call, to_i64};
 use crate::diff::format::bytes;
-use crate::diff::input::{FunctionRun, LineRun, RunReport};
+use crate::printable::printable;
 use maud::{Markup, html};
+use memprof_runtime::{FunctionReport, LineReport, Report};
 use std::cmp::Reverse;
 
 /// The functions that ran, with their index in the report (their anchor).
-fn ran(report: &RunReport) -> impl Iterator<Item = (usize, &FunctionRun)> {
+fn ran(report: &Report) -> impl Iterator<Item = (usize, &FunctionReport)> {
     report
         .functions
         .iter()
@@ -37,8 +38,8 @@ pub fn figure_cell(value: Option<i64>, text: impl Fn(i64) -> String) -> Markup {
 /// call, peak, and where the run has them, GPU peak, a framework's pool
 /// (the `fn` row's Pool allocated), bytes still in use (Live) and the
 /// calls' allocations (the `fn` row's); by peak, largest first.
-pub fn summary(report: &RunReport) -> Markup {
-    let mut rows: Vec<(usize, &FunctionRun, &LineRun)> = ran(report)
+pub fn summary(report: &Report) -> Markup {
+    let mut rows: Vec<(usize, &FunctionReport, &LineReport)> = ran(report)
         .filter_map(|(i, f)| f.fn_row().map(|row| (i, f, row)))
         .collect();
     rows.sort_by_key(|&(_, f, row)| (Reverse(row.peak.unwrap_or(0)), f.name.as_str()));
@@ -75,8 +76,8 @@ pub fn summary(report: &RunReport) -> Markup {
                         @for (index, function, row) in &rows {
                             @let kept = row.increment.unwrap_or(0);
                             tr {
-                                td.name data-sort=(function.name) {
-                                    a href={ "#" (anchor(*index)) } { code { (function.name) } }
+                                td.name data-sort=(printable(&function.name)) {
+                                    a href={ "#" (anchor(*index)) } { code { (printable(&function.name)) } }
                                 }
                                 td.num data-sort=(function.calls) { (function.calls) }
                                 (figure_cell(Some(kept), bytes))
@@ -101,7 +102,7 @@ pub fn summary(report: &RunReport) -> Markup {
 /// bytes still in use (Live) and allocations,
 /// as memprof's tables show them; under a line's source, its allocation
 /// sites where the run recorded them ([`super::sites`]).
-pub fn functions(report: &RunReport) -> Markup {
+pub fn functions(report: &Report) -> Markup {
     html! {
         section #functions {
             h2 { "Functions" }
@@ -112,7 +113,7 @@ pub fn functions(report: &RunReport) -> Markup {
     }
 }
 
-fn function_table(index: usize, function: &FunctionRun) -> Markup {
+fn function_table(index: usize, function: &FunctionReport) -> Markup {
     let lines = &function.lines;
     let increment_scale = lines
         .iter()
@@ -128,9 +129,9 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
     let live = lines.iter().any(|l| l.in_use_bytes.is_some());
     html! {
         section.function id=(anchor(index)) {
-            h3 { code { (function.name) } }
+            h3 { code { (printable(&function.name)) } }
             p.meta {
-                code { (function.file) } " · " (function.calls)
+                code { (printable(&function.file)) } " · " (function.calls)
                 @if function.calls == 1 { " call" } @else { " calls" }
             }
             table.lines {
@@ -171,7 +172,7 @@ fn function_table(index: usize, function: &FunctionRun) -> Markup {
                             @if live { (figure_cell(line.in_use_bytes.map(to_i64), bytes)) }
                             @if allocs { (count_cell(line.allocations.filter(|_| ran))) }
                             (count_cell(ran.then_some(line.occurrences)))
-                            td.src { code { (line.contents) } (super::sites::details(line)) }
+                            td.src { code { (printable(&line.contents)) } (super::sites::details(line)) }
                         }
                     }
                 }

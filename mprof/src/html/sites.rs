@@ -10,14 +10,15 @@
 
 use crate::diff::figures::to_i64;
 use crate::diff::format::bytes;
-use crate::diff::input::{LineRun, RunReport, SiteFrameRun, SiteRun};
+use crate::printable::printable;
 use maud::{Markup, html};
+use memprof_runtime::{LineReport, Report, Site, SiteFrame};
 
 /// The sites' style, added to the page's where a line has sites.
 pub const STYLE: &str = include_str!("sites.css");
 
 /// Whether a line of `report` has sites to show.
-pub fn any(report: &RunReport) -> bool {
+pub fn any(report: &Report) -> bool {
     report
         .functions
         .iter()
@@ -26,12 +27,12 @@ pub fn any(report: &RunReport) -> bool {
 }
 
 /// The line's sites, where it has any.
-fn shown(line: &LineRun) -> Option<&[SiteRun]> {
+fn shown(line: &LineReport) -> Option<&[Site]> {
     line.sites.as_deref().filter(|sites| !sites.is_empty())
 }
 
 /// The line's sites, closed; nothing where it has none.
-pub fn details(line: &LineRun) -> Markup {
+pub fn details(line: &LineReport) -> Markup {
     let Some(sites) = shown(line) else {
         return html! {};
     };
@@ -77,11 +78,13 @@ pub fn details(line: &LineRun) -> Markup {
     }
 }
 
-/// `function (file:line)`, as memprof's tables write a frame.
-fn frame_text(frame: &SiteFrameRun) -> String {
+/// `function (file:line)`, as memprof's tables write a frame,
+/// [`printable`].
+fn frame_text(frame: &SiteFrame) -> String {
+    let function = printable(&frame.function);
     match (&frame.file, frame.line) {
-        (Some(file), Some(line)) => format!("{} ({file}:{line})", frame.function),
-        (Some(file), None) => format!("{} ({file})", frame.function),
-        (None, _) => frame.function.clone(),
+        (Some(file), Some(line)) => format!("{function} ({}:{line})", printable(file)),
+        (Some(file), None) => format!("{function} ({})", printable(file)),
+        (None, _) => function.into_owned(),
     }
 }

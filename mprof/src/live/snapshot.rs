@@ -30,11 +30,13 @@ pub fn snapshot(pid: u32, output: Option<&Path>, format: Format) -> Result<i32, 
     let bytes = match format {
         Format::Json => document.into_bytes(),
         Format::Pprof => {
-            let report = crate::report::parse(&document).ok_or_else(|| {
-                Error::Live(format!(
-                    "process {pid} sent a snapshot that is not a memprof report"
-                ))
-            })?;
+            let report = crate::report::parse(&document)
+                .map_err(|_| {
+                    Error::Live(format!(
+                        "process {pid} sent a snapshot that is not a memprof report"
+                    ))
+                })?
+                .report;
             let mut profile = memprof_runtime::HeapProfile::of_report(&report);
             profile.time_nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -71,10 +71,11 @@ fn at(frame: &SiteFrame) -> String {
     }
 }
 
-/// A frame's text without what the folded format uses: `;` separates
-/// frames and a line ends the stack.
+/// A frame's text [`printable`](crate::printable), without what the folded
+/// format uses: `;` separates frames and a line ends the stack.
 fn clean(text: &str) -> String {
-    text.chars()
+    crate::printable::printable(text)
+        .chars()
         .map(|c| match c {
             ';' => ':',
             c if c.is_control() => ' ',

@@ -4,55 +4,59 @@
 //! sampled, with their standard error. Sorting and filtering are here too;
 //! drawing is `view`'s.
 
-use crate::diff::input::{FunctionRun, LineRun};
 use crate::error::Error;
-use serde::Deserialize;
+use crate::printable::printable;
+use memprof_runtime::{FunctionReport, LineReport, SnapshotFacts};
 use std::collections::HashMap;
 
 /// One snapshot of the program, as `mprof snapshot` writes it; or its
-/// report at exit (`MEMPROF_JSON`), which has only the functions.
-#[derive(Debug, Deserialize)]
+/// report at exit (`MEMPROF_JSON`), which has only the functions (and
+/// zeros for the facts).
+#[derive(Debug)]
 pub struct Snapshot {
-    pub schema: u64,
-    pub functions: Vec<FunctionRun>,
+    pub functions: Vec<FunctionReport>,
     /// Seconds since the Unix epoch.
-    #[serde(default)]
     pub time: f64,
     /// Seconds since the process started.
-    #[serde(default)]
     pub uptime: f64,
-    #[serde(default)]
     pub pid: u32,
     /// The heap now.
-    #[serde(default)]
     pub heap: u64,
     /// The highest heap memprof has seen (see the runtime's `SnapshotFacts`).
-    #[serde(default)]
     pub heap_high: u64,
     /// With sampled sites: one sample per this many bytes allocated on
     /// average; `None` with exact sites, none, or an older memprof.
-    #[serde(default)]
     pub sample_mean: Option<u64>,
     /// For a report at exit: how the program ended, instead of the facts
     /// above.
-    #[serde(skip)]
     pub at_exit: Option<String>,
 }
 
 impl Snapshot {
-    /// Reads a snapshot document.
+    /// Reads a snapshot document through the one reader
+    /// ([`crate::report::parse`]).
     pub fn parse(text: &str) -> Result<Snapshot, Error> {
-        let snapshot: Snapshot = serde_json::from_str(text)
-            .map_err(|e| Error::Live(format!("cannot read the program's snapshot: {e}")))?;
-        if snapshot.schema != memprof_runtime::Report::JSON_SCHEMA {
-            return Err(Error::Live(format!(
-                "the program writes reports of schema {}, this mprof reads {}: use the mprof \
-                 of the program's memprof",
-                snapshot.schema,
-                memprof_runtime::Report::JSON_SCHEMA
-            )));
-        }
-        Ok(snapshot)
+        let mut document = crate::report::parse(text).map_err(|problem| {
+            Error::Live(format!("cannot read the program's snapshot: {problem}"))
+        })?;
+        let facts = document.snapshot.unwrap_or(SnapshotFacts {
+            time: 0.0,
+            uptime: 0.0,
+            pid: 0,
+            heap: 0,
+            heap_high: 0,
+            sample_mean: None,
+        });
+        Ok(Snapshot {
+            functions: std::mem::take(&mut document.report.functions),
+            time: facts.time,
+            uptime: facts.uptime,
+            pid: facts.pid,
+            heap: facts.heap,
+            heap_high: facts.heap_high,
+            sample_mean: facts.sample_mean,
+            at_exit: None,
+        })
     }
 }
 
@@ -97,15 +101,15 @@ pub struct LineFigures {
     pub contents: String,
 }
 
-impl From<&LineRun> for LineFigures {
-    fn from(line: &LineRun) -> Self {
+impl From<&LineReport> for LineFigures {
+    fn from(line: &LineReport) -> Self {
         LineFigures {
             line: line.line,
             increment: line.increment,
             peak: line.peak,
             occurrences: line.occurrences,
             live: line.in_use_bytes,
-            contents: line.contents.clone(),
+            contents: printable(&line.contents).into_owned(),
         }
     }
 }
@@ -157,9 +161,11 @@ pub fn rows_since(now: &Snapshot, before: Option<&Mark>) -> Vec<FunctionRow> {
                 .unwrap_or_default();
             let growth = kept - kept_before;
             let sampled = now.sample_mean.filter(|_| live);
+            // NOTE: the rows are what the terminal draws, and what
+            // `--lines NAME` and the filter match: their texts printable.
             FunctionRow {
-                name: function.name.clone(),
-                file: function.file.clone(),
+                name: printable(&function.name).into_owned(),
+                file: printable(&function.file).into_owned(),
                 calls: function.calls,
                 peak,
                 kept,
@@ -182,7 +188,7 @@ pub fn rows_since(now: &Snapshot, before: Option<&Mark>) -> Vec<FunctionRow> {
 
 /// The average size of a function's blocks in use (its `fn` row's Live
 /// over its allocations in use), if it has any.
-fn block_size(function: &FunctionRun) -> Option<f64> {
+fn block_size(function: &FunctionReport) -> Option<f64> {
     let row = function.fn_row()?;
     let (bytes, blocks) = (row.in_use_bytes?, row.in_use_allocations?);
     (blocks > 0).then(|| bytes as f64 / blocks as f64)
@@ -208,7 +214,7 @@ pub fn growth_error(growth: i64, block: Option<f64>, mean: u64) -> Option<f64> {
 /// A function's kept bytes (its bytes in use, where the snapshot has
 /// them), highest call peak and allocations: its `fn` row's; and whether
 /// the first is bytes in use.
-fn fn_figures(function: &FunctionRun) -> (i64, u64, u64, bool) {
+fn fn_figures(function: &FunctionReport) -> (i64, u64, u64, bool) {
     match function.fn_row() {
         Some(row) => (
             row.in_use_bytes
