@@ -5,7 +5,8 @@
 //! tokio, JSON in and out, with a planted leak: a receipt store that never
 //! evicts; and in the same binary its load: client threads on HTTP/1.1
 //! keep-alive connections to 127.0.0.1, each sending its next request once
-//! it has read the last answer) three ways, all in release: as written,
+//! it has read the last answer; timed after a warm-up of a tenth as many
+//! requests, so that the figures are the service's steady state) three ways, all in release: as written,
 //! with dhat's heap profiler (its `dhat` feature, `main` edited as dhat
 //! asks), and through `cargo memprof run --release` twice: the first run's
 //! binary profiles every function of the crate, the second's (a later run,

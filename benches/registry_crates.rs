@@ -16,7 +16,12 @@
 //! (`scripts/install-peers`). Arguments pick cases by name
 //! (`cargo bench --bench registry_crates -- toml`).
 //!
-//! The targets: a later run ≤ 1.2× plain, a first run ≤ 4×.
+//! The later run also runs with every allocation's site recorded
+//! (`MEMPROF_SITES=1`, as `--sites` sets it) and with sampled sites
+//! (`sample`), each also as a ratio to the later run without sites.
+//!
+//! The targets: a later run ≤ 1.2× plain, a first run ≤ 4×; exact
+//! sites no dearer than dhat, sampled ones ≤ 1.1× the later run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -134,6 +139,18 @@ fn measure(case: &Case, heaptrack: bool) {
             as_cargo_memprof.to_vec(),
         ),
         (
+            "later run, every allocation's site (--sites)",
+            later.clone(),
+            vec![arg],
+            [as_cargo_memprof.as_slice(), &[("MEMPROF_SITES", "1")]].concat(),
+        ),
+        (
+            "later run, sampled sites (--sites=sample)",
+            later.clone(),
+            vec![arg],
+            [as_cargo_memprof.as_slice(), &[("MEMPROF_SITES", "sample")]].concat(),
+        ),
+        (
             "the later run's binary under MEMPROF=off",
             later.clone(),
             vec![arg],
@@ -168,9 +185,16 @@ fn measure(case: &Case, heaptrack: bool) {
         case.deps.join(" --dep "),
         case.arg
     );
+    // The targets for sites: exact ones no dearer than dhat,
+    // sampled ones ≤ 1.1× the later run without them.
+    let later_time = median(times[2].clone());
     for ((name, ..), t) in runs.iter().zip(times) {
         let t = median(t);
-        println!("| {name} | {t:.3} s | {:.2}× |", t / plain_time);
+        let beside = match name.contains("sites") {
+            true => format!(" {:.2}× the later run without sites |", t / later_time),
+            false => String::new(),
+        };
+        println!("| {name} | {t:.3} s | {:.2}× |{beside}", t / plain_time);
     }
 }
 

@@ -46,14 +46,19 @@ struct Client {
 }
 
 /// Sends `requests` requests from `clients` threads; the clock runs from
-/// when every client has connected to the last answer.
+/// when every client has connected and sent its share of a warm-up of
+/// `requests / 10` more (orders of their own ids, answered but not timed:
+/// the service's steady state is measured, not its first requests') to
+/// the last answer.
 pub fn run(port: u16, requests: usize, clients: usize) -> Load {
     let ready = Arc::new(Barrier::new(clients + 1));
+    let warm = requests / 10 / clients;
     let threads: Vec<_> = (0..clients)
         .map(|c| {
             let ids = (c * requests / clients)..((c + 1) * requests / clients);
+            let warm_up = (requests + c * warm)..(requests + (c + 1) * warm);
             let ready = Arc::clone(&ready);
-            std::thread::spawn(move || client(port, ids, &ready))
+            std::thread::spawn(move || client(port, warm_up, ids, &ready))
         })
         .collect();
     ready.wait();
@@ -92,9 +97,15 @@ fn cpu_seconds() -> f64 {
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
-/// One client's requests: request `i` of its range orders `i`, except that
-/// every fourth looks up the order it sent last.
-fn client(port: u16, ids: std::ops::Range<usize>, ready: &Barrier) -> Client {
+/// One client's requests: the warm-up's orders, then, timed, request `i`
+/// of its range orders `i`, except that every fourth looks up the order it
+/// sent last.
+fn client(
+    port: u16,
+    warm_up: std::ops::Range<usize>,
+    ids: std::ops::Range<usize>,
+    ready: &Barrier,
+) -> Client {
     let stream = TcpStream::connect(("127.0.0.1", port)).expect("the service");
     let _ = stream.set_nodelay(true);
     let mut reader = BufReader::new(stream.try_clone().expect("a second handle"));
@@ -105,6 +116,12 @@ fn client(port: u16, ids: std::ops::Range<usize>, ready: &Barrier) -> Client {
         latencies: Vec::with_capacity(ids.len()),
     };
     let (mut request, mut body) = (Vec::with_capacity(256), Vec::with_capacity(256));
+    for id in warm_up {
+        request.clear();
+        order(&mut request, id);
+        writer.write_all(&request).expect("a request sent");
+        answer(&mut reader, &mut body).expect("an answer");
+    }
     let mut last = None;
     ready.wait();
     for id in ids {

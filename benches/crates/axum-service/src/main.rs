@@ -8,7 +8,8 @@
 //! 127.0.0.1 (a free port; axum on a tokio runtime of two workers), then
 //! sends REQUESTS requests (default 20,000) from CLIENTS client threads
 //! (default 4), each over one HTTP/1.1 keep-alive connection, a request at
-//! a time: three orders, then a look-up of the last, and so on. It prints
+//! a time: three orders, then a look-up of the last, and so on, timed after
+//! a warm-up of a tenth as many orders, untimed. It prints
 //! the answers' checksum, then the throughput the clients achieved, the
 //! 99th percentile of a request's latency and the CPU time the process
 //! (the service and its clients) spent per request meanwhile. With `hold`
