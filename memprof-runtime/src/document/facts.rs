@@ -5,7 +5,7 @@
 /// which process. Written on Unix only, as snapshots are (`MEMPROF_LIVE`,
 /// `MEMPROF_SNAPSHOT_EVERY`); read back by
 /// [`ReportDocument::read`](crate::ReportDocument::read) anywhere.
-#[derive(Debug, Clone, Copy, PartialEq, miniserde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, miniserde::Serialize)]
 pub struct SnapshotFacts {
     /// Seconds since the Unix epoch.
     pub time: f64,

@@ -15,18 +15,9 @@ use std::collections::HashMap;
 #[derive(Debug)]
 pub struct Snapshot {
     pub functions: Vec<FunctionReport>,
-    /// Seconds since the Unix epoch.
-    pub time: f64,
-    /// Seconds since the process started.
-    pub uptime: f64,
-    pub pid: u32,
-    /// The heap now.
-    pub heap: u64,
-    /// The highest heap memprof has seen (see the runtime's `SnapshotFacts`).
-    pub heap_high: u64,
-    /// With sampled sites: one sample per this many bytes allocated on
-    /// average; `None` with exact sites, none, or an older memprof.
-    pub sample_mean: Option<u64>,
+    /// When it was taken and of which process, as the runtime writes them
+    /// (all zero for a report at exit, which has none).
+    pub facts: SnapshotFacts,
     /// For a report at exit: how the program ended, instead of the facts
     /// above.
     pub at_exit: Option<String>,
@@ -39,22 +30,9 @@ impl Snapshot {
         let mut document = crate::report::parse(text).map_err(|problem| {
             Error::Live(format!("cannot read the program's snapshot: {problem}"))
         })?;
-        let facts = document.snapshot.unwrap_or(SnapshotFacts {
-            time: 0.0,
-            uptime: 0.0,
-            pid: 0,
-            heap: 0,
-            heap_high: 0,
-            sample_mean: None,
-        });
         Ok(Snapshot {
             functions: std::mem::take(&mut document.report.functions),
-            time: facts.time,
-            uptime: facts.uptime,
-            pid: facts.pid,
-            heap: facts.heap,
-            heap_high: facts.heap_high,
-            sample_mean: facts.sample_mean,
+            facts: document.snapshot.unwrap_or_default(),
             at_exit: None,
         })
     }
@@ -126,7 +104,7 @@ pub struct Mark {
 impl Mark {
     pub fn of(snapshot: &Snapshot) -> Mark {
         Mark {
-            time: snapshot.time,
+            time: snapshot.facts.time,
             figures: snapshot
                 .functions
                 .iter()
@@ -149,7 +127,7 @@ pub fn rows(now: &Snapshot, before: Option<&Snapshot>) -> Vec<FunctionRow> {
 /// of the window's, if any).
 pub fn rows_since(now: &Snapshot, before: Option<&Mark>) -> Vec<FunctionRow> {
     let seconds = before
-        .map(|b| now.time - b.time)
+        .map(|b| now.facts.time - b.time)
         .filter(|s| *s > 0.0 && s.is_finite());
     now.functions
         .iter()
@@ -160,7 +138,7 @@ pub fn rows_since(now: &Snapshot, before: Option<&Mark>) -> Vec<FunctionRow> {
                 .and_then(|b| b.figures.get(&key).copied())
                 .unwrap_or_default();
             let growth = kept - kept_before;
-            let sampled = now.sample_mean.filter(|_| live);
+            let sampled = now.facts.sample_mean.filter(|_| live);
             // NOTE: the rows are what the terminal draws, and what
             // `--lines NAME` and the filter match: their texts printable.
             FunctionRow {

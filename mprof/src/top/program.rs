@@ -95,7 +95,7 @@ impl Program {
             }
             if let Some(ended) = self.ended() {
                 if let Some(mut report) = self.report_at_exit() {
-                    report.pid = pid;
+                    report.facts.pid = pid;
                     report.at_exit = Some(format!("{ended} before mprof connected"));
                     return Ok(Listening::Ended(report));
                 }

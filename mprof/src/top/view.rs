@@ -44,10 +44,10 @@ fn header_lines(app: &App) -> Vec<Line<'static>> {
         Some(ended) => format!("{ended}: its figures at exit"),
         None => format!(
             "pid {}  up {}  heap {} now, {} highest seen{paused}",
-            now.pid,
-            duration(now.uptime),
-            bytes(now.heap as i64),
-            bytes(now.heap_high as i64),
+            now.facts.pid,
+            duration(now.facts.uptime),
+            bytes(now.facts.heap as i64),
+            bytes(now.facts.heap_high as i64),
         ),
     };
     vec![
@@ -71,7 +71,7 @@ fn header_lines(app: &App) -> Vec<Line<'static>> {
 /// one shown, marked while the window fills. `--once` covers one interval,
 /// whatever the window.
 fn window_note(app: &App) -> String {
-    let Some((span, filled)) = app.now.as_ref().and_then(|n| app.window.span(n.time)) else {
+    let Some((span, filled)) = app.now.as_ref().and_then(|n| app.window.span(n.facts.time)) else {
         return String::new();
     };
     match app.once || filled {
@@ -156,7 +156,11 @@ const ERROR_COLUMN: u16 = 7;
 /// Whether Live is an estimate from sampled sites: the table then has a ±
 /// column.
 fn is_sampled(app: &App) -> bool {
-    is_live(app) && app.now.as_ref().is_some_and(|n| n.sample_mean.is_some())
+    is_live(app)
+        && app
+            .now
+            .as_ref()
+            .is_some_and(|n| n.facts.sample_mean.is_some())
 }
 
 /// The columns the figures take, with the spaces before each.

@@ -42,7 +42,7 @@ impl Window {
     /// the newest of them, so that the rates cover the whole window once
     /// it has filled.
     pub fn push(&mut self, snapshot: &Snapshot) {
-        let time = snapshot.time;
+        let time = snapshot.facts.time;
         // NOTE: a clock that went back (or another process's report at
         // exit, which has no time) starts the window again.
         if self.marks.back().is_some_and(|last| time < last.time) {
