@@ -12,7 +12,7 @@
 //! Nothing here allocates: a lock is a flag that spins, then yields.
 
 use crate::sites::addr_map::{SharedMap, Zeroed, mix};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 const SHARDS: usize = 64;
 const FILTER: usize = 1 << 16;
@@ -32,8 +32,16 @@ unsafe impl Zeroed for Weight {}
 
 static SHARD: [SharedMap<Weight>; SHARDS] = [const { SharedMap::new() }; SHARDS];
 
-/// Recorded blocks per hash bucket.
-static COUNTS: [AtomicU32; FILTER] = [const { AtomicU32::new(0) }; FILTER];
+/// Recorded blocks per hash bucket, up to [`STUCK`].
+///
+/// PERF: a byte a bucket, so that the filter (64 KiB) stays in cache: it
+/// is read at every free. A bucket that reaches `STUCK` stays there,
+/// answering "maybe" for good; a block of it is then looked up in its
+/// shard, which alone says whether it is there.
+static COUNTS: [AtomicU8; FILTER] = [const { AtomicU8::new(0) }; FILTER];
+
+/// A bucket's count once it has saturated: never raised or lowered again.
+const STUCK: u8 = u8::MAX;
 
 /// What [`insert`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +61,10 @@ pub(crate) fn insert(ptr: usize, weight: Weight) -> Inserted {
     let hash = mix(ptr as u64);
     match SHARD[shard_of(hash)].lock().insert(ptr, weight) {
         Ok(None) => {
-            COUNTS[bucket_of(hash)].fetch_add(1, Ordering::Relaxed);
+            let _ =
+                COUNTS[bucket_of(hash)].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n != STUCK).then(|| n + 1)
+                });
             Inserted::New
         }
         Ok(Some(old)) => Inserted::Replaced(old),
@@ -71,7 +82,9 @@ pub(crate) fn remove(ptr: usize) -> Option<Weight> {
         return None;
     }
     let found = SHARD[shard_of(hash)].lock().remove(ptr)?;
-    bucket.fetch_sub(1, Ordering::Relaxed);
+    let _ = bucket.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+        (n != STUCK).then(|| n - 1)
+    });
     Some(found)
 }
 
@@ -108,6 +121,30 @@ mod tests {
             count: 1024,
             bytes: u64::from(origin) * 8,
         }
+    }
+
+    #[test]
+    fn a_saturated_bucket_still_finds_each_of_its_blocks_once() {
+        // Addresses far above the heap, and from the other test's, that
+        // share one filter bucket: more of them than a bucket can count.
+        let base = 0x7ffe_0000_0000usize;
+        let bucket = bucket_of(mix(base as u64));
+        let same: Vec<usize> = (0..)
+            .map(|k| base + 16 * k)
+            .filter(|&p| bucket_of(mix(p as u64)) == bucket)
+            .take(usize::from(STUCK) + 20)
+            .collect();
+        for (k, &p) in same.iter().enumerate() {
+            assert_eq!(insert(p, weight(k as u32)), Inserted::New);
+        }
+        assert_eq!(COUNTS[bucket].load(Ordering::Relaxed), STUCK);
+        for (k, &p) in same.iter().enumerate() {
+            assert_eq!(remove(p), Some(weight(k as u32)));
+            assert_eq!(remove(p), None);
+        }
+        // Stuck for good: a free in it is looked up, and finds nothing.
+        assert_eq!(COUNTS[bucket].load(Ordering::Relaxed), STUCK);
+        assert_eq!(remove(same[0]), None);
     }
 
     #[test]
