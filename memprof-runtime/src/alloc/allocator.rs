@@ -118,7 +118,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { alloc_then_count(&self.inner, layout, false) };
         }
-        if !record::<1, 0>(layout.size(), 0) {
+        if !record::<1, 0>(layout.size(), 0, std::ptr::null_mut()) {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { alloc_slowly(&self.inner, layout, false) };
         }
@@ -132,7 +132,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { alloc_then_count(&self.inner, layout, true) };
         }
-        if !record::<1, 0>(layout.size(), 0) {
+        if !record::<1, 0>(layout.size(), 0, std::ptr::null_mut()) {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { alloc_slowly(&self.inner, layout, true) };
         }
@@ -143,7 +143,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // A free cannot fail: always counted first.
-        if !record::<0, 1>(0, layout.size()) {
+        if !record::<0, 1>(0, layout.size(), ptr) {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { dealloc_slowly(ptr, layout, &self.inner) };
         }
@@ -160,7 +160,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Allocator<A> {
         let new = unsafe { self.inner.realloc(ptr, layout, new_size) };
         // NOTE: a realloc counts as one allocation and one deallocation,
         // and moves the byte count by the size difference only.
-        if !new.is_null() && !record::<1, 1>(new_size, layout.size()) {
+        if !new.is_null() && !record::<1, 1>(new_size, layout.size(), ptr) {
             return counted_slowly((new, new_size, 1), (ptr, layout.size(), 1));
         }
         new
@@ -191,7 +191,7 @@ unsafe fn alloc_then_count<A: GlobalAlloc>(inner: &A, layout: Layout, zeroed: bo
             inner.alloc(layout)
         }
     };
-    if !ptr.is_null() && !record::<1, 0>(layout.size(), 0) {
+    if !ptr.is_null() && !record::<1, 0>(layout.size(), 0, std::ptr::null_mut()) {
         return counted_slowly((ptr, layout.size(), 1), NOTHING_FREED);
     }
     ptr

@@ -78,8 +78,9 @@ pub(crate) struct ThreadCounters {
     mode: Cell<u8>,
     /// Set by the thread's first `track!`: count by size class from now on.
     wants_tracking: Cell<bool>,
-    /// `MEMPROF_SITES` records on this thread: every allocation and free
-    /// takes the slow path, which reports it to `sites`.
+    /// `MEMPROF_SITES` records on this thread: its allocations and frees
+    /// take the slow path, which reports them to `sites` (with sampled
+    /// sites only those the fast path cannot tell apart, see [`set_mode`]).
     sites: Cell<bool>,
     /// This thread's net count when it has no slot of its own: summed into
     /// the process total through `OVERFLOW` instead.
@@ -109,6 +110,7 @@ thread_local! {
                 peak: Cell::new(0),
                 deallocs: Cell::new(0),
                 allocated: Cell::new(0),
+                until_sample: Cell::new(0),
                 slot: Cell::new(&EMPTY),
                 adjust_net: Cell::new(0),
                 adjust_allocs: Cell::new(0),
@@ -153,22 +155,35 @@ pub(crate) fn thread_counters() -> *const ThreadCounters {
         .unwrap_or(std::ptr::null())
 }
 
+/// Marks a `hook` whose thread's sites are sampled: the fast path counts
+/// down to the next sampled allocation and asks the in-use filter about
+/// each free (see [`record_in`]). `Slot`s are 128-byte aligned, so the
+/// pointer's low bit is free.
+const SAMPLED: usize = 1;
+
 /// Switches the thread to `mode`, and its allocator hook with it.
+///
+/// With sampled sites a counting thread keeps its hook, marked
+/// [`SAMPLED`]: only the allocations that are sampled and the frees of
+/// blocks that may be followed take the slow path, which reports them to
+/// `sites`. With exact sites every allocation and free takes it.
 fn set_mode(t: &ThreadCounters, mode: u8) {
     t.mode.set(mode);
-    t.hook.set(if mode == COUNTING && !t.sites.get() {
-        t.slot.get()
-    } else {
-        std::ptr::null()
+    let slot = t.slot.get();
+    t.hook.set(match (mode == COUNTING, t.sites.get()) {
+        (true, false) => slot,
+        (true, true) if crate::sites::sample_mean().is_some() => slot.map_addr(|a| a | SAMPLED),
+        _ => std::ptr::null(),
     });
 }
 
 /// Updates this thread's counters for `allocated` bytes handed out and
-/// `freed` bytes returned, `A` allocations and `D` deallocations, unless a
-/// special case sends it to the slow path: then returns false and leaves the
-/// work to [`counted_slowly`]. Never allocates, locks or panics.
+/// `freed` bytes returned (of the block at `old`, if `D` is not 0), `A`
+/// allocations and `D` deallocations, unless a special case sends it to the
+/// slow path: then returns false and leaves the work to [`counted_slowly`].
+/// Never allocates, locks or panics.
 #[inline(always)]
-fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) -> bool {
+fn record<const A: u64, const D: u64>(allocated: usize, freed: usize, old: *mut u8) -> bool {
     if !crate::tls::SUPPORTED {
         // NOTE: with the shortcut an open watch zeroes the offset; here it
         // has to be asked.
@@ -176,7 +191,7 @@ fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) -> bool {
             return false;
         }
         return THREAD
-            .try_with(|t| record_in::<A, D>(t, allocated, freed))
+            .try_with(|t| record_in::<A, D>(t, allocated, freed, old))
             // A thread past its thread-locals' end counts nothing.
             .unwrap_or(true);
     }
@@ -191,7 +206,7 @@ fn record<const A: u64, const D: u64>(allocated: usize, freed: usize) -> bool {
     // to this thread's own `THREAD` (see `tls`), which lives as long as the
     // thread and needs no initialisation or destructor.
     let t = unsafe { &*(addr as *const ThreadCounters) };
-    record_in::<A, D>(t, allocated, freed)
+    record_in::<A, D>(t, allocated, freed, old)
 }
 
 #[inline(always)]
@@ -199,15 +214,52 @@ fn record_in<const A: u64, const D: u64>(
     t: &ThreadCounters,
     allocated: usize,
     freed: usize,
+    old: *mut u8,
 ) -> bool {
-    let hook = t.hook.get();
+    let mut hook = t.hook.get();
     if hook.is_null() {
         return false;
     }
-    // SAFETY: a non-null `hook` is the thread's claimed slot in `SLOTS`.
+    // PERF: one test of a bit of a value loaded anyway, for every program;
+    // a program without sampled sites never takes the branch.
+    if hook.addr() & SAMPLED != 0 {
+        if !unsampled::<A, D>(t, allocated, old) {
+            return false;
+        }
+        hook = hook.map_addr(|a| a & !SAMPLED);
+    }
+    // SAFETY: a non-null `hook` is the thread's claimed slot in `SLOTS`
+    // (without its mark).
     // PERF: only this thread writes its slot, so a plain load and store
     // suffice.
     count(t, unsafe { &*hook }, allocated, freed, A, D);
+    true
+}
+
+/// With sampled sites: whether nothing here is for `sites`, so that the
+/// fast path may count it: the allocation, if any (`A`), of `allocated`
+/// bytes is not sampled (the countdown, which this moves, stays above 0),
+/// and the block at `old` freed, if any (`D`), is followed by no table
+/// (the in-use filter says so in one load). Otherwise the slow path
+/// reports both, `sites` drawing the next distance, with the countdown as
+/// it was: the same samples as when every allocation took the slow path.
+#[inline(always)]
+fn unsampled<const A: u64, const D: u64>(
+    t: &ThreadCounters,
+    allocated: usize,
+    old: *mut u8,
+) -> bool {
+    if D != 0 && crate::sites::maybe_followed(old) {
+        return false;
+    }
+    if A != 0 {
+        // `Layout` keeps sizes below `isize::MAX`.
+        let left = t.until_sample.get() - allocated as i64;
+        if left <= 0 {
+            return false;
+        }
+        t.until_sample.set(left);
+    }
     true
 }
 
@@ -320,6 +372,14 @@ fn record_slow(
     }
     if t.sites.get() {
         report_to_sites(t, (new, allocated, allocs), (old, deallocs));
+        // A thread that followed sites before they were configured takes
+        // the fast path again once they are known to be sampled.
+        if t.mode.get() == COUNTING
+            && t.hook.get().is_null()
+            && crate::sites::sample_mean().is_some()
+        {
+            set_mode(t, COUNTING);
+        }
     }
 }
 
@@ -340,7 +400,7 @@ fn report_to_sites(
     }
     if allocs != 0 {
         let clock = t.allocs.get().wrapping_add(t.adjust_allocs.get());
-        crate::sites::allocation(new, allocated, clock);
+        crate::sites::allocation(new, allocated, clock, &t.until_sample);
     }
     t.mode.set(mode);
 }
@@ -419,6 +479,7 @@ mod tests {
         assert_eq!(offset_of!(Counters, hook), 0);
         assert!(offset_of!(Counters, deallocs) + 8 <= 64);
         assert!(offset_of!(Counters, allocated) + 8 <= 64);
+        assert!(offset_of!(Counters, until_sample) + 8 <= 64);
         // Not adjacent: see `peak`.
         assert_eq!(
             offset_of!(Counters, deallocs) - offset_of!(Counters, allocs),

@@ -41,9 +41,13 @@ pub struct Slot {
 /// the quiet test of a call that counts device bytes (see `step`). All stay
 /// zero (`device_carry` `i64::MIN`) in a program that counts none.
 ///
-/// PERF: what the allocator's fast path touches, `hook` to `allocated`, is
-/// in the first 40 bytes: one cache line, as `ThreadCounters` is 128-byte
-/// aligned.
+/// `until_sample` is `alloc`'s too: with sampled sites, the bytes the
+/// thread may still allocate before its next sampled allocation (see
+/// `alloc::record`), which `sites` draws; the kernel never reads it.
+///
+/// PERF: what the allocator's fast path touches, `hook` to `until_sample`,
+/// is in the first 48 bytes: one cache line, as `ThreadCounters` is
+/// 128-byte aligned.
 #[repr(C)]
 pub struct Counters {
     /// The slot the allocator's fast path counts into, or null to send it
@@ -59,6 +63,9 @@ pub struct Counters {
     /// Bytes allocated so far: every allocation's size, a `realloc`'s new
     /// size (the churn, dhat's `total_bytes`).
     pub allocated: Cell<u64>,
+    /// Sampled sites' countdown: at most 0 until `sites` draws the first
+    /// distance (see `alloc::record`).
+    pub until_sample: Cell<i64>,
     /// The thread's slot (see `alloc`): where its net count is.
     pub slot: Cell<*const Slot>,
     pub adjust_net: Cell<i64>,

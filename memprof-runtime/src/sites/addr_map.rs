@@ -321,6 +321,7 @@ pub(crate) fn probe<T>(
 
 /// A 64-bit finalizer (MurmurHash3's): every input bit moves every output
 /// bit, so that aligned addresses spread over a table's slots.
+#[inline]
 pub(crate) fn mix(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);

@@ -110,6 +110,14 @@ pub(crate) fn follow_every_thread() -> bool {
     enabled() || WANTED_AT_LOAD.load(Relaxed)
 }
 
+/// Whether the block at `ptr` may be followed by the in-use map or a
+/// thread's tables: if not, its free is nothing for sites. One load (see
+/// `in_use`); the allocator's fast path asks it with sampled sites.
+#[inline(always)]
+pub(crate) fn maybe_followed(ptr: *mut u8) -> bool {
+    in_use::maybe(ptr as usize)
+}
+
 /// The sampling mean, or `None` when every allocation is recorded.
 pub(crate) fn sample_mean() -> Option<u64> {
     (MODE.load(Relaxed) == SAMPLE).then(|| MEAN.load(Relaxed))

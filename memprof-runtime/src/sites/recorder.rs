@@ -66,8 +66,8 @@ struct Recorder {
     tables: Cell<*const Tables>,
     /// Tables could not be mapped: this thread records no sites.
     failed: Cell<bool>,
-    /// Sampling: bytes left before the next sample, and the generator.
-    until_sample: Cell<i64>,
+    /// Sampling's generator, 0 before the thread's first draw (the
+    /// countdown it feeds is the allocator's, see [`allocation`]).
     rng: Cell<u64>,
 }
 
@@ -76,7 +76,6 @@ thread_local! {
         Recorder {
             tables: Cell::new(std::ptr::null()),
             failed: Cell::new(false),
-            until_sample: Cell::new(i64::MIN),
             rng: Cell::new(0),
         }
     };
@@ -120,8 +119,10 @@ pub(crate) fn thread_ends() {
 
 /// The weight of one allocation of `size` bytes: the allocations (in
 /// `COUNT_UNIT`s) and bytes it stands for, or `None` when sampling leaves
-/// it out.
-fn weight(r: &Recorder, size: usize) -> Option<(u64, u64)> {
+/// it out. `until_sample`: the bytes the thread may allocate before its
+/// next sample, which the allocator's fast path counts down too (without
+/// calling here while it stays above 0).
+fn weight(r: &Recorder, size: usize, until_sample: &Cell<i64>) -> Option<(u64, u64)> {
     let Some(mean) = super::sample_mean() else {
         return Some((COUNT_UNIT, size as u64));
     };
@@ -129,19 +130,19 @@ fn weight(r: &Recorder, size: usize) -> Option<(u64, u64)> {
     // 1/mean, so the distance between sampled bytes is exponential. An
     // allocation holding at least one sampled byte is taken, standing for
     // size / p bytes where p = 1 - exp(-size / mean).
-    let mut left = r.until_sample.get();
-    if left == i64::MIN {
+    let mut left = until_sample.get();
+    if r.rng.get() == 0 {
         left = next_distance(r, mean);
     }
     left -= size as i64;
     if left > 0 {
-        r.until_sample.set(left);
+        until_sample.set(left);
         return None;
     }
     while left <= 0 {
         left += next_distance(r, mean);
     }
-    r.until_sample.set(left);
+    until_sample.set(left);
     let p = 1.0 - (-(size as f64) / mean as f64).exp();
     if p <= 0.0 {
         return Some((COUNT_UNIT, size as u64));
@@ -175,16 +176,17 @@ fn next_distance(r: &Recorder, mean: u64) -> i64 {
 /// An allocation of `size` bytes at `ptr` (null if unknown), the thread's
 /// `clock`-th: charged to each profiled row open on the thread, once per
 /// row however deep it recurses. Called from the allocator's slow path
-/// with counting paused.
+/// with counting paused, with the thread's sampling countdown (see
+/// [`weight`]).
 #[inline(never)]
-pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64) {
+pub(crate) fn allocation(ptr: *mut u8, size: usize, clock: u64, until_sample: &Cell<i64>) {
     // A thread follows sites before they are configured (see
     // `follow_every_thread`), and after a bad `MEMPROF_SITES` turned them off.
     if !super::enabled() {
         return;
     }
     let _ = RECORDER.try_with(|r| {
-        let Some((allocations, bytes)) = weight(r, size) else {
+        let Some((allocations, bytes)) = weight(r, size, until_sample) else {
             return;
         };
         record(r, ptr, clock, allocations, bytes);
@@ -228,18 +230,26 @@ fn record(r: &Recorder, ptr: *mut u8, clock: u64, allocations: u64, bytes: u64) 
         let metas = unsafe { std::slice::from_raw_parts(unsited.as_ptr().cast::<usize>(), n) };
         left_out::add_each(metas, Kind::Sites, allocations, bytes);
     }
-    // Blocks no open row can be charged for again make room.
-    if !ptr.is_null()
-        && (stack == NO_STACK || !t.live_insert(ptr as usize, stack, bytes, clock, rows[0].start))
-    {
-        unpaired(rows, allocations, bytes);
+    if ptr.is_null() {
+        return;
     }
-    if !ptr.is_null() {
-        let open = rows.iter().map(|row| super::in_use::Row {
-            meta: row.key.meta,
-            cell: row.key.cell,
-        });
-        super::in_use::allocated(ptr as usize, open, &frames[..len], allocations, bytes);
+    // Blocks no open row can be charged for again make room.
+    let mut paired =
+        stack != NO_STACK && t.live_insert(ptr as usize, stack, bytes, clock, rows[0].start);
+    let open = rows.iter().map(|row| super::in_use::Row {
+        meta: row.key.meta,
+        cell: row.key.cell,
+    });
+    let in_use = super::in_use::allocated(ptr as usize, open, &frames[..len], allocations, bytes);
+    // With sampled sites a free reaches `free` only where the in-use
+    // filter knows its block (see `alloc::record`): a block it does not
+    // hold cannot be paired with its free either.
+    if paired && !in_use && super::sample_mean().is_some() {
+        t.live_remove(ptr as usize);
+        paired = false;
+    }
+    if !paired {
+        unpaired(rows, allocations, bytes);
     }
 }
 

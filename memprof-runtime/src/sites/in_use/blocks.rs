@@ -74,12 +74,19 @@ pub(crate) fn insert(ptr: usize, weight: Weight) -> Inserted {
     }
 }
 
+/// Whether the block at `ptr` may be recorded: false only if it is not.
+///
+/// NOTE: a block is recorded before its address is handed out and freed
+/// by whoever holds it after, which saw the count raised.
+#[inline(always)]
+pub(crate) fn maybe(ptr: usize) -> bool {
+    COUNTS[bucket_of(mix(ptr as u64))].load(Ordering::Relaxed) != 0
+}
+
 /// Forgets the block at `ptr`, if recorded, and hands back its weight.
 pub(crate) fn remove(ptr: usize) -> Option<Weight> {
     let hash = mix(ptr as u64);
     let bucket = &COUNTS[bucket_of(hash)];
-    // NOTE: a block is recorded before its address is handed out and freed
-    // by whoever holds it after, which saw the count raised.
     if bucket.load(Ordering::Relaxed) == 0 {
         return None;
     }

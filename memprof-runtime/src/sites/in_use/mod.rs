@@ -8,7 +8,10 @@
 //! (`origins`: the rows open when it was made and its stack), and adds its
 //! weight there; its free, on any thread, takes it off. A report sums the
 //! origins of a row. Every thread's frees are seen: with sites on, every
-//! thread's allocations and frees take the allocator's slow path.
+//! thread's allocations and frees take the allocator's slow path, except,
+//! with sampled sites, those the fast path tells apart: an allocation that
+//! is not sampled, and a free of a block `blocks`' filter says it does not
+//! hold (see `alloc::record`).
 
 mod blocks;
 mod origins;
@@ -19,14 +22,15 @@ use crate::sites::left_out::Kind;
 
 /// Records the block at `ptr`, allocated while `rows` were open (outermost
 /// first) through `frames`, standing for `count` allocations (in
-/// `COUNT_UNIT`s) of `bytes`.
+/// `COUNT_UNIT`s) of `bytes`. Returns false where it had no room: the
+/// block is then left out (and said so), and no free of it is seen here.
 pub(crate) fn allocated(
     ptr: usize,
     rows: impl Iterator<Item = Row>,
     frames: &[usize],
     count: u64,
     bytes: u64,
-) {
+) -> bool {
     // Each row once (a call's own table and the aggregate are one row);
     // past `MAX_ROWS`, the innermost takes the last place.
     let mut kept = [Row { meta: 0, cell: 0 }; MAX_ROWS];
@@ -52,7 +56,7 @@ pub(crate) fn allocated(
     };
     if origin == origins::NO_ORIGIN {
         left_out();
-        return;
+        return false;
     }
     let weight = blocks::Weight {
         origin,
@@ -67,8 +71,19 @@ pub(crate) fn allocated(
             origins::add(old.origin, old.count, old.bytes, -1);
             origins::add(origin, count, bytes, 1);
         }
-        blocks::Inserted::Not => left_out(),
+        blocks::Inserted::Not => {
+            left_out();
+            return false;
+        }
     }
+    true
+}
+
+/// Whether a block at `ptr` may be recorded here: false for nearly every
+/// block never recorded, in one load (see `blocks`).
+#[inline(always)]
+pub(crate) fn maybe(ptr: usize) -> bool {
+    blocks::maybe(ptr)
 }
 
 /// The block at `ptr` is freed: if recorded, its origin no longer holds it.
