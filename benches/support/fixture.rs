@@ -1,6 +1,7 @@
 //! A fixture crate of `benches/crates` built the ways the whole-program
 //! benches compare, shared by `whole_crate`, `registry_crates`,
-//! `live_service` and `sites_scale`: as written,
+//! `live_service` and `sites_scale` (and its tool build and `median` by
+//! `test_suite`): as written,
 //! with a feature (dhat's), and through `cargo memprof run --release`, each
 //! into its own directory under the bench's `CARGO_TARGET_TMPDIR`.
 
@@ -58,27 +59,9 @@ impl Fixture {
     /// The same, with cargo-memprof's `flags` (`--dep NAME`). A second call
     /// builds from the record the first one left (`target/memprof`).
     pub fn build_profiled_with(&self, flags: &[&str], args: &[&str]) -> PathBuf {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let tools = self.target().join("tools");
-        let status = cargo()
-            .args([
-                "build",
-                "--quiet",
-                "--release",
-                "-p",
-                "mprof",
-                "--bin",
-                "cargo-memprof",
-                "--bin",
-                "mprof",
-            ])
-            .current_dir(root)
-            .env("CARGO_TARGET_DIR", &tools)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building cargo-memprof failed");
+        let cargo_memprof = build_tools(&self.target().join("tools"));
         let target = self.target().join("profiled");
-        let out = Command::new(tools.join("release/cargo-memprof"))
+        let out = Command::new(cargo_memprof)
             .args(["memprof", "run", "--release"])
             .args(flags)
             .arg("--")
@@ -103,7 +86,32 @@ impl Fixture {
     }
 }
 
-fn cargo() -> Command {
+/// Builds cargo-memprof and mprof from this workspace, in release, into
+/// the target directory `tools`; returns cargo-memprof.
+pub fn build_tools(tools: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let status = cargo()
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "mprof",
+            "--bin",
+            "cargo-memprof",
+            "--bin",
+            "mprof",
+        ])
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", tools)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building cargo-memprof failed");
+    tools.join("release/cargo-memprof")
+}
+
+/// The cargo that runs this bench (`CARGO`), else the one on `PATH`.
+pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
