@@ -472,6 +472,8 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     }
     let mut functions = annotation.functions;
     functions.extend(dep_annotation.functions);
+    let mut left = annotation.left;
+    left.extend(dep_annotation.left);
     let dep_dirs: Vec<(PathBuf, PathBuf)> = dep_copies
         .iter()
         .map(|d| {
@@ -500,7 +502,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         .collect();
     renames.push((format!("{}/", layout.tree.display()), String::new()));
     if let Some(printed) = output::print(&report, options, &renames, outcome == 0)? {
-        record.update(&functions, &printed, &layout.tree);
+        record.update(&functions, &left, &printed, &layout.tree);
         std::fs::create_dir_all(&layout.root)
             .map_err(|e| CargoError::io("create", &layout.root, e))?;
         record.write(&record_path)?;

@@ -9,10 +9,17 @@
 //! called, and so are the callers of a new or changed one (see
 //! [`callers`](super::callers)).
 //!
+//! Functions are known by path and hash together: the methods of several
+//! impls of one generic trait for one type share a path
+//! (`Allocations::index` of `impl Index<A>` and of `impl Index<B>`), and
+//! each keeps its own entry, so that a later run annotates the same
+//! functions as the one before it, and rebuilds nothing.
+//!
 //! `--fn` (such as `--fn .`) selects by path alone and ignores the record;
 //! removing the file forgets it.
 
 use super::annotate::Annotated;
+use super::callers::Left;
 use super::error::CargoError;
 use memprof_runtime::{FunctionReport, Report};
 use serde::{Deserialize, Serialize};
@@ -37,8 +44,8 @@ pub struct Seen {
 #[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub schema: u32,
-    /// Those that ran.
-    pub functions: BTreeMap<String, Seen>,
+    /// Those that ran, each path's by hash (one per function of the path).
+    pub functions: BTreeMap<String, Vec<Seen>>,
     /// The hashes of those profiled and never seen to run since: known,
     /// not new (one not called; a variant that a `#[cfg]` leaves out,
     /// whose path its compiled twin shares).
@@ -46,7 +53,9 @@ pub struct Record {
     pub never_ran: BTreeMap<String, BTreeSet<u64>>,
 }
 
-const SCHEMA: u32 = 2;
+/// 3: several functions of one path (was one, the last written: the
+/// record then changed at every run).
+const SCHEMA: u32 = 3;
 
 impl Record {
     /// The record at `path`; empty if there is none, or it cannot be read
@@ -64,9 +73,20 @@ impl Record {
     pub fn unmoved(&self) -> BTreeSet<(String, u64)> {
         self.functions
             .iter()
+            .flat_map(|(path, seen)| seen.iter().map(move |s| (path, s)))
             .filter(|(_, seen)| !seen.moved)
             .map(|(path, seen)| (path.clone(), seen.hash))
             .collect()
+    }
+
+    /// What the record knows of the function of `path` whose tokens hash
+    /// to `hash`, if it ran.
+    fn seen(&self, path: &str, hash: u64) -> Option<Seen> {
+        self.functions
+            .get(path)?
+            .iter()
+            .find(|s| s.hash == hash)
+            .copied()
     }
 
     /// Takes in a run: each annotated function that ran, with whether its
@@ -74,21 +94,22 @@ impl Record {
     /// changed (a function that moved once stays profiled: another input
     /// may move it again); each that did not run, as known, unless it ran
     /// as it is. Functions the run did not annotate keep what the record
-    /// had.
-    pub fn update(&mut self, annotated: &[Annotated], report: &Report, tree: &Path) {
+    /// had. A path the run annotated or `left` as written keeps only the
+    /// hashes its functions have now: an edited function's old hash goes.
+    pub fn update(&mut self, annotated: &[Annotated], left: &[Left], report: &Report, tree: &Path) {
         self.schema = SCHEMA;
         for function in annotated {
-            let before = self
-                .functions
-                .get(&function.path)
-                .filter(|s| s.hash == function.hash);
+            let before = self.seen(&function.path, function.hash);
             match find(report, function, tree) {
                 Some(ran) => {
                     let seen = Seen {
                         hash: function.hash,
                         moved: before.is_some_and(|s| s.moved) || moved(ran),
                     };
-                    self.functions.insert(function.path.clone(), seen);
+                    let all = self.functions.entry(function.path.clone()).or_default();
+                    all.retain(|s| s.hash != function.hash);
+                    all.push(seen);
+                    all.sort_by_key(|s| s.hash);
                     if let Some(hashes) = self.never_ran.get_mut(&function.path) {
                         hashes.remove(&function.hash);
                     }
@@ -102,13 +123,29 @@ impl Record {
                 }
             }
         }
+        let mut now: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
+        let paths = annotated.iter().map(|f| (f.path.as_str(), f.hash));
+        for (path, hash) in paths.chain(left.iter().map(|f| (f.path.as_str(), f.hash))) {
+            now.entry(path).or_default().insert(hash);
+        }
+        for (path, all) in self.functions.iter_mut() {
+            if let Some(hashes) = now.get(path.as_str()) {
+                all.retain(|s| hashes.contains(&s.hash));
+            }
+        }
+        for (path, never) in self.never_ran.iter_mut() {
+            if let Some(hashes) = now.get(path.as_str()) {
+                never.retain(|h| hashes.contains(h));
+            }
+        }
+        self.functions.retain(|_, all| !all.is_empty());
         self.never_ran.retain(|_, hashes| !hashes.is_empty());
     }
 
     /// Whether the function at `path`, as its tokens hash now, is new or
     /// changed since the record's runs.
     pub fn is_new_or_changed(&self, path: &str, hash: u64) -> bool {
-        self.functions.get(path).map(|s| s.hash) != Some(hash)
+        self.seen(path, hash).is_none()
             && !self
                 .never_ran
                 .get(path)
@@ -204,7 +241,7 @@ mod tests {
                 .iter()
                 .map(|&h| annotated(h, if h == 1 { 10 } else { 20 }))
                 .collect();
-            record.update(&functions, &report("src/lib.rs", 10), Path::new("/t"));
+            record.update(&functions, &[], &report("src/lib.rs", 10), Path::new("/t"));
             assert_eq!(
                 record.unmoved(),
                 BTreeSet::from([("a::f".to_owned(), 1)]),
@@ -214,5 +251,58 @@ mod tests {
             assert!(!record.is_new_or_changed("a::f", 2));
             assert!(record.is_new_or_changed("a::f", 3));
         }
+    }
+
+    /// Two functions that ran with one path (the `index` methods of two
+    /// `impl Index<_>` for one type), the first moving nothing, the second
+    /// the heap: each keeps its entry, so that the run after leaves the
+    /// same one as written, and the one after that again (it annotated the
+    /// other alone); an edit of the first drops its old hash.
+    #[test]
+    fn functions_of_one_path_keep_an_entry_each_from_run_to_run() {
+        let moving = |mut report: Report| {
+            // The `fn` row: the first with figures (see `report`).
+            let row = &mut report.functions[0].lines[1];
+            row.allocations = Some(1);
+            row.increment = Some(16);
+            report
+        };
+        let mut both = report("src/lib.rs", 10);
+        both.functions
+            .push(moving(report("src/lib.rs", 20)).functions.remove(0));
+        let mut record = Record::default();
+        record.update(
+            &[annotated(1, 10), annotated(2, 20)],
+            &[],
+            &both,
+            Path::new("/t"),
+        );
+        let unmoved = BTreeSet::from([("a::f".to_owned(), 1)]);
+        assert_eq!(record.unmoved(), unmoved);
+        let left = |hash| Left {
+            path: "a::f".to_owned(),
+            hash,
+            calls: BTreeSet::new(),
+        };
+        // Later runs annotate the second alone and leave the first.
+        for _ in 0..2 {
+            let second = moving(report("src/lib.rs", 20));
+            let before = serde_json::to_string(&record).unwrap();
+            record.update(&[annotated(2, 20)], &[left(1)], &second, Path::new("/t"));
+            assert_eq!(record.unmoved(), unmoved);
+            assert_eq!(serde_json::to_string(&record).unwrap(), before);
+            assert!(!record.is_new_or_changed("a::f", 1));
+            assert!(!record.is_new_or_changed("a::f", 2));
+        }
+        // The first edited (hash 3): profiled, and hash 1 forgotten.
+        assert!(record.is_new_or_changed("a::f", 3));
+        record.update(
+            &[annotated(3, 10), annotated(2, 20)],
+            &[],
+            &both,
+            Path::new("/t"),
+        );
+        assert_eq!(record.unmoved(), BTreeSet::from([("a::f".to_owned(), 3)]));
+        assert_eq!(record.functions["a::f"].len(), 2);
     }
 }
