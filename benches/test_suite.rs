@@ -27,9 +27,8 @@
 //! command and `--no-run`, which cargo-memprof passes to cargo (it then
 //! finds no report and writes no record): before every timed memprof run,
 //! after removing the record (first) or putting that round's first run's
-//! in place (later: a later run's own record would change what the next
-//! one annotates, see docs/cost.md), so the timed command compiles
-//! nothing. What rustdoc compiles
+//! in place (later: every round's later run from the same record), so
+//! the timed command compiles nothing. What rustdoc compiles
 //! for the doctests is part of every run, as it is of the user's. Nothing
 //! else is set: the test binaries run with cargo-memprof's default
 //! (`MEMPROF_REPORT=off`), and its report (the summary and 10 tables)

@@ -160,9 +160,9 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
     // report is about 9 MB); the user's crates as their profiles build them.
     for profile in ["dev", "test"] {
         for package in ["memprof-runtime", "miniserde", "itoa"] {
-            command.arg("--config").arg(format!(
-                "profile.{profile}.package.{package}.opt-level=3"
-            ));
+            command
+                .arg("--config")
+                .arg(format!("profile.{profile}.package.{package}.opt-level=3"));
         }
     }
     // Debug information, so that sites and pprof locations have files and
