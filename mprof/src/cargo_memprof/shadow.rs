@@ -40,17 +40,7 @@ pub struct Layout {
 impl Layout {
     pub fn new(metadata: &Metadata) -> Layout {
         let workspace = metadata.workspace_root.clone().into_std_path_buf();
-        let user_target = metadata.target_directory.clone().into_std_path_buf();
-        let mut root = user_target.join("memprof");
-        if !user_target.starts_with(&workspace) {
-            // NOTE: a target directory outside the workspace may be shared
-            // by several (CARGO_TARGET_DIR): each gets a copy of its own.
-            use std::hash::{Hash, Hasher};
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            workspace.hash(&mut hasher);
-            let name = workspace.file_name().unwrap_or_default().to_string_lossy();
-            root.push(format!("{name}-{:016x}", hasher.finish()));
-        }
+        let (user_target, root) = root_of(&workspace, metadata.target_directory.as_std_path());
         let real_workspace = workspace
             .canonicalize()
             .unwrap_or_else(|_| workspace.clone());
@@ -80,6 +70,28 @@ impl Layout {
             Err(_) => path.to_path_buf(),
         }
     }
+}
+
+/// The target directory cargo names (`target_directory`), and where
+/// cargo-memprof keeps its copy and record for `workspace`: `memprof` under
+/// the target directory, and below it a directory of the workspace's own
+/// when the target directory is outside it, as one set by CARGO_TARGET_DIR
+/// may be shared by several.
+///
+/// NOTE: a relative CARGO_TARGET_DIR (`../shared`) comes back joined to the
+/// directory cargo ran in, `..` and all: resolved here, so that it is not
+/// taken for a directory inside the workspace.
+fn root_of(workspace: &Path, target_directory: &Path) -> (PathBuf, PathBuf) {
+    let user_target = annotate::lexically_normal(target_directory);
+    let mut root = user_target.join("memprof");
+    if !user_target.starts_with(workspace) {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        workspace.hash(&mut hasher);
+        let name = workspace.file_name().unwrap_or_default().to_string_lossy();
+        root.push(format!("{name}-{:016x}", hasher.finish()));
+    }
+    (user_target, root)
 }
 
 /// Where memprof comes from: this checkout, or the registry's same version.
@@ -386,4 +398,33 @@ pub fn add_patches(
         }
     }
     Ok(doc.to_string().into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A target directory given relative to the workspace, climbing out of
+    /// it, is outside it: its copy gets a directory of its own.
+    #[test]
+    fn a_relative_target_directory_outside_the_workspace_is_shared_safely() {
+        let workspace = Path::new("/w/app");
+        let (target, inside) = root_of(workspace, Path::new("/w/app/./target"));
+        assert_eq!(target, Path::new("/w/app/target"));
+        assert_eq!(inside, Path::new("/w/app/target/memprof"));
+        // As cargo names `CARGO_TARGET_DIR=../shared` run in /w/app.
+        let (target, outside) = root_of(workspace, Path::new("/w/app/../shared"));
+        assert_eq!(target, Path::new("/w/shared"));
+        let text = |p: &Path| p.to_string_lossy().into_owned();
+        assert!(
+            text(&outside).starts_with("/w/shared/memprof/app-"),
+            "{outside:?}"
+        );
+        let (_, other) = root_of(Path::new("/w/lib"), Path::new("/w/lib/../shared"));
+        assert!(
+            text(&other).starts_with("/w/shared/memprof/lib-"),
+            "{other:?}"
+        );
+        assert_ne!(outside, other);
+    }
 }
