@@ -97,6 +97,9 @@ pub struct CrateAnnotation {
     pub allocator_files: std::collections::BTreeSet<PathBuf>,
     /// The functions the record leaves as written.
     pub left: Vec<Left>,
+    /// The item-free macros under each crate root's directory, read once:
+    /// a package's test targets share `tests/`, its binaries `src/`.
+    pub expr_macros: BTreeMap<PathBuf, BTreeSet<String>>,
 }
 
 /// Annotates the crate whose root file is `root`, named `krate` in paths;
@@ -110,7 +113,12 @@ pub fn annotate_crate(
     out: &mut CrateAnnotation,
 ) -> Result<bool, String> {
     let mut own_allocator = false;
-    let expr_macros = super::expr_macros::item_free_under(root.parent().unwrap_or(Path::new(".")));
+    let dir = root.parent().unwrap_or(Path::new("."));
+    let expr_macros = out
+        .expr_macros
+        .entry(dir.to_path_buf())
+        .or_insert_with(|| super::expr_macros::item_free_under(dir))
+        .clone();
     let mut pending = vec![(root.to_path_buf(), krate.to_string(), true)];
     while let Some((file, module, mod_rs)) = pending.pop() {
         if !seen.insert(file.clone()) {
@@ -369,21 +377,24 @@ impl Finder<'_> {
             self.tally.deselected += 1;
             return;
         }
-        let hash = token_hash(item);
+        // PERF: the item's tokens, built once for its hash, its place and
+        // its macro calls.
+        let tokens = item.to_token_stream();
+        let hash = token_hash(&tokens);
         if self.selection.unmoved.contains(&(path.clone(), hash)) {
             self.tally.unmoved += 1;
             let calls = super::callers::called_names(item);
             self.left.push(Left { path, hash, calls });
             return;
         }
-        if let Some(span) = first_token_after_attrs(item) {
+        if let Some(span) = first_token_after_attrs(tokens.clone()) {
             let start = span.start();
-            let first_line = item
-                .to_token_stream()
+            let first_line = tokens
+                .clone()
                 .into_iter()
                 .next()
                 .map_or(start.line, |t| t.span().start().line);
-            let macros = super::expr_macros::calls(item.to_token_stream())
+            let macros = super::expr_macros::calls(tokens)
                 .intersection(self.expr_macros)
                 .cloned()
                 .collect();
@@ -411,16 +422,16 @@ fn last_segment_is(path: &syn::Path, name: &str) -> bool {
 /// function changed. The standard library's default hasher with its fixed
 /// keys: the same across runs of one build of cargo-memprof; another Rust
 /// release may hash otherwise, which only profiles the functions again.
-pub fn token_hash(item: &impl ToTokens) -> u64 {
+pub fn token_hash(tokens: &TokenStream) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::hash::DefaultHasher::new();
-    item.to_token_stream().to_string().hash(&mut hasher);
+    tokens.to_string().hash(&mut hasher);
     hasher.finish()
 }
 
 /// Where the item's first token after its outer attributes starts.
-fn first_token_after_attrs(item: &impl ToTokens) -> Option<Span> {
-    let mut tokens = item.to_token_stream().into_iter();
+fn first_token_after_attrs(tokens: TokenStream) -> Option<Span> {
+    let mut tokens = tokens.into_iter();
     loop {
         match tokens.next()? {
             TokenTree::Punct(p) if p.as_char() == '#' => {
