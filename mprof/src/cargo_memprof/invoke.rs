@@ -8,6 +8,7 @@ use super::annotate::Annotated;
 use super::error::CargoError;
 use super::shadow::Layout;
 use super::{Options, Subcommand, cargo_part};
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -22,7 +23,51 @@ pub struct Invocation<'a> {
     pub functions: &'a [Annotated],
     /// `MEMPROF_SITES` for the processes, from `--sites`.
     pub sites: Option<String>,
+    /// The names of the packages the user's workspace builds as written
+    /// (`cargo metadata` before memprof is added).
+    pub user_packages: &'a BTreeSet<String>,
 }
+
+/// The libraries memprof's runtime links (`cargo tree -p memprof-runtime
+/// -e normal`, proc-macros aside). Those the user's workspace does not
+/// build itself are built without debug information, and the runtime with
+/// line tables only: every test binary and doctest links them again, and
+/// their debug information was a quarter of a doctest's time (link and
+/// build) on pulldown-cmark's suite. Their frames never show in a table
+/// or a site (memprof's own, known by file: `sites::resolve`). A name
+/// missing here is only built as the profile says.
+const RUNTIME_LIBRARIES: &[&str] = &[
+    "addr2line",
+    "adler2",
+    "backtrace",
+    "bitflags",
+    "bytecount",
+    "bytes",
+    "flate2",
+    "fnv",
+    "foldhash",
+    "gimli",
+    "inventory",
+    "itoa",
+    "libloading",
+    "memchr",
+    "miniserde",
+    "miniz_oxide",
+    "nvml-wrapper",
+    "nvml-wrapper-sys",
+    "object",
+    "papergrid",
+    "prost",
+    "rustc-demangle",
+    "serde",
+    "serde_core",
+    "static_assertions",
+    "tabled",
+    "thiserror",
+    "unicode-width",
+    "zlib-rs",
+    "zmij",
+];
 
 /// `MEMPROF_SITES` for `--sites`'s value: `all` (the flag alone), `sample`
 /// or `sample:<size>`, checked here so that a bad one is one error, not a
@@ -163,6 +208,21 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
             command
                 .arg("--config")
                 .arg(format!("profile.{profile}.package.{package}.opt-level=3"));
+        }
+    }
+    for profile in ["dev", "test"] {
+        for package in ["memprof", "memprof-runtime"] {
+            command.arg("--config").arg(format!(
+                "profile.{profile}.package.{package}.debug=\"line-tables-only\""
+            ));
+        }
+        for package in RUNTIME_LIBRARIES
+            .iter()
+            .filter(|p| !invocation.user_packages.contains(**p))
+        {
+            command
+                .arg("--config")
+                .arg(format!("profile.{profile}.package.{package}.debug=0"));
         }
     }
     // Debug information, so that sites and pprof locations have files and

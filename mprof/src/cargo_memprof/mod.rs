@@ -338,6 +338,11 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let manifest = values(&options.cargo_args, "--manifest-path", None).pop();
     let metadata = metadata(&options.cargo_args, manifest.map(PathBuf::from), true)?;
     let layout = Layout::new(&metadata);
+    let user_packages: BTreeSet<String> = metadata
+        .packages
+        .iter()
+        .map(|p| p.name.to_string())
+        .collect();
     let record_path = layout
         .root
         .join(record::file_name(options.subcommand.name()));
@@ -492,6 +497,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         dep_dirs: dep_dirs.clone(),
         functions: &functions,
         sites,
+        user_packages: &user_packages,
     })?;
     let mut renames: Vec<(String, String)> = dep_copies
         .iter()
