@@ -7,6 +7,8 @@
 //! The builds share one target directory (CARGO_MEMPROF_TARGET_DIR), so
 //! memprof is built once for all of them; each copy builds its own crates.
 
+#[path = "common/signals.rs"]
+mod signals;
 #[path = "common/cargo_memprof.rs"]
 mod support;
 
@@ -431,7 +433,7 @@ fn ctrl_c_during_the_build_leaves_the_tree_as_it_was() {
     let _turn = turn();
     let before = snapshot(&dir);
     let hold = dir.join("target").join("hold");
-    let mut child = command(&dir, &["run", "--offline"])
+    let mut child = signals::default_signals(&mut command(&dir, &["run", "--offline"]))
         .env("FIXTURE_HOLD", &hold)
         .process_group(0)
         .stdout(std::process::Stdio::null())

@@ -16,7 +16,7 @@ pub struct Service {
 
 impl Service {
     pub fn start(mode: &str, dir: &Path, env: &[(&str, &str)]) -> Service {
-        let mut child = Command::new(std::env::current_exe().unwrap())
+        let mut child = super::default_signals(&mut Command::new(std::env::current_exe().unwrap()))
             .args(["service_child", "--ignored", "--exact", "--nocapture"])
             .args(["--test-threads=1"])
             .env("MPROF_TEST_SERVICE", mode)

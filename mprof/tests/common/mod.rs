@@ -5,6 +5,9 @@
 pub mod dat;
 pub mod live;
 pub mod report;
+pub mod signals;
+
+pub use signals::default_signals;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
