@@ -6,7 +6,8 @@
 //!
 //! The checks run `cargo test` on `tests/crates/json-run`, a crate of its own
 //! with two test binaries and a doctest, each calling a function of its own,
-//! and `cargo run` on its example that starts copies of itself.
+//! and `cargo run` on its example that starts copies of itself. `%p` in
+//! the path gives each process a file of its own instead.
 
 #[path = "support/fixture.rs"]
 mod fixture;
@@ -41,6 +42,10 @@ fn functions(json: &Path) -> Vec<(String, u64, i64)> {
 }
 
 fn cargo_test(json: &Path) {
+    cargo_test_into(json.as_os_str());
+}
+
+fn cargo_test_into(json: &std::ffi::OsStr) {
     // Shared with tests/disabled.rs's control build: memprof is built once.
     let mut cargo = fixture::cargo("test", "json-run", "disabled");
     cargo
@@ -87,4 +92,36 @@ fn one_cargo_run_writes_the_program_and_its_children_into_one_file() {
     assert_eq!(functions(&json), expected);
     cargo_run();
     assert_eq!(functions(&json), expected);
+}
+
+#[test]
+fn percent_p_gives_each_process_a_file_of_its_own() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("json-run-per-process");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    cargo_test_into(dir.join("%p.json").as_os_str());
+    let mut found: Vec<Vec<(String, u64, i64)>> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let stem = path.file_stem().unwrap().to_str().unwrap();
+            assert!(
+                stem.bytes().all(|b| b.is_ascii_digit()) && !stem.is_empty(),
+                "{} is not named by a process id",
+                path.display()
+            );
+            functions(&path)
+        })
+        .collect();
+    found.sort();
+    // Two test binaries and the doctest, each its own file holding only
+    // its own calls: nothing added to another process's file.
+    assert_eq!(
+        found,
+        vec![
+            vec![("memprof_json_run::from_doctest".to_owned(), 1, 0)],
+            vec![("memprof_json_run::from_first".to_owned(), 1, 0)],
+            vec![("memprof_json_run::from_second".to_owned(), 2, 400)],
+        ]
+    );
 }

@@ -26,10 +26,17 @@
 //! Windows has no `/proc` to find `cargo` by, as macOS: there each test
 //! binary is a run of its own, and its report replaces the one before it.
 //! Its lock is a named mutex rather than `flock` (see `os::DirLock`).
+//!
+//! `%p` in the path stands for the process's id, as in valgrind's
+//! `--log-file`: `MEMPROF_JSON=reports/%p.json` gives each process a file
+//! of its own, which no other process reads or adds to (`cargo memprof`
+//! gathers them once, after the run, rather than each process re-reading
+//! and re-writing the whole run's report at its exit).
 
 use crate::os::{DirLock, open_no_follow};
 use crate::report::Report;
 use crate::safe_file::{refuse_link, refuse_special, refused_if_link, replace};
+use std::borrow::Cow;
 use std::fs::OpenOptions;
 use std::io::{self, Read};
 use std::path::Path;
@@ -47,6 +54,7 @@ pub(crate) const AT_SIGNAL: Duration = Duration::from_secs(1);
 /// into that directory (a lock on it held longer, by anyone, fails the
 /// write, which then replaces nothing).
 pub(crate) fn write(path: &Path, report: &Report, patience: Duration) -> io::Result<()> {
+    let path = &*of_this_process(path);
     refuse_link(path)?;
     refuse_special(path)?;
     let dir = match path.parent() {
@@ -79,6 +87,23 @@ pub(crate) fn write(path: &Path, report: &Report, patience: Duration) -> io::Res
     };
     let text = merged.to_json_of_run(&run);
     replace(path, dir, text.as_bytes())
+}
+
+/// `path` with each `%p` replaced by this process's id, read when the file
+/// is written (a forked child writes its own).
+pub(crate) fn of_this_process(path: &Path) -> Cow<'_, Path> {
+    of_process(path, std::process::id())
+}
+
+/// `path` with each `%p` replaced by `pid`; as it is if it has none, or is
+/// not UTF-8.
+fn of_process(path: &Path, pid: u32) -> Cow<'_, Path> {
+    match path.to_str() {
+        Some(text) if text.contains("%p") => {
+            Cow::Owned(text.replace("%p", &pid.to_string()).into())
+        }
+        _ => Cow::Borrowed(path),
+    }
 }
 
 /// The process's start, in clock ticks after boot, and the system's
@@ -179,6 +204,22 @@ impl Stat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_p_in_the_path_is_the_process_id() {
+        assert_eq!(
+            of_process(Path::new("target/reports/%p.json"), 4242),
+            Path::new("target/reports/4242.json")
+        );
+        assert_eq!(
+            of_process(Path::new("run-%p/%p.json"), 7),
+            Path::new("run-7/7.json")
+        );
+        assert!(matches!(
+            of_process(Path::new("report.json"), 7),
+            Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn stat_fields_are_counted_after_the_command() {

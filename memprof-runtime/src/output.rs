@@ -354,6 +354,7 @@ fn write_pprof(report: &Report) {
     };
     let mut profile = crate::pprof::HeapProfile::of_report(report);
     profile.sample_mean = crate::sites::sample_mean();
+    let path = &*crate::json_file::of_this_process(path);
     if let Err(err) = crate::safe_file::write(path, &profile.to_pprof()) {
         crate::stdio::warning!(
             "memprof: cannot write MEMPROF_PPROF={}: {err}",

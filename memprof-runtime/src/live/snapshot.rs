@@ -83,7 +83,9 @@ impl Schedule {
             }
         }
         self.next = (next > now).then_some(next);
-        let path = numbered(crate::settings::get().json.as_deref(), self.number);
+        let report = crate::settings::get().json.as_deref();
+        let report = report.map(crate::json_file::of_this_process);
+        let path = numbered(report.as_deref(), self.number);
         self.number += 1;
         if let Err(err) = crate::safe_file::write(&path, json().as_bytes()) {
             crate::stdio::warning!(
@@ -144,8 +146,8 @@ pub(super) fn earlier_timeout(a: i32, b: i32) -> i32 {
     }
 }
 
-/// The `number`th snapshot's file: beside `MEMPROF_JSON`'s, `NAME.N.json`
-/// for `NAME.json`, else `memprof-PID.N.json` in the working directory.
+/// The `number`th snapshot's file: beside `MEMPROF_JSON`'s (`%p` replaced
+/// by the process's id), `NAME.N.json` for `NAME.json`, else `memprof-PID.N.json` in the working directory.
 fn numbered(json: Option<&Path>, number: u64) -> PathBuf {
     match json {
         Some(path) => {

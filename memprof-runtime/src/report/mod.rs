@@ -303,15 +303,24 @@ impl Report {
     /// Adds another process's report of the same program to this one: a
     /// function in both (same path and file) sums its calls and rows as one
     /// process's calls would; the others are appended.
-    pub(crate) fn add(&mut self, other: &Report) {
+    ///
+    /// PERF: functions are found through a map (a whole crate's report
+    /// holds thousands), lines by a scan of their function's.
+    pub fn add(&mut self, other: &Report) {
+        let mut index: std::collections::HashMap<(String, String), usize> = self
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| ((f.name.clone(), f.file.clone()), i))
+            .collect();
         for function in &other.functions {
-            match self
-                .functions
-                .iter_mut()
-                .find(|f| f.name == function.name && f.file == function.file)
-            {
+            let key = (function.name.clone(), function.file.clone());
+            match index.get(&key).and_then(|&i| self.functions.get_mut(i)) {
                 Some(mine) => mine.add(function),
-                None => self.functions.push(function.clone()),
+                None => {
+                    index.insert(key, self.functions.len());
+                    self.functions.push(function.clone());
+                }
             }
         }
     }

@@ -17,7 +17,8 @@ use std::process::{Command, Stdio};
 pub struct Invocation<'a> {
     pub options: &'a Options,
     pub layout: &'a Layout,
-    pub report: &'a Path,
+    /// Where each process writes its report (`MEMPROF_JSON=DIR/%p.json`).
+    pub reports: &'a Path,
     /// (copy, original) of each `--dep` package's directory.
     pub dep_dirs: Vec<(PathBuf, PathBuf)>,
     pub functions: &'a [Annotated],
@@ -237,7 +238,7 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
     frame_pointers(&mut command);
     command.args(cargo_args(&options.cargo_args, layout));
     command.env("CARGO_TARGET_DIR", target_dir(layout));
-    command.env("MEMPROF_JSON", invocation.report);
+    command.env("MEMPROF_JSON", invocation.reports.join("%p.json"));
     // NOTE: the flag, written for this run, wins over a MEMPROF_SITES
     // exported for every run.
     if let Some(sites) = &invocation.sites {

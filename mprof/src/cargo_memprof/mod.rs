@@ -475,6 +475,8 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(CargoError::io("remove", &report, e)),
     }
+    let reports = layout.root.join("reports");
+    output::clear(&reports)?;
     let mut functions = annotation.functions;
     functions.extend(dep_annotation.functions);
     let mut left = annotation.left;
@@ -493,7 +495,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let outcome = invoke::run_cargo(&invoke::Invocation {
         options,
         layout: &layout,
-        report: &report,
+        reports: &reports,
         dep_dirs: dep_dirs.clone(),
         functions: &functions,
         sites,
@@ -507,7 +509,8 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         })
         .collect();
     renames.push((format!("{}/", layout.tree.display()), String::new()));
-    if let Some(printed) = output::print(&report, options, &renames, outcome == 0)? {
+    let gathered = output::gather(&reports)?;
+    if let Some(printed) = output::print(gathered, &report, options, &renames, outcome == 0)? {
         record.update(&functions, &left, &printed, &layout.tree);
         std::fs::create_dir_all(&layout.root)
             .map_err(|e| CargoError::io("create", &layout.root, e))?;

@@ -1,15 +1,78 @@
-//! The end of a `cargo memprof` run: the report that its processes merged
-//! into one `MEMPROF_JSON` file, printed as the summary and the tables of
-//! the functions with the highest peaks, and kept whole with `--json`,
-//! `--html` and `--pprof`.
+//! The end of a `cargo memprof` run: the reports that its processes wrote,
+//! one each (`MEMPROF_JSON=DIR/%p.json`), added into one, printed as the
+//! summary and the tables of the functions with the highest peaks, and kept
+//! whole in `report.json`, and with `--json`, `--html` and `--pprof`.
 
 use super::Options;
 use super::Subcommand;
 use super::error::CargoError;
+use memprof_runtime::Report;
 use std::path::{Path, PathBuf};
 
-/// Prints the report at `path`, if the run wrote one, and copies it where
-/// `--json`, `--html` and `--pprof` say.
+/// Empties `dir` of an earlier run's reports, and makes it if need be.
+pub fn clear(dir: &Path) -> Result<(), CargoError> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(CargoError::io("remove", dir, e)),
+    }
+    std::fs::create_dir_all(dir).map_err(|e| CargoError::io("create", dir, e))
+}
+
+/// The reports that the run's processes wrote into `dir`, added together
+/// in the order they were written (a function first seen in an earlier
+/// process comes first); `None` if no process wrote one.
+///
+/// PERF: each process writes its own file, read once here: when every
+/// process added its report to one shared file, each re-read and re-wrote
+/// the whole run's report at its exit (pulldown-cmark's suite: about 9 MB,
+/// 7 times).
+pub fn gather(dir: &Path) -> Result<Option<Report>, CargoError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(CargoError::io("read", dir, e)),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| CargoError::io("read", dir, e))?;
+        let path = entry.path();
+        if is_process_report(&path) {
+            let written = entry.metadata().and_then(|m| m.modified()).ok();
+            files.push((written, path));
+        }
+    }
+    files.sort();
+    let mut gathered: Option<Report> = None;
+    for (_, path) in files {
+        let text = std::fs::read_to_string(&path).map_err(|e| CargoError::io("read", &path, e))?;
+        let report = crate::report::parse(&text)
+            .map_err(|problem| CargoError::Io {
+                action: "read the report in",
+                path: path.clone(),
+                source: std::io::Error::other(problem),
+            })?
+            .report;
+        match &mut gathered {
+            Some(all) => all.add(&report),
+            None => gathered = Some(report),
+        }
+    }
+    Ok(gathered)
+}
+
+/// `PID.json`, a process's report: not one of its snapshots (`PID.N.json`)
+/// nor a file being written (`.PID.json.PID.tmp`).
+fn is_process_report(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    name.strip_suffix(".json")
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Prints `report`, the run's (`None`: no process wrote one), keeps it in
+/// `path`, and copies it where `--json`, `--html` and `--pprof` say.
 /// `renames` maps the copy's file names back, (prefix, replacement): a
 /// `--dep` copy's absolute path to `<name>-<version>`, as cargo names a
 /// registry package, so its rows read `either-1.19.0/src/lib.rs`, and the
@@ -20,28 +83,18 @@ use std::path::{Path, PathBuf};
 /// without saying).
 /// Returns the report printed, if any.
 pub fn print(
+    report: Option<Report>,
     path: &Path,
     options: &Options,
     renames: &[(String, String)],
     succeeded: bool,
-) -> Result<Option<memprof_runtime::Report>, CargoError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if succeeded {
-                eprintln!("cargo-memprof: no profiled function ran: no report");
-            }
-            return Ok(None);
+) -> Result<Option<Report>, CargoError> {
+    let Some(mut report) = report else {
+        if succeeded {
+            eprintln!("cargo-memprof: no profiled function ran: no report");
         }
-        Err(e) => return Err(CargoError::io("read", path, e)),
+        return Ok(None);
     };
-    let mut report = crate::report::parse(&text)
-        .map_err(|problem| CargoError::Io {
-            action: "read the report in",
-            path: path.to_path_buf(),
-            source: std::io::Error::other(problem),
-        })?
-        .report;
     let functions = &mut report.functions;
     let rename = |file: &mut String| {
         if let Some((prefix, to)) = renames.iter().find(|(p, _)| file.starts_with(p)) {
@@ -146,5 +199,42 @@ fn write_out(text: &str, subcommand: Subcommand, report: &Path) -> Result<(), Ca
             Err(CargoError::io("write", Path::new("the report"), e))
         }
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_each_process_s_own_report_is_gathered() {
+        let dir = std::env::temp_dir().join(format!("memprof-gather-{}", std::process::id()));
+        clear(&dir).unwrap();
+        let report = |name: &str, calls: u64| {
+            format!(
+                r#"{{"schema":1,"functions":[{{"name":"{name}","file":"src/lib.rs","calls":{calls},"lines":[]}}]}}"#
+            )
+        };
+        std::fs::write(dir.join("101.json"), report("app::a", 2)).unwrap();
+        std::fs::write(dir.join("202.json"), report("app::a", 3)).unwrap();
+        std::fs::write(dir.join("303.json"), report("app::b", 1)).unwrap();
+        // A snapshot, a file being written, another name: none is a
+        // process's report.
+        std::fs::write(dir.join("101.1.json"), report("app::a", 100)).unwrap();
+        std::fs::write(dir.join(".202.json.202.tmp"), "{").unwrap();
+        std::fs::write(dir.join("notes.json"), "{").unwrap();
+        let gathered = gather(&dir).unwrap().unwrap();
+        let mut calls: Vec<(String, u64)> = gathered
+            .functions
+            .iter()
+            .map(|f| (f.name.clone(), f.calls))
+            .collect();
+        calls.sort();
+        assert_eq!(calls, [("app::a".to_owned(), 5), ("app::b".to_owned(), 1)]);
+        // A run that wrote nothing: no report. A directory never made: none.
+        clear(&dir).unwrap();
+        assert!(gather(&dir).unwrap().is_none());
+        std::fs::remove_dir(&dir).unwrap();
+        assert!(gather(&dir).unwrap().is_none());
     }
 }
