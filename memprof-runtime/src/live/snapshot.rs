@@ -147,7 +147,8 @@ pub(super) fn earlier_timeout(a: i32, b: i32) -> i32 {
 }
 
 /// The `number`th snapshot's file: beside `MEMPROF_JSON`'s (`%p` replaced
-/// by the process's id), `NAME.N.json` for `NAME.json`, else `memprof-PID.N.json` in the working directory.
+/// by the process's id), `NAME.N.json` for `NAME.json`, else
+/// `memprof-PID.N.json` in the working directory.
 fn numbered(json: Option<&Path>, number: u64) -> PathBuf {
     match json {
         Some(path) => {
