@@ -37,7 +37,11 @@ pub fn gather(dir: &Path) -> Result<Option<Report>, CargoError> {
     for entry in entries {
         let entry = entry.map_err(|e| CargoError::io("read", dir, e))?;
         let path = entry.path();
-        if is_process_report(&path) {
+        // NOTE: a regular file only, as memprof writes (a new file renamed
+        // into place): a link is not followed, and a FIFO planted under a
+        // report's name would block the read for ever.
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
+        if regular && is_process_report(&path) {
             let written = entry.metadata().and_then(|m| m.modified()).ok();
             files.push((written, path));
         }
@@ -223,6 +227,19 @@ mod tests {
         std::fs::write(dir.join("101.1.json"), report("app::a", 100)).unwrap();
         std::fs::write(dir.join(".202.json.202.tmp"), "{").unwrap();
         std::fs::write(dir.join("notes.json"), "{").unwrap();
+        // Under a report's name, none that is not a regular file: a link to
+        // a report (read twice if followed), a dangling link, a FIFO (whose
+        // read would wait for a writer).
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.join("101.json"), dir.join("404.json")).unwrap();
+            std::os::unix::fs::symlink(dir.join("gone.json"), dir.join("405.json")).unwrap();
+            let fifo =
+                std::ffi::CString::new(dir.join("406.json").into_os_string().into_encoded_bytes())
+                    .unwrap();
+            // SAFETY: a path of our own, NUL-terminated.
+            assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        }
         let gathered = gather(&dir).unwrap().unwrap();
         let mut calls: Vec<(String, u64)> = gathered
             .functions
