@@ -99,6 +99,8 @@ fn report(distinct: bool) -> Report {
             pool: None,
             lines,
             sites_left_out: None,
+            quiet_calls: 0,
+            quiet_unplaced: 0,
         });
     }
     report

@@ -52,6 +52,8 @@ fn function(name: &str, lines: Vec<memprof::LineReport>) -> memprof::FunctionRep
         pool: None,
         lines,
         sites_left_out: None,
+        quiet_calls: 0,
+        quiet_unplaced: 0,
     }
 }
 

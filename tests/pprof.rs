@@ -162,6 +162,8 @@ fn report_of(functions: &serde_json::Value) -> memprof::Report {
             pool: None,
             lines,
             sites_left_out: None,
+            quiet_calls: 0,
+            quiet_unplaced: 0,
         });
     }
     report

@@ -6,7 +6,8 @@
 //! As glibc and jemalloc do, `pthread_atfork` handlers, registered with the
 //! exit hook at the first profiled call: before the fork, the forking
 //! thread takes every lock a child may need (the settings' first read, each
-//! function's list of aggregates, the call edges, the `MEMPROF_OUTPUT` file), so that no
+//! function's list of aggregates, the call edges, the quiet calls' events,
+//! the `MEMPROF_OUTPUT` file), so that no
 //! other thread is inside one; after it, the parent and the child each
 //! release their copy, and the child first ends the row writes its lost
 //! threads left open.
@@ -27,6 +28,7 @@ use std::sync::Once;
 /// What the forking thread holds from `prepare` until `parent` or `child`.
 struct Held {
     // NOTE: dropped in declaration order, the reverse of the order taken.
+    _quiet_events: crate::quiet_events::HeldForFork,
     _edges: crate::calls::edges::EdgesHeldForFork,
     _sites: Option<crate::sites::HeldForFork>,
     _output: Option<std::sync::MutexGuard<'static, std::fs::File>>,
@@ -64,8 +66,10 @@ extern "C" fn prepare() {
         let output = crate::sink::hold_file_for_fork();
         let sites = crate::sites::hold_for_fork();
         let edges = crate::calls::edges::EdgesHeldForFork::lock();
+        let quiet_events = crate::quiet_events::hold_for_fork();
         let _ = HELD.try_with(|held| {
             *held.borrow_mut() = Some(Held {
+                _quiet_events: quiet_events,
                 _edges: edges,
                 _sites: sites,
                 _output: output,

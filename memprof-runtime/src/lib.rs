@@ -49,6 +49,7 @@ mod output;
 mod pool;
 mod pprof;
 mod probe;
+mod quiet_events;
 mod region;
 mod render;
 mod report;

@@ -23,7 +23,7 @@
 //! Beside it: `slots` (the process-wide sum), `watch` (process-scope
 //! watermarks) and `classes` (size-class tallies for `track!`).
 
-use crate::kernel::layout::Counters;
+use crate::kernel::layout::{Counters, QUIET_MARK};
 
 mod allocator;
 mod classes;
@@ -127,6 +127,7 @@ thread_local! {
                 device_carry: Cell::new(i64::MIN),
                 device_events: Cell::new(0),
                 open_cursor: Cell::new(std::ptr::null()),
+                quiet_top: Cell::new(std::ptr::null()),
             },
             mode: Cell::new(UNCLAIMED),
             wants_tracking: Cell::new(false),
@@ -167,12 +168,22 @@ const SAMPLED: usize = 1;
 /// [`SAMPLED`]: only the allocations that are sampled and the frees of
 /// blocks that may be followed take the slow path, which reports them to
 /// `sites`. With exact sites every allocation and free takes it.
+///
+/// A counting thread inside a quiet call whose events are placed keeps its
+/// hook marked `QUIET_MARK` (see `kernel::quiet`).
 fn set_mode(t: &ThreadCounters, mode: u8) {
     t.mode.set(mode);
     let slot = t.slot.get();
+    let quiet = if t.quiet_top.get().is_null() {
+        0
+    } else {
+        QUIET_MARK
+    };
     t.hook.set(match (mode == COUNTING, t.sites.get()) {
-        (true, false) => slot,
-        (true, true) if crate::sites::sample_mean().is_some() => slot.map_addr(|a| a | SAMPLED),
+        (true, false) => slot.map_addr(|a| a | quiet),
+        (true, true) if crate::sites::sample_mean().is_some() => {
+            slot.map_addr(|a| a | SAMPLED | quiet)
+        }
         _ => std::ptr::null(),
     });
 }
@@ -220,11 +231,25 @@ fn record_in<const A: u64, const D: u64>(
     if hook.is_null() {
         return false;
     }
-    // PERF: one test of a bit of a value loaded anyway, for every program;
-    // a program without sampled sites never takes the branch.
-    if hook.addr() & SAMPLED != 0 {
-        if !unsampled::<A, D>(t, allocated, old) {
+    // PERF: one test of bits of a value loaded anyway, for every program;
+    // a program without sampled sites or quiet calls never takes the
+    // branch.
+    if hook.addr() & (SAMPLED | QUIET_MARK) != 0 {
+        if hook.addr() & SAMPLED != 0 && !unsampled::<A, D>(t, allocated, old) {
             return false;
+        }
+        if hook.addr() & QUIET_MARK != 0 {
+            // SAFETY: as below.
+            count(
+                t,
+                unsafe { &*hook.map_addr(|a| a & !(SAMPLED | QUIET_MARK)) },
+                allocated,
+                freed,
+                A,
+                D,
+            );
+            to_quiet_events(t, (A, allocated), (D, freed));
+            return true;
         }
         hook = hook.map_addr(|a| a & !SAMPLED);
     }
@@ -234,6 +259,18 @@ fn record_in<const A: u64, const D: u64>(
     // suffice.
     count(t, unsafe { &*hook }, allocated, freed, A, D);
     true
+}
+
+/// Hands an allocation or free made inside a quiet call whose events are
+/// placed to `quiet_events`, with counting paused: what it allocates
+/// shows nowhere.
+#[cold]
+#[inline(never)]
+fn to_quiet_events(t: &ThreadCounters, allocations: (u64, usize), frees: (u64, usize)) {
+    let mode = t.mode.get();
+    set_mode(t, PAUSED);
+    crate::quiet_events::record(t, allocations, frees);
+    set_mode(t, mode);
 }
 
 /// With sampled sites: whether nothing here is for `sites`, so that the
@@ -369,6 +406,9 @@ fn record_slow(
     }
     if WATCH_MASK.load(Relaxed) != 0 {
         watch_record(delta, allocated, allocs, deallocs);
+    }
+    if !t.quiet_top.get().is_null() {
+        to_quiet_events(t, (allocs, allocated), (deallocs, freed));
     }
     if t.sites.get() {
         report_to_sites(t, (new, allocated, allocs), (old, deallocs));

@@ -46,6 +46,8 @@ pub struct FnMeta {
     pub(crate) tables: AtomicU64,
     /// Outermost calls made by threads that have ended.
     pub(crate) retired_calls: AtomicU64,
+    /// Of those, the calls that ran quiet (see `kernel::quiet`).
+    pub(crate) retired_quiet_calls: AtomicU64,
     /// Calls still running when their thread ended: the process exited
     /// from inside them (`std::process::exit` runs the calling thread's
     /// destructors). Their rows so far are in `retired`.
@@ -99,6 +101,7 @@ impl FnMeta {
             gpu: true,
             tables: AtomicU64::new(0),
             retired_calls: AtomicU64::new(0),
+            retired_quiet_calls: AtomicU64::new(0),
             retired_running: AtomicU64::new(0),
             others_moved: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
@@ -191,6 +194,23 @@ impl FnMeta {
         (rows, calls)
     }
 
+    /// Of the outermost calls [`Self::totals`] counts, those that ran
+    /// quiet (see `kernel::quiet`).
+    pub(crate) fn quiet_calls(&self) -> u64 {
+        let threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = self.head.generation.load(Relaxed);
+        let live = threads.iter().map(|thread| {
+            // SAFETY: listed aggregates are alive while the lock is held.
+            let thread = unsafe { &*thread.0 };
+            if thread.generation.load(Relaxed) == generation {
+                thread.quiet_calls.load(Relaxed)
+            } else {
+                0
+            }
+        });
+        self.retired_quiet_calls.load(Relaxed) + live.sum::<u64>()
+    }
+
     /// Calls that were still running when their thread ended (see
     /// `retired_running`).
     pub(crate) fn running_at_thread_end(&self) -> u64 {
@@ -210,6 +230,8 @@ impl FnMeta {
         let _threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         self.retired.iter().for_each(LineCell::clear);
         self.retired_calls.store(0, Relaxed);
+        self.retired_quiet_calls.store(0, Relaxed);
+        crate::quiet_events::forget(&self.head);
         self.retired_running.store(0, Relaxed);
         self.others_moved.store(false, Relaxed);
         self.tables.store(0, Relaxed);

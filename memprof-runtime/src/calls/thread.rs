@@ -80,6 +80,8 @@ impl ThreadFn {
     fn restart(&self, generation: u64) {
         self.cells().iter().for_each(LineCell::clear);
         self.calls.store(0, Relaxed);
+        self.quiet_calls.store(0, Relaxed);
+        self.quiet_moved.set(0);
         self.streak.set(0);
         // Edges of the older generation are left out of reports: later
         // calls find this generation's (see `calls::edges`).
@@ -239,6 +241,8 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
                 generation: AtomicU64::new(meta.head.generation.load(Relaxed)),
                 depth: Cell::new(0),
                 streak: Cell::new(0),
+                quiet_calls: AtomicU64::new(0),
+                quiet_moved: Cell::new(0),
                 head: &meta.head,
                 target: Cell::new(std::ptr::null()),
                 cells: padded[PAD..].as_ptr(),
@@ -289,6 +293,8 @@ fn retire(thread_fn: *const ThreadFn) {
     }
     meta.retired_calls
         .fetch_add(owned.calls.load(Relaxed), Relaxed);
+    meta.retired_quiet_calls
+        .fetch_add(owned.quiet_calls.load(Relaxed), Relaxed);
     if owned.depth.get() > 0 {
         // A call is still open as its thread ends: the process is exiting
         // from inside it. Its rows so far count, as `report()` would show

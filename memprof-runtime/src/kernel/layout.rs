@@ -96,7 +96,20 @@ pub struct Counters {
     /// synchronous cursor keeps the one before it (`CursorHead::outer`) and
     /// puts it back as it ends; a poll puts back the poller's.
     pub open_cursor: Cell<*const CursorHead>,
+    /// Owned by `kernel::quiet`: the innermost quiet call of this thread
+    /// whose allocations and frees are placed on its rows (one with an
+    /// anchor, see `QuietHead`), each keeping the one before it
+    /// (`QuietHead::outer`); null outside them. While it is not null the
+    /// thread's `hook` carries [`QUIET_MARK`], so that the allocator's fast
+    /// path sends each event to `quiet_events`.
+    pub quiet_top: Cell<*const QuietHead>,
 }
+
+/// Marks a `hook` (see `Counters`) while a quiet call whose events are
+/// placed is open on the thread: the allocator's fast path counts, then
+/// hands the event to `quiet_events`. `Slot`s are 128-byte aligned, so the
+/// pointer's low bits are free; `alloc` uses bit 0 for sampled sites.
+pub const QUIET_MARK: usize = 2;
 
 /// Accumulated figures of one table row. Owned by `cells`.
 ///
@@ -202,8 +215,8 @@ pub struct FnHead {
     pub generation: AtomicU64,
     /// How the kernel enters the function's calls: [`WITH_ROWS`] until
     /// [`QUIET_AFTER`] calls in a row on one thread moved nothing, then
-    /// [`QUIET`] until a quiet call moves the heap, then [`WITH_ROWS_AGAIN`]
-    /// for good (and from the start under `MEMPROF_QUIET=off`).
+    /// [`QUIET`] until quiet calls move the heap (see [`WITH_ROWS_AGAIN`]),
+    /// then [`WITH_ROWS_AGAIN`] for good (and from the start under `MEMPROF_QUIET=off`).
     pub quiet: AtomicU8,
 }
 
@@ -222,6 +235,12 @@ pub struct ThreadFnHead {
     /// The owner's latest calls in a row, entered by the kernel with rows,
     /// during which nothing was allocated or freed (see `FnHead::quiet`).
     pub streak: Cell<u32>,
+    /// Of `calls`, those that ran quiet (see `quiet`). Written by the
+    /// owner only.
+    pub quiet_calls: AtomicU64,
+    /// Quiet calls on this thread during which the heap moved: past one in
+    /// [`QUIET_AFTER`] of its calls the function takes its rows again.
+    pub quiet_moved: Cell<u64>,
     /// The function's head.
     pub head: *const FnHead,
     /// Where the outermost open call records its rows, for the calls nested
@@ -285,8 +304,9 @@ pub const WITH_ROWS: u8 = 0;
 /// (generated code asks, see `quiet`) run as written, counted in the `fn`
 /// row only.
 pub const QUIET: u8 = 1;
-/// `FnHead::quiet`: a quiet call moved the heap; calls record their
-/// rows from then on.
+/// `FnHead::quiet`: quiet calls moved the heap (the first that did, where
+/// events are not placed; more than one in [`QUIET_AFTER`] of the calls on
+/// a thread, where they are); calls record their rows from then on.
 pub const WITH_ROWS_AGAIN: u8 = 2;
 /// Calls in a row on one thread that moved nothing after which a
 /// function's calls go quiet.
@@ -294,6 +314,12 @@ pub const QUIET_AFTER: u32 = 64;
 
 /// A quiet call (see `quiet`), on the thread's side stack: its thread's
 /// counters and aggregate, and its region's start.
+///
+/// `anchor` is the frame pointer of the function that runs the call's body
+/// (the function itself, or the one it was inlined into), or 0 where the
+/// build has no frame pointers: then the call's events are not placed on
+/// its rows, and `outer` is null. Otherwise `outer` is the quiet call with
+/// an anchor that was innermost when this one began (`Counters::quiet_top`).
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
 pub struct QuietHead {
@@ -303,6 +329,8 @@ pub struct QuietHead {
     pub saved: i64,
     pub start_allocs: u64,
     pub start_allocated: u64,
+    pub anchor: usize,
+    pub outer: *const QuietHead,
 }
 
 /// The process-wide state the kernel's call entry reads, each owned by its

@@ -108,9 +108,10 @@ pub unsafe extern "C" fn memprof_kernel_0_1_0_exit(top: *const CursorHead) -> u3
 pub unsafe extern "C" fn memprof_kernel_0_1_0_quiet_enter(
     meta: *const FnHead,
     g: *const Globals,
+    anchor: usize,
 ) -> *mut QuietHead {
     // SAFETY: as the caller promises.
-    unsafe { quiet::enter(meta, g) }
+    unsafe { quiet::enter(meta, g, anchor) }
 }
 
 /// [`quiet::exit`].

@@ -79,7 +79,11 @@ mod entry {
         pub(crate) fn exit(top: *const CursorHead) -> u32;
         /// [`super::quiet::enter`], optimized.
         #[link_name = "memprof_kernel_0_1_0_quiet_enter"]
-        pub(crate) fn quiet_enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead;
+        pub(crate) fn quiet_enter(
+            meta: *const FnHead,
+            g: *const Globals,
+            anchor: usize,
+        ) -> *mut QuietHead;
         /// [`super::quiet::exit`], optimized.
         #[link_name = "memprof_kernel_0_1_0_quiet_exit"]
         pub(crate) fn quiet_exit(head: *const QuietHead, g: *const Globals);
@@ -130,9 +134,13 @@ mod entry {
 
     /// [`quiet::enter`].
     #[inline(never)]
-    pub(crate) unsafe fn quiet_enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
+    pub(crate) unsafe fn quiet_enter(
+        meta: *const FnHead,
+        g: *const Globals,
+        anchor: usize,
+    ) -> *mut QuietHead {
         // SAFETY: as the caller promises.
-        unsafe { quiet::enter(meta, g) }
+        unsafe { quiet::enter(meta, g, anchor) }
     }
 
     /// [`quiet::exit`].

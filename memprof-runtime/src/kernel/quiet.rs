@@ -2,8 +2,13 @@
 //! a row of a function on one thread allocated and freed nothing, the
 //! function's calls run as written, in a call region without rows, counted
 //! in the `fn` row only. A quiet call during which the heap moved records
-//! its figures in the `fn` row, whole, and the function's later calls
-//! record their rows again, for good.
+//! its figures in the `fn` row, whole. Where the build has frame pointers
+//! the call has an anchor (its frame), and each allocation and free during
+//! it is placed on the row of the statement that made it (`quiet_events`
+//! finds it from the return address in the anchored frame): the function
+//! stays quiet until more than one in `QUIET_AFTER` of its calls on a
+//! thread moved the heap. Without an anchor the function's later calls
+//! record their rows again at the first such call, for good.
 //!
 //! PERF: a function that never allocates (a scanner, an accessor) is most
 //! of a crate's calls, which the plain build inlines to nothing; a profiled
@@ -11,8 +16,8 @@
 
 use super::call::{process_net, push, thread_fn};
 use super::layout::{
-    Counters, FAST_QUIET, FnHead, Globals, LineCell, NO_SAMPLE, QUIET, QuietHead, ThreadFnHead,
-    WITH_ROWS_AGAIN,
+    Counters, FAST_QUIET, FnHead, Globals, LineCell, NO_SAMPLE, QUIET, QUIET_AFTER, QUIET_MARK,
+    QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
@@ -25,12 +30,14 @@ const QUIET_ROOM: usize = core::mem::size_of::<QuietHead>().next_multiple_of(16)
 /// kernel may enter them (its `fast` permit, the thread's
 /// aggregate of the current generation, room on the side stack): returns
 /// the call's head on the side stack, or null, having done nothing.
+/// `anchor`: the frame pointer of the function running the body, or 0
+/// (see `QuietHead`).
 ///
 /// # Safety
 /// `meta` is a function's head and `g` the runtime's globals.
 #[cfg_attr(memprof_kernel, allow(dead_code))]
 #[inline(always)]
-pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
+pub unsafe fn enter(meta: *const FnHead, g: *const Globals, anchor: usize) -> *mut QuietHead {
     // SAFETY: as the caller promises.
     let (meta, g) = unsafe { (&*meta, &*g) };
     let no = core::ptr::null_mut();
@@ -64,9 +71,31 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals) -> *mut QuietHead {
             saved,
             start_allocs: allocs_in(t),
             start_allocated: allocated_in(t),
+            anchor,
+            outer: get(&t.quiet_top),
         })
     };
+    if anchor != 0 {
+        if get(&t.quiet_top).is_null() {
+            mark_hook(t, true);
+        }
+        set(&t.quiet_top, head.cast_const());
+    }
     head
+}
+
+/// Marks the thread's allocator hook (see `QUIET_MARK`), or unmarks it.
+/// A null hook (the allocator's slow path) stays null: the slow path asks
+/// `quiet_top` itself.
+#[inline(always)]
+fn mark_hook(t: &Counters, on: bool) {
+    let hook = get(&t.hook);
+    if !hook.is_null() {
+        set(
+            &t.hook,
+            hook.map_addr(|a| if on { a | QUIET_MARK } else { a & !QUIET_MARK }),
+        );
+    }
 }
 
 /// Ends a quiet call that [`enter`] entered at `head`: counts it in the
@@ -92,17 +121,27 @@ pub unsafe fn exit(head: *const QuietHead, g: *const Globals) {
     } else {
         moved(head, t, tf, row, g);
     }
+    if head.anchor != 0 {
+        set(&t.quiet_top, head.outer);
+        if head.outer.is_null() {
+            mark_hook(t, false);
+        }
+    }
     let depth = get(&tf.depth) - 1;
     set(&tf.depth, depth);
     if depth == 0 {
         tf.calls.store(load_u64(&tf.calls) + 1, Ordering::Relaxed);
+        tf.quiet_calls
+            .store(load_u64(&tf.quiet_calls) + 1, Ordering::Relaxed);
     }
     // Everything above it (nested calls) is gone already.
     set(&t.stack_top, head as *const QuietHead as *mut u8);
 }
 
 /// [`exit`] for a quiet call during which the heap moved: its figures, whole,
-/// in the `fn` row, and rows again for the function's later calls.
+/// in the `fn` row, and rows again for the function's later calls where
+/// its events were not placed on its rows, or where more than one in
+/// [`QUIET_AFTER`] of its calls on this thread moved the heap.
 #[inline(never)]
 fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, row: &LineCell, g: &Globals) {
     let stats = close_in(
@@ -113,8 +152,14 @@ fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, row: &LineCell, g: &
         head.start_allocated,
     );
     row.closed(&stats, process_net(g));
-    // SAFETY: an aggregate's head is its function's, a static.
-    unsafe { &*tf.head }
-        .quiet
-        .store(WITH_ROWS_AGAIN, Ordering::Relaxed);
+    let moved = get(&tf.quiet_moved) + 1;
+    set(&tf.quiet_moved, moved);
+    let often =
+        moved > u64::from(QUIET_AFTER) && moved * u64::from(QUIET_AFTER) > load_u64(&tf.calls);
+    if head.anchor == 0 || often {
+        // SAFETY: an aggregate's head is its function's, a static.
+        unsafe { &*tf.head }
+            .quiet
+            .store(WITH_ROWS_AGAIN, Ordering::Relaxed);
+    }
 }

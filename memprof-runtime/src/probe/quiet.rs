@@ -24,14 +24,16 @@ impl QuietCall {
         if crate::kernel::thread::load_relaxed(&meta.head.quiet) != QUIET {
             return None;
         }
-        Self::enter(meta)
+        // The frame of the function this is inlined into: the body's, where
+        // its events are found (see `quiet_events`).
+        Self::enter(meta, crate::sites::anchor())
     }
 
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
-    fn enter(meta: &'static FnMeta) -> Option<QuietCall> {
+    fn enter(meta: &'static FnMeta, anchor: usize) -> Option<QuietCall> {
         // SAFETY: a function's head and the runtime's globals.
-        let head = unsafe { crate::kernel::quiet_enter(&meta.head, &KERNEL_GLOBALS) };
+        let head = unsafe { crate::kernel::quiet_enter(&meta.head, &KERNEL_GLOBALS, anchor) };
         // NOTE: not `then_some`, which would make and drop a null one.
         if head.is_null() {
             None

@@ -228,6 +228,9 @@ pub(crate) fn table(
     }
     out.push('\n');
     out.push_str(&table);
+    if let Some(note) = quiet_note(function) {
+        out.push_str(&note);
+    }
     out.push_str(&sites::under_table(function, settings));
     if let Some(note) = function
         .sites_left_out
@@ -237,6 +240,26 @@ pub(crate) fn table(
         out.push_str(&note);
     }
     out
+}
+
+/// Under a table of a function some of whose calls ran quiet: what its
+/// statements' rows leave out of those calls.
+fn quiet_note(function: &FunctionReport) -> Option<String> {
+    if function.quiet_calls == 0 {
+        return None;
+    }
+    let mut note = format!(
+        "{} of {} calls ran as written (quiet): the statements' Occurrences, Mem usage and Peak leave them out",
+        function.quiet_calls, function.calls,
+    );
+    if function.quiet_unplaced > 0 {
+        note.push_str(&format!(
+            "; {} of their allocations and frees are on no statement's row (the fn row holds them)",
+            function.quiet_unplaced
+        ));
+    }
+    note.push('\n');
+    Some(note)
 }
 
 /// A blank-style table's text with a `=` rule under its header. The rule

@@ -38,6 +38,8 @@ impl FunctionReport {
     /// same lines', the lines only it ran appended.
     pub(super) fn add(&mut self, other: &FunctionReport) {
         self.calls += other.calls;
+        self.quiet_calls += other.quiet_calls;
+        self.quiet_unplaced += other.quiet_unplaced;
         self.gpu = self.gpu.take().or_else(|| other.gpu.clone());
         self.gpu_driver = self.gpu_driver.take().or_else(|| other.gpu_driver.clone());
         self.pool = self.pool.take().or_else(|| other.pool.clone());

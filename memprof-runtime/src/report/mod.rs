@@ -3,6 +3,7 @@
 
 mod add;
 mod callees;
+mod quiet;
 mod shape;
 
 use crate::alloc::untracked;
@@ -112,6 +113,16 @@ pub struct FunctionReport {
     /// With sites recorded: what its sites and Live leave out, where
     /// memprof's tables had no room; `None` when they leave out nothing.
     pub sites_left_out: Option<SitesLeftOut>,
+    /// Of `calls`, those that ran as written, quiet (see the reference's
+    /// "Calls that move nothing go quiet"): its statements' Occurrences,
+    /// Mem usage and Peak leave them out; where their allocations and frees
+    /// are placed on the statements (builds with frame pointers), Increment,
+    /// Allocs and Allocated hold them.
+    pub quiet_calls: u64,
+    /// Allocations and frees of quiet calls that no statement's row holds
+    /// (a frame the walk did not reach, no debug information); the `fn`
+    /// row holds them, as every quiet call whole.
+    pub quiet_unplaced: u64,
 }
 
 /// One row of a table.
@@ -262,12 +273,15 @@ impl LineReport {
     /// device allocations were `counted`.
     fn set_figures(&mut self, f: &RowFigures, counted: bool) {
         let ran = f.occurrences > 0;
+        // A row whose only executions were in quiet calls has the figures
+        // their events give.
+        let placed = ran || f.allocations > 0 || f.increment != 0;
         let unsigned = |v: i64| v.max(0) as u64;
         self.occurrences = f.occurrences;
-        self.increment = ran.then_some(f.increment);
+        self.increment = placed.then_some(f.increment);
         self.peak = ran.then_some(f.peak);
-        self.allocations = ran.then_some(f.allocations);
-        self.allocated_bytes = ran.then_some(f.allocated);
+        self.allocations = placed.then_some(f.allocations);
+        self.allocated_bytes = placed.then_some(f.allocated);
         self.mem_usage = ran.then_some(f.mem_usage);
         let gpu = f.gpu.filter(|_| ran);
         self.gpu_increment = gpu.map(|g| g.increment);
@@ -318,6 +332,8 @@ impl FunctionReport {
             pool: None,
             lines,
             sites_left_out: None,
+            quiet_calls: 0,
+            quiet_unplaced: 0,
         }
     }
 }
@@ -333,6 +349,7 @@ pub(crate) fn call_report(meta: &FnMeta, cells: &[LineCell], sites_serial: u64) 
 /// a call running on this thread, if any, with its rows so far.
 fn report_of(meta: &'static FnMeta) -> FunctionReport {
     let (mut rows, calls) = meta.totals();
+    let quiet_unplaced = quiet::place(meta, &mut rows);
     let ended = meta.running_at_thread_end();
     let running = ended
         + match crate::calls::open_here(meta) {
@@ -346,6 +363,8 @@ fn report_of(meta: &'static FnMeta) -> FunctionReport {
         };
     let mut function = function_report(meta, &rows, calls, None);
     function.running = running;
+    function.quiet_calls = meta.quiet_calls();
+    function.quiet_unplaced = quiet_unplaced;
     callees::fill(meta, &mut function.lines);
     function
 }
@@ -431,6 +450,8 @@ pub(crate) fn function_report(
         pool: pooled.then(crate::pool::description).flatten(),
         lines,
         sites_left_out: crate::sites::left_out_of(std::ptr::from_ref(meta) as usize),
+        quiet_calls: 0,
+        quiet_unplaced: 0,
     }
 }
 

@@ -29,6 +29,87 @@ pub(crate) fn take(frames: &mut [usize]) -> usize {
     unwind(frames)
 }
 
+/// The frame pointer of the function this is inlined into, for
+/// [`returns_into`]; 0 where [`ANCHORS`] is false.
+#[inline(always)]
+pub(crate) fn anchor() -> usize {
+    #[cfg(all(
+        memprof_frame_pointers,
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    return walk::frame_pointer();
+    #[cfg(not(all(
+        memprof_frame_pointers,
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    0
+}
+
+/// For each frame pointer in `anchors` (innermost first, each at or above
+/// the one before), the return address into the function whose frame it
+/// is, from the frame of its callee on the calling thread's stack; 0 for
+/// those the walk does not reach (a frame without a frame pointer in
+/// between, or no frame pointers at all).
+#[inline(never)]
+pub(crate) fn returns_into(anchors: &[usize], rets: &mut [usize]) {
+    rets.iter_mut().for_each(|r| *r = 0);
+    #[cfg(all(
+        memprof_frame_pointers,
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    if let Some(bounds) = walk::bounds() {
+        let fp = walk::frame_pointer();
+        // SAFETY: `bounds` are the calling thread's stack, which is mapped.
+        unsafe { returns_from(fp, anchors, rets, bounds) };
+    }
+    #[cfg(not(all(
+        memprof_frame_pointers,
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    let _ = anchors;
+}
+
+/// [`returns_into`] from the frame pointer `fp`, under [`walk_from`]'s
+/// rules: the frame at `fp` holds its caller's frame pointer `next` and
+/// the return address into that caller, which is each anchor's function
+/// where `fp < anchor <= next`.
+///
+/// # Safety
+/// `low..high` is readable memory.
+#[cfg_attr(
+    not(all(memprof_frame_pointers, target_os = "linux")),
+    allow(dead_code)
+)]
+unsafe fn returns_from(
+    mut fp: usize,
+    anchors: &[usize],
+    rets: &mut [usize],
+    (low, high): (usize, usize),
+) {
+    let word = std::mem::size_of::<usize>();
+    let mut i = 0;
+    while i < anchors.len().min(rets.len()) {
+        if fp < low || fp > high.saturating_sub(2 * word) || !fp.is_multiple_of(word) {
+            return;
+        }
+        // SAFETY: two aligned words inside `low..high`, as the caller
+        // promises is readable.
+        let (next, ret) = unsafe { (*(fp as *const usize), *((fp + word) as *const usize)) };
+        while i < anchors.len().min(rets.len()) && fp < anchors[i] && anchors[i] <= next {
+            rets[i] = ret;
+            i += 1;
+        }
+        if next <= fp {
+            return;
+        }
+        fp = next;
+    }
+}
+
 /// Through the unwinder.
 fn unwind(frames: &mut [usize]) -> usize {
     let mut len = 0;
@@ -97,6 +178,14 @@ mod walk {
     /// `bounds`, the thread's stack.
     #[inline(always)]
     pub(super) fn frame_pointers(frames: &mut [usize], bounds: (usize, usize)) -> usize {
+        // SAFETY: `bounds` are the calling thread's stack, which is mapped.
+        unsafe { super::walk_from(frame_pointer(), frames, bounds) }
+    }
+
+    /// The frame pointer register: the frame of the function this is
+    /// inlined into.
+    #[inline(always)]
+    pub(super) fn frame_pointer() -> usize {
         let fp: usize;
         // SAFETY: reads the frame pointer register.
         unsafe {
@@ -105,8 +194,7 @@ mod walk {
             #[cfg(target_arch = "aarch64")]
             std::arch::asm!("mov {}, x29", out(reg) fp, options(nomem, nostack, preserves_flags));
         }
-        // SAFETY: `bounds` are the calling thread's stack, which is mapped.
-        unsafe { super::walk_from(fp, frames, bounds) }
+        fp
     }
 }
 

@@ -178,6 +178,18 @@ fn is_profiled(frame: &SiteFrame, span: &Span<'_>) -> bool {
             .is_some_and(|rest| rest.starts_with("::{{closure}}"))
 }
 
+/// The line of `span`'s function that the return address `ip` returns to:
+/// its frame's line, the innermost of the frames inlined at `ip` that is
+/// the function's (or a closure's in it) with a line inside `span`; `None`
+/// without debug information that says so.
+pub(crate) fn line_of(ip: usize, span: &Span<'_>) -> Option<u32> {
+    symbols(ip)
+        .iter()
+        .filter(|frame| is_profiled(frame, span))
+        .filter_map(|frame| frame.line)
+        .find(|line| (span.first_line..=span.last_line).contains(line))
+}
+
 /// Whether the debug-info path `found` is the `file!()` path `wanted`
 /// (relative to the workspace, or absolute).
 fn same_file(found: &str, wanted: &str) -> bool {

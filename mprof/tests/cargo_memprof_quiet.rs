@@ -1,0 +1,157 @@
+//! Quiet calls under `cargo memprof`, whose builds have frame pointers:
+//! each allocation and free of a quiet call is placed on the statement that
+//! made it, so a function whose calls go quiet keeps, on every line,
+//! Increment, Allocs and Allocated equal to a run where every call takes
+//! its rows (`MEMPROF_QUIET=off`), and stays quiet when its calls grow a
+//! buffer now and then (docs/reference.md, "Calls that move nothing go
+//! quiet").
+
+#[path = "common/cargo_memprof.rs"]
+mod support;
+
+use serde_json::Value;
+use support::*;
+
+/// Three functions that grow a vector now and then: one directly, one
+/// through the first (a quiet call inside a quiet call) and itself, one at
+/// the bottom of a recursion.
+const MAIN: &str = r#"#[inline(never)]
+fn push_one(v: &mut Vec<u64>, x: u64) {
+    let y = x * 2;
+    v.push(y);
+}
+
+fn push_two(v: &mut Vec<u64>, x: u64) {
+    let z = x + 1;
+    push_one(v, z);
+    v.push(z);
+}
+
+#[inline(never)]
+fn nest(v: &mut Vec<u64>, n: u32) {
+    if n == 0 {
+        v.push(1);
+    } else {
+        nest(v, n - 1);
+    }
+}
+
+fn main() {
+    let mut a = Vec::with_capacity(1000);
+    for i in 0..3000 {
+        push_one(&mut a, i);
+    }
+    let mut b = Vec::with_capacity(1001);
+    for i in 0..3000 {
+        push_two(&mut b, i);
+    }
+    let mut c = Vec::with_capacity(1000);
+    for _ in 0..3000 {
+        nest(&mut c, 3);
+    }
+    println!("{} {} {}", a.len(), b.len(), c.len());
+}
+"#;
+
+/// The report.json of a run, with `env` set.
+fn report(dir: &std::path::Path, env: &[(&str, &str)]) -> Value {
+    let run = run_with(dir, &["run", "--release", "-q"], env);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("3000 6000 3000"), "{}", run.stdout);
+    let text = std::fs::read_to_string(dir.join("target/memprof/report.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A function's table by the end of its path.
+fn function<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"].as_str().unwrap().ends_with(name))
+        .unwrap_or_else(|| panic!("no table of {name}"))
+}
+
+/// Each line's Increment, Allocs and Allocated (null where none).
+fn event_columns(function: &Value) -> Vec<(u64, Value, Value, Value)> {
+    function["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["line"].as_u64().unwrap(),
+                l["increment"].clone(),
+                l["allocations"].clone(),
+                l["allocated_bytes"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// A line's Increment, Allocs and Allocated, by its contents.
+fn line(function: &Value, contents: &str) -> (i64, u64, u64) {
+    let line = function["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["contents"].as_str().unwrap().trim() == contents)
+        .unwrap_or_else(|| panic!("no line {contents}"));
+    (
+        line["increment"].as_i64().unwrap(),
+        line["allocations"].as_u64().unwrap(),
+        line["allocated_bytes"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn quiet_calls_keep_every_lines_increment_allocs_and_allocated() {
+    let dir = TempDir::new("quiet");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"quiet-events\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/main.rs"), MAIN).unwrap();
+
+    let quiet = report(&dir, &[]);
+    let rows = report(&dir, &[("MEMPROF_QUIET", "off")]);
+    for name in ["::push_one", "::push_two", "::nest"] {
+        let (q, r) = (function(&quiet, name), function(&rows, name));
+        assert_eq!(q["calls"], r["calls"], "{name}");
+        // Most calls ran quiet, and every event was placed.
+        let quiet_calls = q["quiet_calls"].as_u64().unwrap();
+        assert!(
+            quiet_calls * 10 > q["calls"].as_u64().unwrap() * 9,
+            "{name}: {q}"
+        );
+        assert_eq!(q["quiet_unplaced"], 0, "{name}");
+        assert_eq!(r["quiet_calls"], 0, "{name}");
+        assert_eq!(event_columns(q), event_columns(r), "{name}");
+    }
+    // The figures themselves: 8-byte elements, each buffer doubled when
+    // full. `push_one` grows `a` from 1,000 to 2,000 and 4,000 elements;
+    // `b` takes two pushes a call of `push_two`, `push_one`'s first: its
+    // own grows `b` from 1,001 to 2,002, `push_one`'s to 4,004 and 8,008.
+    let push_one = function(&quiet, "::push_one");
+    assert_eq!(
+        line(push_one, "v.push(y);"),
+        (
+            8_000 + 16_000 + 16_016 + 32_032,
+            4,
+            16_000 + 32_000 + 32_032 + 64_064
+        )
+    );
+    let push_two = function(&quiet, "::push_two");
+    assert_eq!(
+        line(push_two, "push_one(v, z);"),
+        (16_016 + 32_032, 2, 32_032 + 64_064)
+    );
+    assert_eq!(line(push_two, "v.push(z);"), (8_008, 1, 16_016));
+    // The recursion's every level runs `nest(v, n - 1);`, which holds the
+    // growth once, as its innermost call's `v.push(1);` does.
+    let nest = function(&quiet, "::nest");
+    assert_eq!(line(nest, "v.push(1);"), (8_000 + 16_000, 2, 48_000));
+    assert_eq!(line(nest, "nest(v, n - 1);"), (8_000 + 16_000, 2, 48_000));
+}
