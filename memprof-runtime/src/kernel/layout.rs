@@ -238,8 +238,9 @@ pub struct ThreadFnHead {
     /// Of `calls`, those that ran quiet (see `quiet`). Written by the
     /// owner only.
     pub quiet_calls: AtomicU64,
-    /// Quiet calls on this thread during which the heap moved: past one in
-    /// [`QUIET_AFTER`] of its calls the function takes its rows again.
+    /// Quiet calls on this thread during which the heap moved, a
+    /// recursion's nested ones too: past one in [`QUIET_AFTER`] of its
+    /// calls (its `fn` row's Occurrences) the function takes its rows again.
     pub quiet_moved: Cell<u64>,
     /// The function's head.
     pub head: *const FnHead,

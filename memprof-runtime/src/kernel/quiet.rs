@@ -154,8 +154,10 @@ fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, row: &LineCell, g: &
     row.closed(&stats, process_net(g));
     let moved = get(&tf.quiet_moved) + 1;
     set(&tf.quiet_moved, moved);
-    let often =
-        moved > u64::from(QUIET_AFTER) && moved * u64::from(QUIET_AFTER) > load_u64(&tf.calls);
+    // The `fn` row's Occurrences: every call on this thread, a recursion's
+    // nested ones too, as `quiet_moved` counts them.
+    let calls = load_u64(&row.occurrences);
+    let often = moved > u64::from(QUIET_AFTER) && moved * u64::from(QUIET_AFTER) > calls;
     if head.anchor == 0 || often {
         // SAFETY: an aggregate's head is its function's, a static.
         unsafe { &*tf.head }
