@@ -131,6 +131,7 @@ pub(crate) fn forget(head: &FnHead) {
 }
 
 /// The events' lock, held across `fork`.
+#[cfg(unix)]
 pub(crate) type HeldForFork = MutexGuard<'static, Option<HashMap<Key, Tally>>>;
 
 /// Takes the events' lock for `fork` (see `fork`), so that a child never
