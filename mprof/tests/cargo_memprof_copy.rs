@@ -93,11 +93,18 @@ fn copy_in(memprof: &Path) -> PathBuf {
 /// `run`, killed when the memprof directory holds more than 20,000
 /// entries or after 120 s: the copy that followed a loop filled the disk.
 fn run_bounded(dir: &Path, args: &[&str]) -> Run {
+    run_bounded_with(dir, args, &[], &dir.join("target/memprof"))
+}
+
+/// `run_bounded` with the environment variables `env` set, watching
+/// `shadow` (cargo-memprof's directory under the target directory).
+fn run_bounded_with(dir: &Path, args: &[&str], env: &[(&str, &str)], shadow: &Path) -> Run {
     use std::io::Read;
     const LIMIT: usize = 20_000;
     let _turn = turn();
     let before = snapshot(dir);
     let mut child = command(dir, args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -113,13 +120,12 @@ fn run_bounded(dir: &Path, args: &[&str]) -> Run {
         pipes.1.read_to_string(&mut text).unwrap();
         text
     });
-    let shadow = dir.join("target/memprof");
     let deadline = Instant::now() + Duration::from_secs(120);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        let held = entries(&shadow, LIMIT);
+        let held = entries(shadow, LIMIT);
         if held > LIMIT || Instant::now() > deadline {
             child.kill().unwrap();
             child.wait().unwrap();
@@ -218,6 +224,26 @@ fn a_stale_target_beside_a_cargo_target_dir_elsewhere_is_not_copied() {
         std::fs::read_to_string(tree.join("notes/CACHEDIR.TAG")).unwrap(),
         "not a tag\n"
     );
+}
+
+#[test]
+fn a_target_only_cargo_memprof_used_is_not_copied_once_cargo_target_dir_moves_it() {
+    let base = TempDir::new("copy-own-target");
+    let ws = workspace(&base, "copy_own_target", LIB);
+    let run = run(&ws, &["test", "--offline"]);
+    assert_passed(&run, "copy_own_target");
+    // Only cargo-memprof wrote ./target (cargo built under target/memprof):
+    // no cargo tag there, and its copy's mirror of the directories above
+    // the workspace links to the root's (`/proc` among them).
+    assert!(!ws.join("target/CACHEDIR.TAG").exists());
+    assert!(ws.join("target/memprof/CACHEDIR.TAG").is_file());
+    let elsewhere = base.join("elsewhere");
+    let env = [("CARGO_TARGET_DIR", elsewhere.to_str().unwrap())];
+    let run = run_bounded_with(&ws, &["test", "--offline"], &env, &elsewhere);
+    assert_passed(&run, "copy_own_target");
+    let tree = copy_in(&elsewhere.join("memprof"));
+    assert!(tree.join("target").is_dir());
+    assert!(!tree.join("target/memprof").exists());
 }
 
 #[test]

@@ -142,6 +142,21 @@ impl TreeCopy<'_> {
     }
 }
 
+/// Tags `dir` (cargo-memprof's own, `<target-dir>/memprof`) as a cache,
+/// as cargo tags its target directory: a later run's copy leaves it out
+/// where the user's target directory has moved (`CARGO_TARGET_DIR`
+/// elsewhere), and so do backup tools. Without it the copy walked a stale
+/// `target/memprof/tree`, whose mirror of the directories above the
+/// workspace links to `/proc`.
+pub fn tag_as_cache(dir: &Path) -> Result<(), CargoError> {
+    let mut tag = CACHEDIR_SIGNATURE.to_vec();
+    tag.extend_from_slice(
+        b"\n# This file is a cache directory tag created by cargo-memprof.\n\
+          # For information about cache directory tags see https://bford.info/cachedir/\n",
+    );
+    write_if_changed(&dir.join("CACHEDIR.TAG"), &tag)
+}
+
 /// A link that leads nowhere: to nothing, or to itself through links.
 fn is_dangling(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP)

@@ -407,6 +407,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let root = root_manifest_text(&layout, &replace, &[])?;
     replace.insert(root_manifest.clone(), root);
     let lock = layout.workspace.join("Cargo.lock");
+    copy::tag_as_cache(&layout.root)?;
     ancestors::mirror_ancestors(&layout.real_workspace, &layout.top)?;
     copy::copy_tree(
         &layout.workspace,
