@@ -12,15 +12,23 @@
 //! frame without a frame pointer between them) are kept with address 0:
 //! the report counts them as not placed on a line.
 //!
-//! PERF: an event here costs a walk of the frames between the allocation
-//! and the outermost quiet call, and a locked map update per quiet function
-//! open: microseconds rather than nanoseconds. Quiet calls move the heap
-//! rarely by construction (a function whose calls do more than one in
-//! `QUIET_AFTER` times takes its rows again), so this is a cost per rare
-//! event, where the rows it replaces cost on every statement of every call.
+//! An event whose quiet functions are each open once on the thread goes
+//! into the slots of their aggregates (`ThreadFnHead::events`), one per
+//! return address, written by that thread alone; a report adds them up
+//! with the rest (`FnMeta::quiet_events`), and a thread that ends hands
+//! its slots to the map. The others (a recursion's frames, an address past
+//! the slots, a frame not reached) go to one map under a lock.
+//!
+//! PERF: an event in slots costs a walk of the frames between the
+//! allocation and the outermost quiet call and a few stores, about as much
+//! as the statement steps it spares a call with rows; one in the map costs
+//! a lock and a keyed update per function, so a function whose calls nest
+//! takes its rows again when they move the heap often (see `kernel::quiet`).
 
-use crate::kernel::layout::{Counters, FnHead, QuietHead};
+use crate::kernel::layout::{Counters, FnHead, QuietHead, ThreadFnHead};
+use crate::owned::{load_i64, load_u64, load_usize};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
 /// Quiet calls open at once on a thread beyond which an event's outer
@@ -56,14 +64,14 @@ fn events() -> MutexGuard<'static, Option<HashMap<Key, Tally>>> {
 /// Keeps an event of the calling thread, whose counters are `t`, made
 /// while a quiet call with an anchor was open: `allocations` allocations of
 /// `allocated` bytes, `frees` frees of `freed` bytes. To be called with
-/// counting paused, as it allocates.
+/// counting paused, as it may allocate.
 #[inline(never)]
 pub(crate) fn record(
     t: &Counters,
     (allocations, allocated): (u64, usize),
     (frees, freed): (u64, usize),
 ) {
-    let mut functions = [0usize; MAX_OPEN];
+    let mut aggregates = [std::ptr::null::<ThreadFnHead>(); MAX_OPEN];
     let mut anchors = [0usize; MAX_OPEN];
     let mut open = 0;
     let mut head = t.quiet_top.get();
@@ -71,8 +79,7 @@ pub(crate) fn record(
         // SAFETY: the thread's open quiet calls, on its side stack, each
         // listing the one outside it (see `QuietHead`).
         let call: &QuietHead = unsafe { &*head };
-        // SAFETY: a quiet call's aggregate lives as long as its thread.
-        functions[open] = unsafe { (*call.thread_fn).head } as usize;
+        aggregates[open] = call.thread_fn;
         anchors[open] = call.anchor;
         head = call.outer;
         open += 1;
@@ -89,23 +96,138 @@ pub(crate) fn record(
         },
         net: allocated as i64 - freed as i64,
     };
+    // SAFETY: the open quiet calls' aggregates: this thread's, alive as
+    // long as it is.
+    let (aggregates, rets) = (&aggregates[..open], &rets[..open]);
+    if !unsafe { in_slots(aggregates, rets, tally) } {
+        // SAFETY: as above.
+        unsafe { in_map(aggregates, rets, tally) };
+    }
+}
+
+/// Adds `tally` to the slots of the open quiet calls' `aggregates` at the
+/// return addresses `rets` into their frames, where each function is open
+/// once, each address was reached and each aggregate has a slot for it
+/// (see `ThreadFnHead::events`); otherwise adds nothing and returns false.
+///
+/// # Safety
+/// `aggregates` are the calling thread's.
+unsafe fn in_slots(aggregates: &[*const ThreadFnHead], rets: &[usize], tally: Tally) -> bool {
+    let mut found = [0usize; MAX_OPEN];
+    for (i, &aggregate) in aggregates.iter().enumerate() {
+        if rets[i] == 0 || aggregates[..i].contains(&aggregate) {
+            return false;
+        }
+        // SAFETY: as the caller promises.
+        let slots = unsafe { &(*aggregate).events };
+        // Slots are taken in order and freed only all together: one with
+        // the address comes before any free one.
+        let slot = slots.iter().position(|slot| {
+            let ret = load_usize(&slot.ret);
+            ret == rets[i] || ret == 0
+        });
+        match slot {
+            Some(k) => found[i] = k,
+            None => return false,
+        }
+    }
+    for (i, &aggregate) in aggregates.iter().enumerate() {
+        // SAFETY: as the caller promises.
+        let slot = unsafe { &(*aggregate).events[found[i]] };
+        slot.ret.store(rets[i], Ordering::Relaxed);
+        slot.allocations.store(
+            load_u64(&slot.allocations) + tally.allocations,
+            Ordering::Relaxed,
+        );
+        slot.frees
+            .store(load_u64(&slot.frees) + tally.frees, Ordering::Relaxed);
+        slot.allocated.store(
+            load_u64(&slot.allocated) + tally.allocated,
+            Ordering::Relaxed,
+        );
+        slot.net
+            .store(load_i64(&slot.net) + tally.net, Ordering::Relaxed);
+    }
+    true
+}
+
+/// Adds `tally` to the map, under each function of the open quiet calls'
+/// `aggregates` once, with the return addresses `rets` into its frames.
+///
+/// # Safety
+/// `aggregates` are the calling thread's.
+unsafe fn in_map(aggregates: &[*const ThreadFnHead], rets: &[usize], tally: Tally) {
+    // SAFETY: as the caller promises; a head is its function's, a static.
+    let functions: Vec<usize> = aggregates
+        .iter()
+        .map(|&aggregate| unsafe { (*aggregate).head } as usize)
+        .collect();
     let mut events = events();
     let events = events.get_or_insert_with(HashMap::new);
-    for (i, &function) in functions[..open].iter().enumerate() {
+    for (i, &function) in functions.iter().enumerate() {
         // Each function once: its first (innermost) frame gathers its
         // frames' addresses.
         if functions[..i].contains(&function) {
             continue;
         }
-        let addresses: Box<[usize]> = (i..open)
+        let addresses: Box<[usize]> = (i..functions.len())
             .filter(|&j| functions[j] == function)
             .map(|j| rets[j])
             .collect();
-        let sum = events.entry((function, addresses)).or_default();
-        sum.allocations += tally.allocations;
-        sum.frees += tally.frees;
-        sum.allocated += tally.allocated;
-        sum.net += tally.net;
+        add(events.entry((function, addresses)).or_default(), &tally);
+    }
+}
+
+fn add(sum: &mut Tally, tally: &Tally) {
+    sum.allocations += tally.allocations;
+    sum.frees += tally.frees;
+    sum.allocated += tally.allocated;
+    sum.net += tally.net;
+}
+
+/// The events an aggregate keeps in its slots: each return address (one
+/// frame) and what its events add up to.
+pub(crate) fn in_slots_of(aggregate: &ThreadFnHead) -> Vec<(Box<[usize]>, Tally)> {
+    aggregate
+        .events
+        .iter()
+        .map(|slot| (slot.ret.load(Ordering::Relaxed), slot))
+        .take_while(|&(ret, _)| ret != 0)
+        .map(|(ret, slot)| {
+            let tally = Tally {
+                allocations: slot.allocations.load(Ordering::Relaxed),
+                frees: slot.frees.load(Ordering::Relaxed),
+                allocated: slot.allocated.load(Ordering::Relaxed),
+                net: slot.net.load(Ordering::Relaxed),
+            };
+            (Box::from([ret]), tally)
+        })
+        .collect()
+}
+
+/// Moves an ending thread's aggregate's slots into the map, under
+/// `head`'s function.
+pub(crate) fn absorb(head: &FnHead, aggregate: &ThreadFnHead) {
+    let kept = in_slots_of(aggregate);
+    if kept.is_empty() {
+        return;
+    }
+    let function = std::ptr::from_ref(head) as usize;
+    let mut events = events();
+    let events = events.get_or_insert_with(HashMap::new);
+    for (addresses, tally) in kept {
+        add(events.entry((function, addresses)).or_default(), &tally);
+    }
+}
+
+/// Empties an aggregate's slots (its owner, as `memprof::reset` renews it).
+pub(crate) fn clear_slots(aggregate: &ThreadFnHead) {
+    for slot in &aggregate.events {
+        slot.ret.store(0, Ordering::Relaxed);
+        slot.allocations.store(0, Ordering::Relaxed);
+        slot.frees.store(0, Ordering::Relaxed);
+        slot.allocated.store(0, Ordering::Relaxed);
+        slot.net.store(0, Ordering::Relaxed);
     }
 }
 

@@ -3,8 +3,8 @@
 //! made it, so a function whose calls go quiet keeps, on every line,
 //! Increment, Allocs and Allocated equal to a run where every call takes
 //! its rows (`MEMPROF_QUIET=off`), and stays quiet when its calls grow a
-//! buffer now and then (docs/reference.md, "Calls that move nothing go
-//! quiet").
+//! buffer now and then, or allocate on every call once 1,024 of them did
+//! (docs/reference.md, "Calls that move nothing go quiet").
 
 #[path = "common/cargo_memprof.rs"]
 mod support;
@@ -14,7 +14,7 @@ use support::*;
 
 /// Three functions that grow a vector now and then: one directly, one
 /// through the first (a quiet call inside a quiet call) and itself, one at
-/// the bottom of a recursion.
+/// the bottom of a recursion; and one that allocates on every call.
 const MAIN: &str = r#"#[inline(never)]
 fn push_one(v: &mut Vec<u64>, x: u64) {
     let y = x * 2;
@@ -36,6 +36,12 @@ fn nest(v: &mut Vec<u64>, n: u32) {
     }
 }
 
+#[inline(never)]
+fn keep(all: &mut Vec<Vec<u64>>, i: u64) {
+    let v = vec![i; 4];
+    all.push(v);
+}
+
 fn main() {
     let mut a = Vec::with_capacity(1000);
     for i in 0..3000 {
@@ -52,7 +58,11 @@ fn main() {
         }
         nest(&mut c, 3);
     }
-    println!("{} {} {}", a.len(), b.len(), c.len());
+    let mut d = Vec::with_capacity(20_000);
+    for i in 0..20_000 {
+        keep(&mut d, i);
+    }
+    println!("{} {} {} {}", a.len(), b.len(), c.len(), d.len());
 }
 "#;
 
@@ -60,7 +70,11 @@ fn main() {
 fn report(dir: &std::path::Path, env: &[(&str, &str)]) -> Value {
     let run = run_with(dir, &["run", "--release", "-q"], env);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("3000 6000 1000"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("3000 6000 1000 20000"),
+        "{}",
+        run.stdout
+    );
     let text = std::fs::read_to_string(dir.join("target/memprof/report.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
@@ -120,7 +134,7 @@ fn quiet_calls_keep_every_lines_increment_allocs_and_allocated() {
 
     let quiet = report(&dir, &[]);
     let rows = report(&dir, &[("MEMPROF_QUIET", "off")]);
-    for name in ["::push_one", "::push_two", "::nest"] {
+    for name in ["::push_one", "::push_two", "::nest", "::keep"] {
         let (q, r) = (function(&quiet, name), function(&rows, name));
         assert_eq!(q["calls"], r["calls"], "{name}");
         // Most calls ran quiet, and every event was placed.
@@ -162,4 +176,16 @@ fn quiet_calls_keep_every_lines_increment_allocs_and_allocated() {
     let grown = (20 * 8_192, 20 * 9, 20 * 8 * 2_044);
     assert_eq!(line(nest, "v.push(1);"), grown);
     assert_eq!(line(nest, "nest(v, n - 1);"), grown);
+    // `keep` allocates 32 bytes on each of its 20,000 calls: after 1,024
+    // of them with rows it went quiet all the same, and its line still
+    // holds every call's allocation.
+    let keep = function(&quiet, "::keep");
+    assert_eq!(
+        line(keep, "let v = vec![i; 4];"),
+        (640_000, 20_000, 640_000)
+    );
+    assert_eq!(
+        line(function(&rows, "::keep"), "let v = vec![i; 4];").1,
+        20_000
+    );
 }

@@ -211,6 +211,23 @@ impl FnMeta {
         self.retired_quiet_calls.load(Relaxed) + live.sum::<u64>()
     }
 
+    /// The allocations and frees of this function's quiet calls (see
+    /// `quiet_events`): those its live aggregates of this generation keep,
+    /// and the rest.
+    pub(crate) fn quiet_events(&self) -> Vec<(Box<[usize]>, crate::quiet_events::Tally)> {
+        let threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = self.head.generation.load(Relaxed);
+        let mut events = crate::quiet_events::of(&self.head);
+        for thread in threads.iter() {
+            // SAFETY: listed aggregates are alive while the lock is held.
+            let thread = unsafe { &*thread.0 };
+            if thread.generation.load(Relaxed) == generation {
+                events.extend(crate::quiet_events::in_slots_of(thread));
+            }
+        }
+        events
+    }
+
     /// Calls that were still running when their thread ended (see
     /// `retired_running`).
     pub(crate) fn running_at_thread_end(&self) -> u64 {

@@ -82,7 +82,9 @@ impl ThreadFn {
         self.calls.store(0, Relaxed);
         self.quiet_calls.store(0, Relaxed);
         self.quiet_moved.set(0);
+        crate::quiet_events::clear_slots(self);
         self.streak.set(0);
+        self.hot.set(first_hot());
         // Edges of the older generation are left out of reports: later
         // calls find this generation's (see `calls::edges`).
         for slot in &self.edges {
@@ -241,12 +243,14 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
                 generation: AtomicU64::new(meta.head.generation.load(Relaxed)),
                 depth: Cell::new(0),
                 streak: Cell::new(0),
+                hot: Cell::new(first_hot()),
                 quiet_calls: AtomicU64::new(0),
                 quiet_moved: Cell::new(0),
                 head: &meta.head,
                 target: Cell::new(std::ptr::null()),
                 cells: padded[PAD..].as_ptr(),
                 edges: [EdgeSlot::NONE, EdgeSlot::NONE],
+                events: Default::default(),
             },
             meta,
             padded,
@@ -275,6 +279,17 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
     })
 }
 
+/// Where a thread's count of calls that moved the heap starts (see
+/// `ThreadFnHead::hot`): at 0, or past counting where the build keeps no
+/// frame pointers, so that calls which move the heap often keep their rows.
+fn first_hot() -> u32 {
+    if crate::sites::ANCHORS {
+        0
+    } else {
+        crate::kernel::layout::NEVER_HOT
+    }
+}
+
 /// Folds an ending thread's aggregate into its function's `retired` rows,
 /// unlists it and frees it.
 fn retire(thread_fn: *const ThreadFn) {
@@ -295,6 +310,7 @@ fn retire(thread_fn: *const ThreadFn) {
         .fetch_add(owned.calls.load(Relaxed), Relaxed);
     meta.retired_quiet_calls
         .fetch_add(owned.quiet_calls.load(Relaxed), Relaxed);
+    crate::quiet_events::absorb(&meta.head, &owned);
     if owned.depth.get() > 0 {
         // A call is still open as its thread ends: the process is exiting
         // from inside it. Its rows so far count, as `report()` would show

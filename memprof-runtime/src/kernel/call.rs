@@ -2,8 +2,8 @@
 //! stack: a synchronous call's entry and exit, and a nested block's cursor.
 
 use super::layout::{
-    CALL_KERNEL, CallHead, Counters, CursorHead, EdgeCounts, FAST_ALL, FnHead, Globals, NO_CELL,
-    NO_SAMPLE, QUIET, QUIET_AFTER, ThreadFnHead, WITH_ROWS,
+    CALL_KERNEL, CallHead, Counters, CursorHead, EdgeCounts, FAST_ALL, FnHead, Globals, HOT_AFTER,
+    NEVER_HOT, NO_CELL, NO_SAMPLE, QUIET, QUIET_AFTER, ThreadFnHead, WITH_ROWS,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
@@ -220,7 +220,7 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         }
         close_quiet_in(t, get(&call.saved));
         call.row(0).closed_quiet(get(&call.base) + start, NO_SAMPLE);
-        count_streak(tf, false);
+        count_streak(tf, false, !get(&call.outermost));
         // SAFETY: null or the aggregate's edge, which outlives the call.
         if let Some(edge) = unsafe { edge.as_ref() } {
             edge.calls
@@ -228,7 +228,7 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         }
     } else {
         exit_loud(cursor, call, t, edge);
-        count_streak(tf, true);
+        count_streak(tf, true, !get(&call.outermost));
     }
     set(&tf.depth, get(&tf.depth) - 1);
     if get(&call.outermost) {
@@ -239,21 +239,42 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
     0
 }
 
-/// After a call with rows ends, `moved` if the heap moved during it:
+/// After a call with rows ends, `moved` if the heap moved during it,
+/// `nested` if it ran inside another call of its function on the thread:
 /// counts the thread's calls in a row that moved nothing, and makes the
-/// function's later calls quiet (see `quiet`) after [`QUIET_AFTER`]. The
-/// runtime counts the calls it entered itself while only quiet calls may
-/// take the kernel's entry (`FAST_QUIET`).
+/// function's later calls quiet (see `quiet`) after [`QUIET_AFTER`]; or,
+/// once [`HOT_AFTER`] of its calls on the thread moved the heap, none of
+/// them nested, quiet whether they move it or not (their events placed on
+/// their rows). The runtime counts the calls it entered itself while only
+/// quiet calls may take the kernel's entry (`FAST_QUIET`).
 #[inline(always)]
-pub fn count_streak(tf: &ThreadFnHead, moved: bool) {
-    if moved {
-        set(&tf.streak, 0);
-        return;
+pub fn count_streak(tf: &ThreadFnHead, moved: bool, nested: bool) {
+    if moved || nested {
+        count_hot(tf, nested);
+        if moved {
+            set(&tf.streak, 0);
+            return;
+        }
     }
     let streak = get(&tf.streak) + 1;
     set(&tf.streak, streak);
     if streak == QUIET_AFTER {
         go_quiet(tf);
+    }
+}
+
+/// [`count_streak`]'s count of calls that moved the heap, for
+/// [`HOT_AFTER`]: past it for good once a call nested.
+#[inline(always)]
+fn count_hot(tf: &ThreadFnHead, nested: bool) {
+    let hot = get(&tf.hot);
+    if nested {
+        set(&tf.hot, NEVER_HOT);
+    } else if hot < HOT_AFTER {
+        set(&tf.hot, hot + 1);
+        if hot + 1 == HOT_AFTER {
+            go_quiet(tf);
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //! invariants; the kernel only runs the fast path over it.
 
 use core::cell::{Cell, UnsafeCell};
-use core::sync::atomic::{AtomicI64, AtomicIsize, AtomicU8, AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicI64, AtomicIsize, AtomicU8, AtomicU32, AtomicU64, AtomicUsize};
 
 /// No region open, or no scope-end row.
 pub const NO_CELL: u32 = u32::MAX;
@@ -235,6 +235,9 @@ pub struct ThreadFnHead {
     /// The owner's latest calls in a row, entered by the kernel with rows,
     /// during which nothing was allocated or freed (see `FnHead::quiet`).
     pub streak: Cell<u32>,
+    /// The owner's calls with rows during which the heap moved, up to
+    /// [`HOT_AFTER`], or [`NEVER_HOT`] (see `FnHead::quiet`).
+    pub hot: Cell<u32>,
     /// Of `calls`, those that ran quiet (see `quiet`). Written by the
     /// owner only.
     pub quiet_calls: AtomicU64,
@@ -256,6 +259,30 @@ pub struct ThreadFnHead {
     /// function called from two rows by turns, `let a = parse(x); let b =
     /// parse(y);` in a loop, too). Null: none.
     pub edges: [EdgeSlot; 2],
+    /// Owned by `quiet_events`: the events of this thread's quiet calls of
+    /// the function, by the return address into its frame at which they
+    /// happened, where the function was open once on the thread; the
+    /// others, and those past these slots, go to `quiet_events`' map.
+    pub events: [EventSlot; EVENT_SLOTS],
+}
+
+/// Return addresses a thread's aggregate keeps quiet events under itself
+/// (see `ThreadFnHead::events`): a function's statements that allocate.
+pub const EVENT_SLOTS: usize = 6;
+
+/// The allocations and frees one thread's quiet calls of a function made
+/// at one return address into its frame. Owned by `quiet_events`: written
+/// by the thread it belongs to only (plain loads and stores), read by
+/// `report()`.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub struct EventSlot {
+    /// The return address, or 0: the slot is free.
+    pub ret: AtomicUsize,
+    pub allocations: AtomicU64,
+    pub frees: AtomicU64,
+    pub allocated: AtomicU64,
+    pub net: AtomicI64,
 }
 
 /// One of the call edges a thread's aggregate remembers (see
@@ -313,6 +340,18 @@ pub const WITH_ROWS_AGAIN: u8 = 2;
 /// function's calls go quiet.
 pub const QUIET_AFTER: u32 = 64;
 
+/// Calls with rows on one thread during which the heap moved, none of them
+/// nested in another call of the function, after which the function's
+/// calls go quiet too (see `ThreadFnHead::hot`): a hot function's rows
+/// then take its allocations and frees from its events, and no longer pay
+/// on each statement.
+pub const HOT_AFTER: u32 = 1024;
+
+/// `ThreadFnHead::hot` once a call ran nested in another of its function,
+/// or from the start in a build without frame pointers (no events placed):
+/// the function's calls do not go quiet for moving the heap often.
+pub const NEVER_HOT: u32 = u32::MAX;
+
 /// A quiet call (see `quiet`), on the thread's side stack: its thread's
 /// counters and aggregate, and its region's start.
 ///
@@ -327,6 +366,12 @@ pub struct QuietHead {
     pub counters: *const Counters,
     pub thread_fn: *const ThreadFnHead,
     pub start: i64,
+    /// 0, where `CallHead::flags` is.
+    pub flags: u8,
+    /// [`CALL_QUIET`], where `CallHead::mode` is: a walk of the side stack
+    /// (`probe::open_rows`) tells a quiet call from the others by it, as
+    /// both start with the thread's counters.
+    pub mode: u8,
     pub saved: i64,
     pub start_allocs: u64,
     pub start_allocated: u64,
@@ -360,6 +405,11 @@ pub const CALL_KERNEL: u8 = 1;
 /// `CallHead::mode`: entered by the runtime, which owns the rest of the
 /// frame's state.
 pub const CALL_RUNTIME: u8 = 2;
+/// `QuietHead::mode`, never a `CallHead`'s: a quiet call (see `quiet`).
+pub const CALL_QUIET: u8 = 3;
+
+const _: () =
+    assert!(core::mem::offset_of!(QuietHead, mode) == core::mem::offset_of!(CallHead, mode));
 
 /// `CallHead::flags`: the call takes the runtime's slow statement step
 /// (NVML sampling, process scope, or an `async fn` call, whose thread

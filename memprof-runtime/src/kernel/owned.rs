@@ -7,7 +7,7 @@
 //! to a single move.
 
 use core::cell::{Cell, UnsafeCell};
-use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize};
 
 /// `c.get()`.
 #[inline(always)]
@@ -47,6 +47,13 @@ pub(crate) fn load_u64(a: &AtomicU64) -> u64 {
 pub(crate) fn load_u32(a: &AtomicU32) -> u32 {
     // SAFETY: as in `load_i64`.
     unsafe { *(a as *const AtomicU32).cast::<u32>() }
+}
+
+/// [`load_i64`] for `AtomicUsize`.
+#[inline(always)]
+pub(crate) fn load_usize(a: &AtomicUsize) -> usize {
+    // SAFETY: as in `load_i64`.
+    unsafe { *(a as *const AtomicUsize).cast::<usize>() }
 }
 
 /// The larger of two integers, without `Ord::max`'s call.

@@ -1,14 +1,17 @@
 //! Quiet calls: once [`QUIET_AFTER`](super::layout::QUIET_AFTER) calls in
-//! a row of a function on one thread allocated and freed nothing, the
-//! function's calls run as written, in a call region without rows, counted
-//! in the `fn` row only. A quiet call during which the heap moved records
-//! its figures in the `fn` row, whole. Where the build has frame pointers
-//! the call has an anchor (its frame), and each allocation and free during
-//! it is placed on the row of the statement that made it (`quiet_events`
-//! finds it from the return address in the anchored frame): the function
-//! stays quiet until more than one in `QUIET_AFTER` of its calls on a
-//! thread moved the heap. Without an anchor the function's later calls
-//! record their rows again at the first such call, for good.
+//! a row of a function on one thread allocated and freed nothing, or, in a
+//! build with frame pointers, once [`HOT_AFTER`](super::layout::HOT_AFTER)
+//! calls on a thread moved the heap, none nested in another (see
+//! `call::count_streak`), the function's calls run as written, in a call
+//! region without rows, counted in the `fn` row only. A quiet call during
+//! which the heap moved records its figures in the `fn` row, whole. Where
+//! the build has frame pointers the call has an anchor (its frame), and
+//! each allocation and free during it is placed on the row of the
+//! statement that made it (`quiet_events` finds it from the return address
+//! in the anchored frame): the function stays quiet, unless its calls nest
+//! and more than one in `QUIET_AFTER` of them on a thread moved the heap.
+//! Without an anchor the function's later calls record their rows again at
+//! the first such call, for good.
 //!
 //! PERF: a function that never allocates (a scanner, an accessor) is most
 //! of a crate's calls, which the plain build inlines to nothing; a profiled
@@ -16,15 +19,16 @@
 
 use super::call::{process_net, push, thread_fn};
 use super::layout::{
-    Counters, FAST_QUIET, FnHead, Globals, LineCell, NO_SAMPLE, QUIET, QUIET_AFTER, QUIET_MARK,
-    QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
+    CALL_QUIET, Counters, FAST_QUIET, FnHead, Globals, LineCell, NEVER_HOT, NO_SAMPLE, QUIET,
+    QUIET_AFTER, QUIET_MARK, QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
 use core::sync::atomic::Ordering;
 
 /// The side stack's room for a quiet call's head.
-const QUIET_ROOM: usize = core::mem::size_of::<QuietHead>().next_multiple_of(16);
+/// A quiet call's room on the side stack.
+pub const QUIET_ROOM: usize = core::mem::size_of::<QuietHead>().next_multiple_of(16);
 
 /// Enters a call quietly if `meta`'s function's calls are quiet and the
 /// kernel may enter them (its `fast` permit, the thread's
@@ -68,6 +72,8 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, anchor: usize) -> *m
             counters: t,
             thread_fn: tf,
             start,
+            flags: 0,
+            mode: CALL_QUIET,
             saved,
             start_allocs: allocs_in(t),
             start_allocated: allocated_in(t),
@@ -158,7 +164,14 @@ fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, row: &LineCell, g: &
     // nested ones too, as `quiet_moved` counts them.
     let calls = load_u64(&row.occurrences);
     let often = moved > u64::from(QUIET_AFTER) && moved * u64::from(QUIET_AFTER) > calls;
-    if head.anchor == 0 || often {
+    if get(&tf.depth) > 1 {
+        // Nested in another call of the function (`exit` has not counted
+        // this one out yet).
+        set(&tf.hot, NEVER_HOT);
+    }
+    // A function whose calls nest keeps its events in the map, under a
+    // lock: past one moved call in `QUIET_AFTER` its rows cost less.
+    if head.anchor == 0 || (often && get(&tf.hot) == NEVER_HOT) {
         // SAFETY: an aggregate's head is its function's, a static.
         unsafe { &*tf.head }
             .quiet

@@ -3,18 +3,20 @@
 //! they do without sites, and only an allocation that sites records walks
 //! the records, outermost first.
 //!
-//! The side stack holds, in the order calls and blocks begin, four kinds of
+//! The side stack holds, in the order calls and blocks begin, five kinds of
 //! record: a call the kernel entered (its head, `CALL_ROOM` bytes) and its
 //! cursors (`CURSOR_ROOM`), a call the runtime entered (a [`CallRecord`],
-//! with its body's cursor inside) and its cursors (a [`CursorRecord`]).
-//! A call's head starts with the thread's counters; a cursor, with its
-//! call, a head below it. Anything else ends the walk: a record being
+//! with its body's cursor inside) and its cursors (a [`CursorRecord`]),
+//! and a quiet call (`QUIET_ROOM`, no rows). A call's head, quiet or not,
+//! starts with the thread's counters, its mode where `CallHead::mode` is;
+//! a cursor, with its call, a head below it. Anything else ends the walk: a record being
 //! written, or one on the heap (a full side stack) leaves the rows above
 //! it unread.
 
 use super::{CallRecord, CursorRecord};
 use crate::kernel::call::{CALL_ROOM, CURSOR_ROOM};
-use crate::kernel::layout::{CALL_KERNEL, CALL_RUNTIME, CallHead, CursorHead, NO_CELL};
+use crate::kernel::layout::{CALL_KERNEL, CALL_QUIET, CALL_RUNTIME, CallHead, CursorHead, NO_CELL};
+use crate::kernel::quiet::QUIET_ROOM;
 use crate::owned::get;
 use crate::sites::{Key, MAX_OPEN, OpenRow, Rows};
 use std::mem::MaybeUninit;
@@ -98,6 +100,8 @@ fn walk_side_stack(
                     }
                     at += call_room;
                 }
+                // A quiet call has no rows; calls with rows may run inside.
+                CALL_QUIET if at + QUIET_ROOM <= top => at += QUIET_ROOM,
                 _ => break,
             }
             continue;
@@ -144,5 +148,63 @@ fn walk_side_stack(
             }
             _ => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::layout::{CALL_QUIET, Counters, QuietHead};
+    use std::cell::Cell;
+
+    #[repr(C, align(16))]
+    struct SideStack([u8; 512]);
+
+    /// A quiet call's record, then a kernel-entered call's above it: the
+    /// walk passes the quiet one and reads the call. Its bytes where a
+    /// call's mode is read to be CALL_KERNEL under the layout before the
+    /// mode field (the enclosing region's watermark there: 0x101 bytes and
+    /// the like), which took the quiet record for a call and read a
+    /// pointer out of its figures (serde_json's binary crashed with sites).
+    #[test]
+    fn a_quiet_calls_record_is_passed_over_whatever_its_figures() {
+        let counters = 0x1000usize;
+        let mut stack = SideStack([0; 512]);
+        let base = stack.0.as_mut_ptr() as usize;
+        let ones = i64::from_ne_bytes([1; 8]);
+        // SAFETY: room for both records, aligned to 16.
+        unsafe {
+            (base as *mut QuietHead).write(QuietHead {
+                counters: counters as *const Counters,
+                thread_fn: std::ptr::null(),
+                start: ones,
+                flags: 0,
+                mode: CALL_QUIET,
+                saved: ones,
+                start_allocs: 5,
+                start_allocated: ones as u64,
+                anchor: 0,
+                outer: std::ptr::null(),
+            });
+            ((base + QUIET_ROOM) as *mut CallHead).write(CallHead {
+                counters: Cell::new(counters as *const Counters),
+                cells: Cell::new(std::ptr::null()),
+                base: Cell::new(0),
+                flags: Cell::new(0),
+                mode: Cell::new(CALL_KERNEL),
+                outermost: Cell::new(true),
+                thread_fn: Cell::new(std::ptr::null()),
+                start: Cell::new(0),
+                saved: Cell::new(0),
+                start_allocs: Cell::new(77),
+                start_allocated: Cell::new(0),
+            });
+        }
+        let mut pushed = Vec::new();
+        let top = base + QUIET_ROOM + CALL_ROOM;
+        walk_side_stack(counters, base, top, &mut |key, start| {
+            pushed.push((key.is_some(), start));
+        });
+        assert_eq!(pushed, [(false, 77)]);
     }
 }

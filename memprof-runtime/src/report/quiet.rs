@@ -18,7 +18,7 @@ use crate::quiet_events::Tally;
 /// reach, no debug information, or a line that is the `fn` row's): the
 /// `fn` row holds them, as it holds every quiet call whole.
 pub(super) fn place(meta: &FnMeta, cells: &mut [RowFigures]) -> u64 {
-    let events = crate::quiet_events::of(&meta.head);
+    let events = meta.quiet_events();
     if events.is_empty() {
         return 0;
     }

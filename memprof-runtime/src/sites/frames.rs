@@ -29,6 +29,14 @@ pub(crate) fn take(frames: &mut [usize]) -> usize {
     unwind(frames)
 }
 
+/// Whether this build keeps frame pointers that [`anchor`] and
+/// [`returns_into`] read (`cargo memprof` builds with them).
+pub(crate) const ANCHORS: bool = cfg!(all(
+    memprof_frame_pointers,
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+));
+
 /// The frame pointer of the function this is inlined into, for
 /// [`returns_into`]; 0 where [`ANCHORS`] is false.
 #[inline(always)]

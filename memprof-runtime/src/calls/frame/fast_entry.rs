@@ -54,7 +54,7 @@ impl Frame {
         }
         // SAFETY: a non-null aggregate lives as long as this thread.
         if let Some(t) = unsafe { get(&self.state().thread_fn).as_ref() } {
-            crate::kernel::call::count_streak(t, moved);
+            crate::kernel::call::count_streak(t, moved, !get(&self.state().outermost));
         }
     }
 }
