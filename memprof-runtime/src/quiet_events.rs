@@ -71,21 +71,6 @@ pub(crate) fn record(
     (allocations, allocated): (u64, usize),
     (frees, freed): (u64, usize),
 ) {
-    let mut aggregates = [std::ptr::null::<ThreadFnHead>(); MAX_OPEN];
-    let mut anchors = [0usize; MAX_OPEN];
-    let mut open = 0;
-    let mut head = t.quiet_top.get();
-    while !head.is_null() && open < MAX_OPEN {
-        // SAFETY: the thread's open quiet calls, on its side stack, each
-        // listing the one outside it (see `QuietHead`).
-        let call: &QuietHead = unsafe { &*head };
-        aggregates[open] = call.thread_fn;
-        anchors[open] = call.anchor;
-        head = call.outer;
-        open += 1;
-    }
-    let mut rets = [0usize; MAX_OPEN];
-    crate::sites::returns_into(&anchors[..open], &mut rets[..open]);
     let tally = Tally {
         allocations,
         frees,
@@ -96,10 +81,48 @@ pub(crate) fn record(
         },
         net: allocated as i64 - freed as i64,
     };
+    let mut open = 0;
+    let mut head = t.quiet_top.get();
+    while !head.is_null() && open < FEW {
+        // SAFETY: the thread's open quiet calls, on its side stack, each
+        // listing the one outside it (see `QuietHead`).
+        head = unsafe { (*head).outer };
+        open += 1;
+    }
+    // PERF: arrays as long as the quiet calls open, almost always a few:
+    // four arrays of `MAX_OPEN` entries, 2 KiB zeroed for every event,
+    // made `memset` the largest part of an event's cost.
+    if head.is_null() {
+        record_in::<FEW>(t, tally);
+    } else {
+        record_in::<MAX_OPEN>(t, tally);
+    }
+}
+
+/// Quiet calls open at once on a thread that [`record`]'s common case
+/// holds.
+const FEW: usize = 4;
+
+/// [`record`] for at most `N` quiet calls open on the thread.
+fn record_in<const N: usize>(t: &Counters, tally: Tally) {
+    let mut aggregates = [std::ptr::null::<ThreadFnHead>(); N];
+    let mut anchors = [0usize; N];
+    let mut open = 0;
+    let mut head = t.quiet_top.get();
+    while !head.is_null() && open < N {
+        // SAFETY: as in `record`.
+        let call: &QuietHead = unsafe { &*head };
+        aggregates[open] = call.thread_fn;
+        anchors[open] = call.anchor;
+        head = call.outer;
+        open += 1;
+    }
+    let mut rets = [0usize; N];
+    crate::sites::returns_into(&anchors[..open], &mut rets[..open]);
     // SAFETY: the open quiet calls' aggregates: this thread's, alive as
     // long as it is.
     let (aggregates, rets) = (&aggregates[..open], &rets[..open]);
-    if !unsafe { in_slots(aggregates, rets, tally) } {
+    if !unsafe { in_slots::<N>(aggregates, rets, tally) } {
         // SAFETY: as above.
         unsafe { in_map(aggregates, rets, tally) };
     }
@@ -111,9 +134,13 @@ pub(crate) fn record(
 /// (see `ThreadFnHead::events`); otherwise adds nothing and returns false.
 ///
 /// # Safety
-/// `aggregates` are the calling thread's.
-unsafe fn in_slots(aggregates: &[*const ThreadFnHead], rets: &[usize], tally: Tally) -> bool {
-    let mut found = [0usize; MAX_OPEN];
+/// `aggregates` are the calling thread's, at most `N`.
+unsafe fn in_slots<const N: usize>(
+    aggregates: &[*const ThreadFnHead],
+    rets: &[usize],
+    tally: Tally,
+) -> bool {
+    let mut found = [0usize; N];
     for (i, &aggregate) in aggregates.iter().enumerate() {
         if rets[i] == 0 || aggregates[..i].contains(&aggregate) {
             return false;
