@@ -100,6 +100,7 @@ fn report(distinct: bool) -> Report {
             lines,
             sites_left_out: None,
             quiet_calls: 0,
+            events_calls: 0,
             quiet_unplaced: 0,
         });
     }

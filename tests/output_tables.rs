@@ -53,6 +53,7 @@ fn function(name: &str, lines: Vec<memprof::LineReport>) -> memprof::FunctionRep
         lines,
         sites_left_out: None,
         quiet_calls: 0,
+        events_calls: 0,
         quiet_unplaced: 0,
     }
 }

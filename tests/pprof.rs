@@ -163,6 +163,7 @@ fn report_of(functions: &serde_json::Value) -> memprof::Report {
             lines,
             sites_left_out: None,
             quiet_calls: 0,
+            events_calls: 0,
             quiet_unplaced: 0,
         });
     }

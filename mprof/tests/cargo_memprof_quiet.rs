@@ -3,8 +3,11 @@
 //! made it, so a function whose calls go quiet keeps, on every line,
 //! Increment, Allocs and Allocated equal to a run where every call takes
 //! its rows (`MEMPROF_QUIET=off`), and stays quiet when its calls grow a
-//! buffer now and then, or allocate on every call once 1,024 of them did
-//! (docs/reference.md, "Calls that move nothing go quiet").
+//! buffer now and then, or allocate on every call once 1,024 of them did;
+//! and a call whose loop has turned 65,536 times, seldom allocating, stops
+//! stepping its rows, which keep the same figures, while one whose loop
+//! allocates on every turn keeps stepping them (docs/reference.md, "Calls
+//! that move nothing go quiet").
 
 #[path = "common/cargo_memprof.rs"]
 mod support;
@@ -42,7 +45,38 @@ fn keep(all: &mut Vec<Vec<u64>>, i: u64) {
     all.push(v);
 }
 
+#[inline(never)]
+fn fill(all: &mut Vec<Vec<u64>>, n: u64) -> usize {
+    let mut total = 0;
+    for i in 0..n {
+        let v = vec![i; 4];
+        all.push(v);
+        let w = vec![i; 2];
+        all.push(w);
+        let t = vec![0u8; 8];
+        total += t.len() + format!("{i}").len();
+    }
+    total
+}
+
+#[inline(never)]
+fn scan(all: &mut Vec<Vec<u64>>, n: u64) -> u64 {
+    let mut sum = 0;
+    for i in 0..n {
+        let x = i.wrapping_mul(2_654_435_761) >> 7;
+        sum ^= x;
+        if i % 1000 == 0 {
+            all.push(vec![i; 4]);
+        }
+    }
+    sum
+}
+
 fn main() {
+    let mut e = Vec::with_capacity(140_000);
+    let filled = fill(&mut e, 70_000);
+    let mut f = Vec::with_capacity(1_000);
+    let scanned = scan(&mut f, 200_000);
     let mut a = Vec::with_capacity(1000);
     for i in 0..3000 {
         push_one(&mut a, i);
@@ -62,7 +96,7 @@ fn main() {
     for i in 0..20_000 {
         keep(&mut d, i);
     }
-    println!("{} {} {} {}", a.len(), b.len(), c.len(), d.len());
+    println!("{} {} {} {} {filled} {scanned}", a.len(), b.len(), c.len(), d.len());
 }
 "#;
 
@@ -71,12 +105,30 @@ fn report(dir: &std::path::Path, env: &[(&str, &str)]) -> Value {
     let run = run_with(dir, &["run", "--release", "-q"], env);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stdout.contains("3000 6000 1000 20000"),
+        run.stdout
+            .contains("3000 6000 1000 20000 898890 20164822656"),
         "{}",
         run.stdout
     );
     let text = std::fs::read_to_string(dir.join("target/memprof/report.json")).unwrap();
     serde_json::from_str(&text).unwrap()
+}
+
+/// The fixture as a package named `name`: its report.json from a run as
+/// `cargo memprof` makes it, then from one where every call takes its rows
+/// (`MEMPROF_QUIET=off`).
+fn reports(name: &str) -> (Value, Value) {
+    let dir = TempDir::new(name);
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/main.rs"), MAIN).unwrap();
+    (report(&dir, &[]), report(&dir, &[("MEMPROF_QUIET", "off")]))
 }
 
 /// A function's table by the end of its path.
@@ -123,17 +175,7 @@ fn line(function: &Value, contents: &str) -> (i64, u64, u64) {
 
 #[test]
 fn quiet_calls_keep_every_lines_increment_allocs_and_allocated() {
-    let dir = TempDir::new("quiet");
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        "[package]\nname = \"quiet-events\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(dir.join("src/main.rs"), MAIN).unwrap();
-
-    let quiet = report(&dir, &[]);
-    let rows = report(&dir, &[("MEMPROF_QUIET", "off")]);
+    let (quiet, rows) = reports("quiet-events");
     for name in ["::push_one", "::push_two", "::nest", "::keep"] {
         let (q, r) = (function(&quiet, name), function(&rows, name));
         assert_eq!(q["calls"], r["calls"], "{name}");
@@ -188,4 +230,77 @@ fn quiet_calls_keep_every_lines_increment_allocs_and_allocated() {
         line(function(&rows, "::keep"), "let v = vec![i; 4];").1,
         20_000
     );
+}
+
+#[test]
+fn a_long_loops_rows_take_its_events_and_keep_their_figures() {
+    let (events, rows) = reports("rows-events");
+    let occurrences = |f: &Value, contents: &str| {
+        f["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["contents"].as_str().unwrap().trim() == contents)
+            .unwrap()["occurrences"]
+            .as_u64()
+            .unwrap()
+    };
+    // `scan`: one call, 200,000 turns, an allocation every 1,000th. Past
+    // 65,536 blocks entered (its loop's turns and its `if`'s), with 66
+    // allocations, its rows stopped stepping.
+    let (e, r) = (function(&events, "::scan"), function(&rows, "::scan"));
+    assert_eq!(e["calls"], 1);
+    assert_eq!(e["events_calls"], 1, "{e}");
+    assert_eq!(r["events_calls"], 0, "{r}");
+    assert_eq!(e["quiet_unplaced"], 0, "{e}");
+    // Every line that ran before that holds the same figures as in the
+    // rows run; the one after the loop ran only after, and moved nothing:
+    // no figures (as a line that ran only in quiet calls and moved
+    // nothing), 0 in the rows run.
+    let (ec, rc) = (event_columns(e), event_columns(r));
+    assert_eq!(ec.len(), rc.len());
+    let mut unstepped = Vec::new();
+    for (el, rl) in ec.iter().zip(&rc) {
+        if el.1.is_null() && !rl.1.is_null() {
+            assert_eq!((&rl.1, &rl.2, &rl.3), (&0.into(), &0.into(), &0.into()));
+            unstepped.push(line_text(e, el.0));
+        } else {
+            assert_eq!(el, rl);
+        }
+    }
+    assert_eq!(unstepped, ["sum", "}"]);
+    // 200 vectors of 4 `u64`s, kept; the loop's row holds them, and so does
+    // the `fn` row.
+    assert_eq!(line(e, "all.push(vec![i; 4]);"), (6_400, 200, 6_400));
+    assert_eq!(line(e, "for i in 0..n {"), (6_400, 200, 6_400));
+    // Statements' Occurrences count the turns before the rows stopped
+    // stepping, the rows run's every turn.
+    assert_eq!(occurrences(r, "sum ^= x;"), 200_000);
+    let stepped = occurrences(e, "sum ^= x;");
+    assert!((65_000..=65_536).contains(&stepped), "{stepped}");
+
+    // `fill` allocates three times a turn: it keeps its rows, every turn
+    // stepped, its figures those of the rows run.
+    let (e, r) = (function(&events, "::fill"), function(&rows, "::fill"));
+    assert_eq!(e["events_calls"], 0, "{e}");
+    assert_eq!(event_columns(e), event_columns(r));
+    assert_eq!(occurrences(e, "all.push(v);"), 70_000);
+    assert_eq!(
+        line(e, "let v = vec![i; 4];"),
+        (2_240_000, 70_000, 2_240_000)
+    );
+}
+
+/// A line's contents, trimmed, by its number.
+fn line_text(function: &Value, number: u64) -> String {
+    function["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["line"] == number)
+        .unwrap()["contents"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .to_owned()
 }

@@ -106,6 +106,7 @@ impl<'a> Cursor<'a> {
                 call,
                 cell: Cell::new(NO_CELL),
                 pending: Cell::new(NO_CELL),
+                held: Cell::new(NO_CELL),
                 counters: Cell::new(counters),
                 start: Cell::new(0),
                 saved: Cell::new(0),
@@ -353,6 +354,11 @@ impl Cursor<'_> {
     pub(crate) fn close(&self) {
         if get(&self.head.cell) != NO_CELL {
             self.enter(NO_CELL);
+        }
+        if get(&self.head.held) != NO_CELL {
+            // SAFETY: a cursor with a held row has a call, open while it
+            // is (see `calls::rows_events`).
+            crate::kernel::call::release(&self.head, unsafe { &*self.head.call });
         }
     }
 }

@@ -205,6 +205,7 @@ impl Frame {
                 flags: Cell::new(CALL_SLOW),
                 mode: Cell::new(CALL_OFF),
                 outermost: Cell::new(false),
+                turns: Cell::new(0),
                 thread_fn: Cell::new(std::ptr::null()),
                 start: Cell::new(0),
                 saved: Cell::new(0),

@@ -48,6 +48,9 @@ pub struct FnMeta {
     pub(crate) retired_calls: AtomicU64,
     /// Of those, the calls that ran quiet (see `kernel::quiet`).
     pub(crate) retired_quiet_calls: AtomicU64,
+    /// And those whose rows took their events part way (see
+    /// `calls::rows_events`).
+    pub(crate) retired_events_calls: AtomicU64,
     /// Calls still running when their thread ended: the process exited
     /// from inside them (`std::process::exit` runs the calling thread's
     /// destructors). Their rows so far are in `retired`.
@@ -102,6 +105,7 @@ impl FnMeta {
             tables: AtomicU64::new(0),
             retired_calls: AtomicU64::new(0),
             retired_quiet_calls: AtomicU64::new(0),
+            retired_events_calls: AtomicU64::new(0),
             retired_running: AtomicU64::new(0),
             others_moved: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
@@ -195,20 +199,22 @@ impl FnMeta {
     }
 
     /// Of the outermost calls [`Self::totals`] counts, those that ran
-    /// quiet (see `kernel::quiet`).
-    pub(crate) fn quiet_calls(&self) -> u64 {
+    /// quiet (see `kernel::quiet`), and those whose rows took their events
+    /// part way (see `calls::rows_events`).
+    pub(crate) fn quiet_calls(&self) -> (u64, u64) {
         let threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         let generation = self.head.generation.load(Relaxed);
-        let live = threads.iter().map(|thread| {
+        let mut quiet = self.retired_quiet_calls.load(Relaxed);
+        let mut events = self.retired_events_calls.load(Relaxed);
+        for thread in threads.iter() {
             // SAFETY: listed aggregates are alive while the lock is held.
             let thread = unsafe { &*thread.0 };
             if thread.generation.load(Relaxed) == generation {
-                thread.quiet_calls.load(Relaxed)
-            } else {
-                0
+                quiet += thread.quiet_calls.load(Relaxed);
+                events += thread.events_calls.load(Relaxed);
             }
-        });
-        self.retired_quiet_calls.load(Relaxed) + live.sum::<u64>()
+        }
+        (quiet, events)
     }
 
     /// The allocations and frees of this function's quiet calls (see
@@ -248,6 +254,7 @@ impl FnMeta {
         self.retired.iter().for_each(LineCell::clear);
         self.retired_calls.store(0, Relaxed);
         self.retired_quiet_calls.store(0, Relaxed);
+        self.retired_events_calls.store(0, Relaxed);
         crate::quiet_events::forget(&self.head);
         self.retired_running.store(0, Relaxed);
         self.others_moved.store(false, Relaxed);

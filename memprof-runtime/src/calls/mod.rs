@@ -15,6 +15,7 @@ mod frame;
 mod meta;
 pub(crate) mod polled_rows;
 mod polling;
+pub(crate) mod rows_events;
 mod sites;
 pub(crate) mod stack;
 mod task;

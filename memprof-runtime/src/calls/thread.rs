@@ -7,7 +7,7 @@
 use super::meta::{FnMeta, ThreadFnPtr, first_quiet_state};
 use crate::alloc::untracked;
 use crate::cells::{LineCell, RowFigures};
-use crate::kernel::layout::{EdgeSlot, ThreadFnHead};
+use crate::kernel::layout::{EdgeSlot, QuietHead, ThreadFnHead};
 use crate::owned::load_u64;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -81,6 +81,7 @@ impl ThreadFn {
         self.cells().iter().for_each(LineCell::clear);
         self.calls.store(0, Relaxed);
         self.quiet_calls.store(0, Relaxed);
+        self.events_calls.store(0, Relaxed);
         self.quiet_moved.set(0);
         crate::quiet_events::clear_slots(self);
         self.streak.set(0);
@@ -251,6 +252,8 @@ fn first_call_on_thread(meta: &'static FnMeta, table: &ThreadTable) -> *const Th
                 cells: padded[PAD..].as_ptr(),
                 edges: [EdgeSlot::NONE, EdgeSlot::NONE],
                 events: Default::default(),
+                rows_events: Cell::new(QuietHead::NONE),
+                events_calls: AtomicU64::new(0),
             },
             meta,
             padded,
@@ -300,6 +303,15 @@ fn retire(thread_fn: *const ThreadFn) {
     threads.retain(|listed| listed.0 != thread_fn.cast::<ThreadFnHead>());
     // SAFETY: unlisted under the lock, so no reader can reach it any more.
     let owned = unsafe { Box::from_raw(thread_fn.cast_mut()) };
+    let events_head = owned.rows_events.get();
+    // SAFETY: a linked head's counters are this thread's, which outlive its
+    // aggregates.
+    if let Some(t) = unsafe { events_head.counters.as_ref() } {
+        // A call whose rows took its events is still open as its thread
+        // ends (the process exiting from inside it): its head, about to be
+        // freed, leaves the thread's quiet calls.
+        crate::kernel::rows_events::leave_events(t, &owned);
+    }
     if owned.generation.load(Relaxed) != meta.head.generation.load(Relaxed) {
         return;
     }
@@ -310,6 +322,8 @@ fn retire(thread_fn: *const ThreadFn) {
         .fetch_add(owned.calls.load(Relaxed), Relaxed);
     meta.retired_quiet_calls
         .fetch_add(owned.quiet_calls.load(Relaxed), Relaxed);
+    meta.retired_events_calls
+        .fetch_add(owned.events_calls.load(Relaxed), Relaxed);
     crate::quiet_events::absorb(&meta.head, &owned);
     if owned.depth.get() > 0 {
         // A call is still open as its thread ends: the process is exiting

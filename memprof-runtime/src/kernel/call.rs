@@ -2,11 +2,13 @@
 //! stack: a synchronous call's entry and exit, and a nested block's cursor.
 
 use super::layout::{
-    CALL_KERNEL, CallHead, Counters, CursorHead, EdgeCounts, FAST_ALL, FnHead, Globals, HOT_AFTER,
-    NEVER_HOT, NO_CELL, NO_SAMPLE, QUIET, QUIET_AFTER, ThreadFnHead, WITH_ROWS,
+    CALL_KERNEL, CallHead, Counters, CursorHead, EVENTS, EVENTS_AFTER_TURNS, EdgeCounts, FAST_ALL,
+    FnHead, Globals, HOT_AFTER, NEVER_HOT, NO_CELL, NO_SAMPLE, QUIET, QUIET_AFTER, ThreadFnHead,
+    WITH_ROWS,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
+use super::rows_events::leave_events;
 use super::step::step;
 use core::cell::Cell;
 use core::sync::atomic::Ordering;
@@ -147,6 +149,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
             call: record,
             cell: Cell::new(first),
             pending: Cell::new(NO_CELL),
+            held: Cell::new(NO_CELL),
             counters: Cell::new(t as *const Counters),
             start: Cell::new(start),
             saved: Cell::new(start),
@@ -164,6 +167,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, first: u32) -> *mut 
             flags: Cell::new(0),
             mode: Cell::new(CALL_KERNEL),
             outermost: Cell::new(depth == 0),
+            turns: Cell::new(0),
             thread_fn: Cell::new(thread_fn),
             start: Cell::new(start),
             saved: Cell::new(saved),
@@ -207,6 +211,9 @@ pub unsafe fn exit(top: *const CursorHead) -> u32 {
         Edge::None => core::ptr::null(),
         Edge::Unknown => return 2,
     };
+    if get(&call.turns) == EVENTS {
+        end_events(cursor, call, t, tf);
+    }
     set(&t.open_cursor, get(&cursor.outer));
     let start = get(&call.start);
     if quiet_in(t, start, get(&call.start_allocs)) {
@@ -286,6 +293,26 @@ fn go_quiet(tf: &ThreadFnHead) {
     let _ = quiet.compare_exchange(WITH_ROWS, QUIET, Ordering::Relaxed, Ordering::Relaxed);
 }
 
+/// The row `cursor` held open since its call's rows began to take its
+/// events (`CursorHead::held`) ends: the block or the call is done.
+#[cold]
+#[inline(never)]
+pub fn release(cursor: &CursorHead, call: &CallHead) {
+    call.row(get(&cursor.held)).released();
+    set(&cursor.held, NO_CELL);
+}
+
+/// [`exit`]'s end of a call whose rows took its events: its body's held
+/// row ends, and its events are no longer placed on its rows.
+#[cold]
+#[inline(never)]
+fn end_events(cursor: &CursorHead, call: &CallHead, t: &Counters, tf: &ThreadFnHead) {
+    if get(&cursor.held) != NO_CELL {
+        release(cursor, call);
+    }
+    leave_events(t, tf);
+}
+
 /// [`exit`]'s closes for a call during which something was allocated or
 /// freed: its body's open row, if any (a step to no row), then its `fn`
 /// row. Out of line, so that [`exit`]'s quiet path saves no registers.
@@ -362,7 +389,9 @@ pub unsafe fn edge(tf: &ThreadFnHead, outer: *const CursorHead) -> Edge {
 /// the kernel steps that call's statements: a cursor head on the side
 /// stack, at row `first` (the block's first statement, whose step this
 /// saves) unless that is `NO_CELL`. Null for any other call, or none (`top`
-/// null: `MEMPROF=off`), or no room.
+/// null: `MEMPROF=off`), or no room, or a call whose rows may take its
+/// events from now on, which the runtime answers: one that entered
+/// [`EVENTS_AFTER_TURNS`] blocks (see `calls::rows_events`).
 ///
 /// # Safety
 /// `top` is null or the body's cursor of the innermost open synchronous call
@@ -383,6 +412,16 @@ pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
     if counters.is_null() {
         return core::ptr::null_mut();
     }
+    // SAFETY: a cursor with counters has a call, open while it is.
+    let turns = &unsafe { &*call }.turns;
+    let turn = get(turns);
+    if turn < EVENTS_AFTER_TURNS {
+        set(turns, turn + 1);
+    } else if turn == EVENTS_AFTER_TURNS {
+        // A call whose rows may take its events from now on: the runtime's
+        // cursor answers (see `calls::rows_events`).
+        return core::ptr::null_mut();
+    }
     // SAFETY: a cursor's counters are its call's thread's.
     let record = push(unsafe { &*counters }, CURSOR_ROOM).cast::<CursorHead>();
     if !record.is_null() {
@@ -392,6 +431,7 @@ pub unsafe fn cursor(top: *const CursorHead, first: u32) -> *mut CursorHead {
                 call,
                 cell: Cell::new(NO_CELL),
                 pending: Cell::new(NO_CELL),
+                held: Cell::new(NO_CELL),
                 counters: Cell::new(counters),
                 start: Cell::new(0),
                 saved: Cell::new(0),
@@ -443,6 +483,10 @@ pub unsafe fn cursor_end(cursor: *const CursorHead) -> u32 {
     if get(&head.cell) != NO_CELL {
         // SAFETY: as the caller promises.
         unsafe { step(cursor, NO_CELL) };
+    }
+    if get(&head.held) != NO_CELL {
+        // SAFETY: a cursor's call is open while it is.
+        release(head, unsafe { &*head.call });
     }
     set(&t.open_cursor, get(&head.outer));
     set(&t.stack_top, cursor as *mut u8);

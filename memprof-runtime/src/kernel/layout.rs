@@ -264,6 +264,14 @@ pub struct ThreadFnHead {
     /// happened, where the function was open once on the thread; the
     /// others, and those past these slots, go to `quiet_events`' map.
     pub events: [EventSlot; EVENT_SLOTS],
+    /// Owned by `kernel::quiet`: the head by which the open call of
+    /// the function on this thread whose rows take its events (see
+    /// [`EVENTS_AFTER_TURNS`]) is in `Counters::quiet_top`, as a quiet
+    /// call's; `thread_fn` null while there is none.
+    pub rows_events: Cell<QuietHead>,
+    /// Of `calls`, those whose rows took their events part way (see
+    /// [`EVENTS_AFTER_TURNS`]). Written by the owner only.
+    pub events_calls: AtomicU64,
 }
 
 /// Return addresses a thread's aggregate keeps quiet events under itself
@@ -347,6 +355,28 @@ pub const QUIET_AFTER: u32 = 64;
 /// on each statement.
 pub const HOT_AFTER: u32 = 1024;
 
+/// Blocks one call entered (a loop's turns) after which, with frame
+/// pointers, the call's rows stop stepping if it allocated at most once in
+/// [`TURNS_PER_ALLOCATION`] of them: its allocations and frees are placed
+/// on its rows from their return addresses, as a quiet call's are (a long
+/// loop that seldom allocates). See `calls::rows_events`.
+pub const EVENTS_AFTER_TURNS: u32 = 1 << 16;
+
+/// See [`EVENTS_AFTER_TURNS`]: an event costs about as much as a few
+/// statement steps.
+pub const TURNS_PER_ALLOCATION: u64 = 8;
+
+/// `CallHead::turns` of a call whose rows take its events.
+pub const EVENTS: u32 = u32::MAX;
+
+/// `CursorHead::pending` of a cursor whose call's rows take its events:
+/// its steps do nothing, and the call's blocks get no cursor.
+pub const STOPPED: u32 = u32::MAX - 1;
+
+/// `CallHead::turns` of a call that keeps stepping its rows: the runtime
+/// would not let them take its events.
+pub const ROWS_KEPT: u32 = u32::MAX - 1;
+
 /// `ThreadFnHead::hot` once a call ran nested in another of its function,
 /// or from the start in a build without frame pointers (no events placed):
 /// the function's calls do not go quiet for moving the heap often.
@@ -377,6 +407,22 @@ pub struct QuietHead {
     pub start_allocated: u64,
     pub anchor: usize,
     pub outer: *const QuietHead,
+}
+
+impl QuietHead {
+    /// No call (`ThreadFnHead::rows_events` while none is open).
+    pub const NONE: QuietHead = QuietHead {
+        counters: core::ptr::null(),
+        thread_fn: core::ptr::null(),
+        start: 0,
+        flags: 0,
+        mode: CALL_QUIET,
+        saved: 0,
+        start_allocs: 0,
+        start_allocated: 0,
+        anchor: 0,
+        outer: core::ptr::null(),
+    };
 }
 
 /// The process-wide state the kernel's call entry reads, each owned by its
@@ -438,6 +484,12 @@ pub struct CallHead {
     pub mode: Cell<u8>,
     /// A kernel-entered call: no open call of the function enclosed it.
     pub outermost: Cell<bool>,
+    /// Blocks this call's statements entered through the kernel's cursor
+    /// (a loop's turns), up to [`EVENTS_AFTER_TURNS`] (see `call::cursor`);
+    /// then [`EVENTS`] once its rows take its events (see
+    /// `ThreadFnHead::rows_events`), the kernel's steps of its cursors doing
+    /// nothing, or [`ROWS_KEPT`].
+    pub turns: Cell<u32>,
     /// A synchronous call: the thread's aggregate of the function (null
     /// if none); an `async fn` call: the polling thread's, set by each poll.
     /// The kernel's exit reads it for the calls it entered; call edges, to
@@ -463,8 +515,14 @@ pub struct CursorHead {
     /// The open row, or `NO_CELL`.
     pub cell: Cell<u32>,
     /// The row a step that the kernel left to the runtime was to open (see
-    /// `step::step`), for the runtime's slow step to read.
+    /// `step::step`), for the runtime's slow step to read; [`STOPPED`] once
+    /// the call's rows take its events (`CallHead::turns`), which generated
+    /// code's steps read before calling the kernel.
     pub pending: Cell<u32>,
+    /// The row this cursor had open when its call's rows began to take its
+    /// events, or `NO_CELL`: closed with its figures then, but held open
+    /// for the recursion rule (`LineCell::open`) until the block ends.
+    pub held: Cell<u32>,
     /// The thread's counters when the kernel steps this cursor (its call is
     /// synchronous and in thread scope, and samples no NVML: the call's
     /// flags have no `CALL_SLOW`); null when the runtime does. Fixed when

@@ -11,6 +11,7 @@ mod layout;
 mod owned;
 mod quiet;
 mod region;
+mod rows_events;
 mod step;
 mod thread;
 

@@ -32,6 +32,7 @@ pub(crate) mod layout;
 pub(crate) mod owned;
 pub(crate) mod quiet;
 pub(crate) mod region;
+pub(crate) mod rows_events;
 pub(crate) mod step;
 pub(crate) mod thread;
 

@@ -20,10 +20,11 @@
 use super::call::{process_net, push, thread_fn};
 use super::layout::{
     CALL_QUIET, Counters, FAST_QUIET, FnHead, Globals, LineCell, NEVER_HOT, NO_SAMPLE, QUIET,
-    QUIET_AFTER, QUIET_MARK, QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
+    QUIET_AFTER, QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
+use super::rows_events::mark_hook;
 use core::sync::atomic::Ordering;
 
 /// The side stack's room for a quiet call's head.
@@ -88,20 +89,6 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, anchor: usize) -> *m
         set(&t.quiet_top, head.cast_const());
     }
     head
-}
-
-/// Marks the thread's allocator hook (see `QUIET_MARK`), or unmarks it.
-/// A null hook (the allocator's slow path) stays null: the slow path asks
-/// `quiet_top` itself.
-#[inline(always)]
-fn mark_hook(t: &Counters, on: bool) {
-    let hook = get(&t.hook);
-    if !hook.is_null() {
-        set(
-            &t.hook,
-            hook.map_addr(|a| if on { a | QUIET_MARK } else { a & !QUIET_MARK }),
-        );
-    }
 }
 
 /// Ends a quiet call that [`enter`] entered at `head`: counts it in the

@@ -154,6 +154,15 @@ impl LineCell {
         unsafe { *self.open.get() += 1 }
     }
 
+    /// An execution of the row that [`LineCell::opened`] began and that was
+    /// recorded already ends (owner only): see `CursorHead::held`.
+    #[inline(always)]
+    pub(crate) fn released(&self) {
+        // SAFETY: only the owning thread touches `open`.
+        let open = unsafe { &mut *self.open.get() };
+        *open = open.saturating_sub(1);
+    }
+
     #[inline(always)]
     pub(crate) fn begin_write(&self) -> u32 {
         let seq = load_u32(&self.seq);

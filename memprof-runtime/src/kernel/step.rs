@@ -2,7 +2,7 @@
 //! the quiet path (nothing allocated or freed since the row opened) in a
 //! few loads and stores.
 
-use super::layout::{CALL_DEVICE, CallHead, Counters, CursorHead, NO_CELL, NO_SAMPLE};
+use super::layout::{CALL_DEVICE, CallHead, Counters, CursorHead, EVENTS, NO_CELL, NO_SAMPLE};
 use super::owned::{get, set};
 use super::region::{
     allocated_in, allocs_in, close_device_in, close_device_quiet_in, close_in, close_quiet_in,
@@ -102,9 +102,15 @@ fn step_quiet(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32, dev
 /// where no row is open: closes the region, if any, with its figures, and
 /// opens row `next`'s.
 ///
+/// Does nothing for a cursor whose call's rows take its events (its
+/// `turns` is [`EVENTS`]: `calls::rows_events`), whose open rows are none.
+///
 /// PERF: out of line, so that [`step`]'s quiet path saves no registers.
 #[inline(never)]
 fn step_loud(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32) {
+    if get(&call.turns) == EVENTS {
+        return;
+    }
     if get(&cursor.cell) != NO_CELL {
         close_loud(cursor, call, t);
     }

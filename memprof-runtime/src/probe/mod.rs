@@ -13,7 +13,7 @@ pub use quiet::QuietCall;
 use crate::alloc::KERNEL_GLOBALS;
 use crate::calls::stack::{self, Place};
 use crate::calls::{Cursor, FnMeta, Frame};
-use crate::kernel::layout::{CallHead, CursorHead, NO_CELL};
+use crate::kernel::layout::{CallHead, CursorHead, EVENTS_AFTER_TURNS, NO_CELL, STOPPED};
 use crate::timeline::CallMark;
 use std::alloc::Layout;
 use std::marker::PhantomData;
@@ -158,8 +158,10 @@ const _: () = assert!(
 #[inline(always)]
 fn step(cursor: *const CursorHead, cell: u32) {
     // PERF: `MEMPROF=off` (no cursor) makes no call: a statement of a body
-    // that has no as-written copy (a recursive function) costs a test.
-    if cursor.is_null() {
+    // that has no as-written copy (a recursive function) costs a test; so
+    // does one of a call whose rows take its events (`calls::rows_events`).
+    // SAFETY: null or this thread's live cursor.
+    if cursor.is_null() || unsafe { (*cursor).pending.get() } == STOPPED {
         return;
     }
     // SAFETY: this thread's live cursor.
@@ -197,7 +199,10 @@ impl SyncCall {
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn cursor(&self, first: u32) -> StackCursor {
         let top = self.probe.0;
-        if top.is_null() {
+        // A call whose rows take its events gives its blocks no cursor
+        // (see `calls::rows_events`).
+        // SAFETY: null or this thread's innermost open call's body cursor.
+        if top.is_null() || unsafe { (*top).pending.get() } == STOPPED {
             return StackCursor {
                 probe: Probe(std::ptr::null()),
             };
@@ -206,8 +211,7 @@ impl SyncCall {
         let cursor = unsafe { crate::kernel::cursor(top, first) };
         StackCursor {
             probe: Probe(if cursor.is_null() {
-                // SAFETY: a call's body cursor leads to its frame.
-                cursor_slowly(unsafe { (*top).call }, first)
+                cursor_slowly(top, first)
             } else {
                 cursor
             }),
@@ -349,15 +353,38 @@ fn exit_slowly(top: *const CursorHead) {
     let record = unsafe { &*release.0 };
     // The body's closing brace ends before the call does.
     record.top.close();
+    crate::calls::rows_events::end(&record.frame.head);
     let outer = record.top.head().outer.get();
     crate::calls::edges::cursor_ended(record.top.head());
     finish(&record.frame, &record.mark, record.holds, outer);
 }
 
 /// [`SyncCall::cursor`] where the kernel made none: a call the runtime
-/// entered, or a full side stack.
+/// entered, a full side stack, or a call whose rows may take its events
+/// from now on (see `calls::rows_events`), whose answer this gives: out of
+/// line, so that its caller, the function, anchors them. `top`: the call's
+/// body cursor.
 #[inline(never)]
-fn cursor_slowly(frame: *const CallHead, first: u32) -> *const CursorHead {
+fn cursor_slowly(top: *const CursorHead, first: u32) -> *const CursorHead {
+    // SAFETY: a live body cursor leads to its call's frame.
+    let frame = unsafe { &*(*top).call };
+    if frame.turns.get() == EVENTS_AFTER_TURNS {
+        let anchor = crate::sites::caller_anchor();
+        // SAFETY: the body cursor of the thread's innermost open call,
+        // which the kernel steps.
+        unsafe { crate::calls::rows_events::begin(top, anchor) };
+        // SAFETY: as above.
+        if unsafe { (*top).pending.get() } == STOPPED {
+            return std::ptr::null();
+        }
+        // SAFETY: as above; the call is answered: the kernel makes the
+        // cursor if it can.
+        let cursor = unsafe { crate::kernel::cursor(top, first) };
+        if !cursor.is_null() {
+            return cursor;
+        }
+    }
+    let frame: *const CallHead = frame;
     let layout = Layout::new::<CursorRecord>();
     let (room, place) = stack::push(layout);
     let record = room.cast::<CursorRecord>();

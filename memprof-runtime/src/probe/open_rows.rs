@@ -193,6 +193,7 @@ mod tests {
                 flags: Cell::new(0),
                 mode: Cell::new(CALL_KERNEL),
                 outermost: Cell::new(true),
+                turns: Cell::new(0),
                 thread_fn: Cell::new(std::ptr::null()),
                 start: Cell::new(0),
                 saved: Cell::new(0),

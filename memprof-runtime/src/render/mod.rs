@@ -242,16 +242,28 @@ pub(crate) fn table(
     out
 }
 
-/// Under a table of a function some of whose calls ran quiet: what its
-/// statements' rows leave out of those calls.
+/// Under a table of a function some of whose calls ran quiet, or stopped
+/// stepping their rows part way: what its statements' rows leave out.
 fn quiet_note(function: &FunctionReport) -> Option<String> {
-    if function.quiet_calls == 0 {
+    let mut parts = Vec::new();
+    if function.quiet_calls > 0 {
+        parts.push(format!(
+            "{} of {} calls ran as written (quiet): the statements' Occurrences, Mem usage and Peak leave them out",
+            function.quiet_calls, function.calls,
+        ));
+    }
+    if function.events_calls > 0 {
+        parts.push(format!(
+            "{} of {} calls stopped stepping their rows after {} turns of their loops: the statements' Occurrences, Mem usage and Peak leave out the rest of those calls, Increment, Allocs and Allocated hold it",
+            function.events_calls,
+            function.calls,
+            crate::kernel::layout::EVENTS_AFTER_TURNS,
+        ));
+    }
+    if parts.is_empty() {
         return None;
     }
-    let mut note = format!(
-        "{} of {} calls ran as written (quiet): the statements' Occurrences, Mem usage and Peak leave them out",
-        function.quiet_calls, function.calls,
-    );
+    let mut note = parts.join("; ");
     if function.quiet_unplaced > 0 {
         note.push_str(&format!(
             "; {} of their allocations and frees are on no statement's row (the fn row holds them)",

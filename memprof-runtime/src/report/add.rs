@@ -39,6 +39,7 @@ impl FunctionReport {
     pub(super) fn add(&mut self, other: &FunctionReport) {
         self.calls += other.calls;
         self.quiet_calls += other.quiet_calls;
+        self.events_calls += other.events_calls;
         self.quiet_unplaced += other.quiet_unplaced;
         self.gpu = self.gpu.take().or_else(|| other.gpu.clone());
         self.gpu_driver = self.gpu_driver.take().or_else(|| other.gpu_driver.clone());

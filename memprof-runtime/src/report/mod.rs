@@ -119,6 +119,11 @@ pub struct FunctionReport {
     /// are placed on the statements (builds with frame pointers), Increment,
     /// Allocs and Allocated hold them.
     pub quiet_calls: u64,
+    /// Of `calls`, those that ran long with rows and whose rows then took
+    /// their events, as quiet calls' are (see the reference's "Calls that
+    /// move nothing go quiet"): its statements' Occurrences, Mem usage and
+    /// Peak leave out what they ran after that.
+    pub events_calls: u64,
     /// Allocations and frees of quiet calls that no statement's row holds
     /// (a frame the walk did not reach, no debug information); the `fn`
     /// row holds them, as every quiet call whole.
@@ -333,6 +338,7 @@ impl FunctionReport {
             lines,
             sites_left_out: None,
             quiet_calls: 0,
+            events_calls: 0,
             quiet_unplaced: 0,
         }
     }
@@ -363,7 +369,7 @@ fn report_of(meta: &'static FnMeta) -> FunctionReport {
         };
     let mut function = function_report(meta, &rows, calls, None);
     function.running = running;
-    function.quiet_calls = meta.quiet_calls();
+    (function.quiet_calls, function.events_calls) = meta.quiet_calls();
     function.quiet_unplaced = quiet_unplaced;
     callees::fill(meta, &mut function.lines);
     function
@@ -451,6 +457,7 @@ pub(crate) fn function_report(
         lines,
         sites_left_out: crate::sites::left_out_of(std::ptr::from_ref(meta) as usize),
         quiet_calls: 0,
+        events_calls: 0,
         quiet_unplaced: 0,
     }
 }

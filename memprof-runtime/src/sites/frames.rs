@@ -55,6 +55,35 @@ pub(crate) fn anchor() -> usize {
     0
 }
 
+/// The frame pointer of the caller of the function this is inlined into
+/// (which must keep a frame of its own: `#[inline(never)]`), read from its
+/// frame, for [`returns_into`]; 0 where [`ANCHORS`] is false or the frame
+/// is not on the thread's stack.
+#[inline(always)]
+pub(crate) fn caller_anchor() -> usize {
+    #[cfg(all(
+        memprof_frame_pointers,
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    if let Some((low, high)) = walk::bounds() {
+        let fp = walk::frame_pointer();
+        let word = std::mem::size_of::<usize>();
+        if fp < low || fp > high.saturating_sub(2 * word) || !fp.is_multiple_of(word) {
+            return 0;
+        }
+        // SAFETY: an aligned word inside the thread's stack, which is
+        // mapped: the frame's saved frame pointer.
+        let caller = unsafe { *(fp as *const usize) };
+        return if caller > fp && caller < high {
+            caller
+        } else {
+            0
+        };
+    }
+    0
+}
+
 /// For each frame pointer in `anchors` (innermost first, each at or above
 /// the one before), the return address into the function whose frame it
 /// is, from the frame of its callee on the calling thread's stack; 0 for

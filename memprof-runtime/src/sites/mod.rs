@@ -32,7 +32,7 @@ mod resolve;
 mod tables;
 
 pub(crate) use figures::{for_rows, merge};
-pub(crate) use frames::{ANCHORS, anchor, returns_into};
+pub(crate) use frames::{ANCHORS, anchor, caller_anchor, returns_into};
 pub use mapping::mapped_bytes;
 pub(crate) use recorder::{OpenRow, Rows, allocation, free, set_walker, thread_ends};
 pub(crate) use resolve::{Span, let_go_of_debug_information, line_of};
