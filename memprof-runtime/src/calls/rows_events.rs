@@ -16,9 +16,11 @@
 //! call switches close with their figures so far and stay open for the
 //! recursion rule until their blocks end (`CursorHead::held`).
 //!
-//! PERF: a statement of such a call then costs a load and a compare
-//! (`CursorHead::pending`, read by generated code before it calls the
-//! kernel), a block nothing; an allocation or a free, a walk of the frames
+//! PERF: a block of such a call then costs a load and a compare
+//! (`CursorHead::pending`, read by generated code before it asks the
+//! kernel for a cursor), a statement in it a test of the null cursor (a
+//! statement of a block open as the call switched, a call into the kernel
+//! that returns at once); an allocation or a free, a walk of the frames
 //! up to the call's and a few stores, about as much as a loud step and a
 //! few quiet ones: a loop that allocates on most turns keeps its rows (on
 //! lz4_flex's fixture, whose loop allocates three times a turn, events
@@ -89,7 +91,6 @@ unsafe fn begin_at(cursor: *const CursorHead, anchor: usize) {
         if open.call != call_at {
             break;
         }
-        open.pending.set(STOPPED);
         let cell = get(&open.cell);
         if cell != NO_CELL {
             // SAFETY: a live cursor of this call, which the kernel steps.
@@ -97,6 +98,8 @@ unsafe fn begin_at(cursor: *const CursorHead, anchor: usize) {
             call.row(cell).opened();
             open.held.set(cell);
         }
+        // After its step: a stopped cursor's steps do nothing.
+        open.pending.set(STOPPED);
         at = get(&open.outer);
     }
     call.turns.set(EVENTS);

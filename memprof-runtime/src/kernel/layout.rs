@@ -487,8 +487,7 @@ pub struct CallHead {
     /// Blocks this call's statements entered through the kernel's cursor
     /// (a loop's turns), up to [`EVENTS_AFTER_TURNS`] (see `call::cursor`);
     /// then [`EVENTS`] once its rows take its events (see
-    /// `ThreadFnHead::rows_events`), the kernel's steps of its cursors doing
-    /// nothing, or [`ROWS_KEPT`].
+    /// `ThreadFnHead::rows_events`), or [`ROWS_KEPT`].
     pub turns: Cell<u32>,
     /// A synchronous call: the thread's aggregate of the function (null
     /// if none); an `async fn` call: the polling thread's, set by each poll.
@@ -516,8 +515,8 @@ pub struct CursorHead {
     pub cell: Cell<u32>,
     /// The row a step that the kernel left to the runtime was to open (see
     /// `step::step`), for the runtime's slow step to read; [`STOPPED`] once
-    /// the call's rows take its events (`CallHead::turns`), which generated
-    /// code's steps read before calling the kernel.
+    /// the call's rows take its events (`CallHead::turns`): its steps do
+    /// nothing, and generated code gives the call's blocks no cursor.
     pub pending: Cell<u32>,
     /// The row this cursor had open when its call's rows began to take its
     /// events, or `NO_CELL`: closed with its figures then, but held open

@@ -2,7 +2,7 @@
 //! the quiet path (nothing allocated or freed since the row opened) in a
 //! few loads and stores.
 
-use super::layout::{CALL_DEVICE, CallHead, Counters, CursorHead, EVENTS, NO_CELL, NO_SAMPLE};
+use super::layout::{CALL_DEVICE, CallHead, Counters, CursorHead, NO_CELL, NO_SAMPLE, STOPPED};
 use super::owned::{get, set};
 use super::region::{
     allocated_in, allocs_in, close_device_in, close_device_quiet_in, close_in, close_quiet_in,
@@ -47,6 +47,12 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         // together with `peak`, at least the start since this region
         // opened).
         step_quiet(cursor, call, t, next, false);
+        return 0;
+    }
+    if get(&cursor.pending) == STOPPED {
+        // The call's rows take its events (see `calls::rows_events`): no
+        // row is open, and none opens. Its blocks have no cursor, so this
+        // is a statement of a block that was open as the call switched.
         return 0;
     }
     if cell != NO_CELL && get(&call.flags) & CALL_DEVICE != 0 {
@@ -102,15 +108,9 @@ fn step_quiet(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32, dev
 /// where no row is open: closes the region, if any, with its figures, and
 /// opens row `next`'s.
 ///
-/// Does nothing for a cursor whose call's rows take its events (its
-/// `turns` is [`EVENTS`]: `calls::rows_events`), whose open rows are none.
-///
 /// PERF: out of line, so that [`step`]'s quiet path saves no registers.
 #[inline(never)]
 fn step_loud(cursor: &CursorHead, call: &CallHead, t: &Counters, next: u32) {
-    if get(&call.turns) == EVENTS {
-        return;
-    }
     if get(&cursor.cell) != NO_CELL {
         close_loud(cursor, call, t);
     }
