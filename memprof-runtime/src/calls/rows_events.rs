@@ -34,27 +34,18 @@ use crate::kernel::region::allocs_in;
 use crate::owned::get;
 
 /// The answer to the kernel's ask (its block cursor none, for a call whose
-/// `turns` reached `EVENTS_AFTER_TURNS`): lets
-/// the rows of the call of `cursor` take its events from now on, if it
-/// may, or keeps them stepping for the rest of the call. `anchor` is the
-/// frame of the function whose block asked (see
-/// `sites::caller_anchor`), or 0 where not known.
+/// `turns` reached `EVENTS_AFTER_TURNS`): lets the rows of the call of
+/// `cursor` take its events from now on, if it may, or keeps them stepping
+/// for the rest of the call. `anchor` is the frame of the function whose
+/// block asked (see `sites::caller_anchor`), or 0 where not known.
 ///
 /// # Safety
 /// `cursor` is a live cursor, which the kernel steps, of the calling
 /// thread's innermost open call.
 pub(crate) unsafe fn begin(cursor: *const CursorHead, anchor: usize) {
+    // Unoptimized, the generated code's probes are out of line: the
+    // asking frame is theirs, not the function's.
     let anchor = if cfg!(memprof_unoptimized) { 0 } else { anchor };
-    // SAFETY: as the caller promises.
-    unsafe { begin_at(cursor, anchor) };
-}
-
-/// [`begin`] with the frame `anchor` (0: none).
-///
-/// # Safety
-/// `cursor` is a live cursor of the calling thread's innermost open call,
-/// which the kernel steps.
-unsafe fn begin_at(cursor: *const CursorHead, anchor: usize) {
     // SAFETY: as the caller promises.
     let call_at = unsafe { (*cursor).call };
     // SAFETY: a cursor the kernel steps has a call, open while it is.

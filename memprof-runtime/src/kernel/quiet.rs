@@ -24,7 +24,7 @@ use super::layout::{
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
-use super::rows_events::mark_hook;
+use super::rows_events::{join, leave};
 use core::sync::atomic::Ordering;
 
 /// The side stack's room for a quiet call's head.
@@ -83,10 +83,7 @@ pub unsafe fn enter(meta: *const FnHead, g: *const Globals, anchor: usize) -> *m
         })
     };
     if anchor != 0 {
-        if get(&t.quiet_top).is_null() {
-            mark_hook(t, true);
-        }
-        set(&t.quiet_top, head.cast_const());
+        join(t, head.cast_const());
     }
     head
 }
@@ -115,10 +112,7 @@ pub unsafe fn exit(head: *const QuietHead, g: *const Globals) {
         moved(head, t, tf, row, g);
     }
     if head.anchor != 0 {
-        set(&t.quiet_top, head.outer);
-        if head.outer.is_null() {
-            mark_hook(t, false);
-        }
+        leave(t, head.outer);
     }
     let depth = get(&tf.depth) - 1;
     set(&tf.depth, depth);
