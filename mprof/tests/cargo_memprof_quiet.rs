@@ -97,6 +97,9 @@ fn main() {
         keep(&mut d, i);
     }
     println!("{} {} {} {} {filled} {scanned}", a.len(), b.len(), c.len(), d.len());
+    // Still in use at the report.
+    std::mem::forget(a);
+    std::mem::forget(d);
 }
 "#;
 
@@ -118,6 +121,12 @@ fn report(dir: &std::path::Path, env: &[(&str, &str)]) -> Value {
 /// `cargo memprof` makes it, then from one where every call takes its rows
 /// (`MEMPROF_QUIET=off`).
 fn reports(name: &str) -> (Value, Value) {
+    let dir = fixture(name);
+    (report(&dir, &[]), report(&dir, &[("MEMPROF_QUIET", "off")]))
+}
+
+/// The fixture as a package named `name`.
+fn fixture(name: &str) -> TempDir {
     let dir = TempDir::new(name);
     std::fs::write(
         dir.join("Cargo.toml"),
@@ -128,7 +137,7 @@ fn reports(name: &str) -> (Value, Value) {
     .unwrap();
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(dir.join("src/main.rs"), MAIN).unwrap();
-    (report(&dir, &[]), report(&dir, &[("MEMPROF_QUIET", "off")]))
+    dir
 }
 
 /// A function's table by the end of its path.
@@ -175,7 +184,9 @@ fn line(function: &Value, contents: &str) -> (i64, u64, u64) {
 
 #[test]
 fn quiet_calls_keep_every_lines_increment_allocs_and_allocated() {
-    let (quiet, rows) = reports("quiet-events");
+    let dir = fixture("quiet-events");
+    let quiet = report(&dir, &[]);
+    let rows = report(&dir, &[("MEMPROF_QUIET", "off")]);
     for name in ["::push_one", "::push_two", "::nest", "::keep"] {
         let (q, r) = (function(&quiet, name), function(&rows, name));
         assert_eq!(q["calls"], r["calls"], "{name}");
@@ -230,6 +241,63 @@ fn quiet_calls_keep_every_lines_increment_allocs_and_allocated() {
         line(function(&rows, "::keep"), "let v = vec![i; 4];").1,
         20_000
     );
+
+    // With every allocation's site (`--sites`), Live: the blocks in use
+    // that quiet calls allocated are on the lines that allocated them, as
+    // in the run with rows, though their stacks' open rows are only the
+    // callers'. `main` forgets `a` (`push_one` grew it to 4,000 elements)
+    // and `d` (`keep`'s 20,000 vectors of 4).
+    let sites = [("MEMPROF_SITES", "1")];
+    let quiet = report(&dir, &sites);
+    let rows = report(&dir, &[sites[0], ("MEMPROF_QUIET", "off")]);
+    for name in ["::push_one", "::push_two", "::nest", "::keep"] {
+        let (q, r) = (function(&quiet, name), function(&rows, name));
+        assert!(q["quiet_calls"].as_u64().unwrap() > 0, "{name}: {q}");
+        assert_eq!(live_columns(q), live_columns(r), "{name}");
+    }
+    let live = |f: &Value, contents: &str| {
+        let l = line_of(f, contents);
+        (l["in_use_allocations"].clone(), l["in_use_bytes"].clone())
+    };
+    let keep = function(&quiet, "::keep");
+    assert_eq!(
+        live(keep, "let v = vec![i; 4];"),
+        (20_000.into(), 640_000.into())
+    );
+    assert_eq!(
+        live(keep, "fn keep(all: &mut Vec<Vec<u64>>, i: u64) {"),
+        (20_000.into(), 640_000.into())
+    );
+    assert_eq!(live(keep, "all.push(v);"), (0.into(), 0.into()));
+    let push_one = function(&quiet, "::push_one");
+    assert_eq!(live(push_one, "v.push(y);"), (1.into(), 32_000.into()));
+    assert_eq!(live(push_one, "let y = x * 2;"), (0.into(), 0.into()));
+}
+
+/// A line by its contents, trimmed.
+fn line_of<'a>(function: &'a Value, contents: &str) -> &'a Value {
+    function["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["contents"].as_str().unwrap().trim() == contents)
+        .unwrap_or_else(|| panic!("no line {contents}"))
+}
+
+/// Each line's Live: allocations and bytes in use (null where none).
+fn live_columns(function: &Value) -> Vec<(u64, Value, Value)> {
+    function["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["line"].as_u64().unwrap(),
+                l["in_use_allocations"].clone(),
+                l["in_use_bytes"].clone(),
+            )
+        })
+        .collect()
 }
 
 #[test]

@@ -416,6 +416,13 @@ pub(crate) fn function_report(
         first_line: meta.first_line,
         last_line: meta.first_line + meta.rows.len().saturating_sub(1) as u32,
     };
+    // Blocks in use from quiet calls, whose origins hold no row of theirs:
+    // placed by their stacks, as their events are.
+    let went_quiet = sites_serial.is_none() && {
+        let (quiet, events) = meta.quiet_calls();
+        quiet + events > 0
+    };
+    let mut quiet_rows = quiet::in_use_rows(meta, &span);
     let sites = crate::sites::for_rows(
         std::ptr::from_ref(meta) as usize,
         meta.head.generation.load(Relaxed),
@@ -423,6 +430,7 @@ pub(crate) fn function_report(
         meta.cell_rows,
         lines.len(),
         &span,
+        went_quiet.then_some(&mut quiet_rows),
     );
     for (&row, &parent) in meta.cell_rows.iter().zip(meta.cell_parents) {
         if let Some(line) = lines.get_mut(row as usize)
@@ -432,7 +440,8 @@ pub(crate) fn function_report(
         }
     }
     for (line, sites) in lines.iter_mut().zip(sites.into_iter().flatten()) {
-        if line.occurrences == 0 {
+        // A row that ran, loud or quiet (see `set_figures`).
+        if line.increment.is_none() {
             continue;
         }
         // A line's in-use figures are its sites': every recorded block

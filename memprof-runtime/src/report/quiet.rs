@@ -9,6 +9,7 @@
 use crate::calls::FnMeta;
 use crate::cells::RowFigures;
 use crate::quiet_events::Tally;
+use std::collections::HashMap;
 
 /// Adds the events of `meta`'s quiet calls to its cells' figures (`cells`,
 /// one per cell): each event once on each distinct statement that its
@@ -58,6 +59,46 @@ pub(super) fn place(meta: &FnMeta, cells: &mut [RowFigures]) -> u64 {
         }
     }
     unplaced
+}
+
+/// What `sites` asks to place a block in use that was allocated while no
+/// row of `meta` was open (see `sites::QuietRows`): if a return address of
+/// its stack is in the function's own frame, the `fn` row (which holds
+/// every quiet call whole) and the rows of the statements its frames were
+/// on, as [`place`] places the events; otherwise none. Each address is
+/// looked up once.
+pub(super) fn in_use_rows<'a>(
+    meta: &'a FnMeta,
+    span: &'a crate::sites::Span<'a>,
+) -> impl FnMut(&[usize]) -> Vec<u32> + 'a {
+    let mut seen: HashMap<usize, Option<Option<u32>>> = HashMap::new();
+    move |frames| {
+        let mut rows = Vec::new();
+        for &address in frames {
+            // `None`: not the function's frame; `Some(None)`: its frame,
+            // on no statement.
+            let found = *seen.entry(address).or_insert_with(|| {
+                (address != 0 && crate::sites::in_own_frame(address, span)).then(|| {
+                    crate::sites::line_of(address, span)
+                        .and_then(|line| statement_at(meta.cell_rows, line - meta.first_line))
+                        .map(|cell| cell as u32)
+                })
+            });
+            let Some(cell) = found else {
+                continue;
+            };
+            if rows.is_empty() {
+                rows.extend(meta.cell_rows.first().copied());
+            }
+            for cell in cell
+                .map(|c| enclosing(meta, c as usize))
+                .unwrap_or_default()
+            {
+                rows.extend(meta.cell_rows.get(cell).copied());
+            }
+        }
+        rows
+    }
 }
 
 /// The cell of the statement that holds row `row` (a line's offset from

@@ -12,10 +12,19 @@ use std::collections::HashMap;
 /// without frames, `(other sites)`, so that a line's sites still add up.
 pub(crate) const KEPT_PER_LINE: usize = 50;
 
+/// Where blocks in use that a function's quiet calls allocated go: the
+/// rows (offsets from the function's first line) that an origin's stack
+/// places on, from its return addresses; none when no frame of the stack
+/// is the function's. Quiet calls open no rows, so their blocks' origins
+/// name only their callers' rows (see `report::quiet`).
+pub(crate) type QuietRows<'a> = &'a mut dyn FnMut(&[usize]) -> Vec<u32>;
+
 /// The sites of each row of the function whose `FnMeta` is at `meta`, in
 /// reset generation `generation`: those of one call's own table (`serial`)
 /// or of every call (`None`). Cells merge into their rows (`cell_rows`) as
-/// their figures do. `None` when sites are off.
+/// their figures do. With every call's, blocks still in use that the
+/// function's quiet calls allocated are placed by `quiet`. `None` when
+/// sites are off.
 pub(crate) fn for_rows(
     meta: usize,
     generation: u64,
@@ -23,6 +32,7 @@ pub(crate) fn for_rows(
     cell_rows: &[u32],
     rows: usize,
     span: &Span<'_>,
+    quiet: Option<QuietRows<'_>>,
 ) -> Option<Vec<Vec<Site>>> {
     if !super::enabled() {
         return None;
@@ -49,13 +59,7 @@ pub(crate) fn for_rows(
     }
     // What is in use now: of every call, so not in one call's table.
     if serial.is_none() {
-        for origin in super::in_use::of_function(meta) {
-            let mut lines: Vec<u32> = origin
-                .rows
-                .iter()
-                .filter(|r| r.meta == meta)
-                .filter_map(|r| cell_rows.get(r.cell as usize).copied())
-                .collect();
+        let mut in_use = |origin: &super::in_use::Read, mut lines: Vec<u32>| {
             lines.sort_unstable();
             lines.dedup();
             let frames = trimmed(&origin.frames, span);
@@ -67,6 +71,23 @@ pub(crate) fn for_rows(
                     .entry(frames.clone())
                     .or_insert_with(|| empty_site(estimated, frames.clone(), true));
                 add_in_use(site, origin.count.max(0) as u64, origin.bytes.max(0) as u64);
+            }
+        };
+        for origin in super::in_use::of_function(meta) {
+            let lines = origin
+                .rows
+                .iter()
+                .filter(|r| r.meta == meta)
+                .filter_map(|r| cell_rows.get(r.cell as usize).copied())
+                .collect();
+            in_use(&origin, lines);
+        }
+        if let Some(quiet) = quiet {
+            for origin in super::in_use::without_function(meta) {
+                let lines = quiet(&origin.frames);
+                if !lines.is_empty() {
+                    in_use(&origin, lines);
+                }
             }
         }
     }

@@ -35,7 +35,7 @@ pub(crate) use figures::{for_rows, merge};
 pub(crate) use frames::{ANCHORS, anchor, caller_anchor, returns_into};
 pub use mapping::mapped_bytes;
 pub(crate) use recorder::{OpenRow, Rows, allocation, free, set_walker, thread_ends};
-pub(crate) use resolve::{Span, let_go_of_debug_information, line_of};
+pub(crate) use resolve::{Span, in_own_frame, let_go_of_debug_information, line_of};
 pub(crate) use tables::Key;
 pub(crate) use tables::MAX_OPEN;
 pub use tables::table_sets;

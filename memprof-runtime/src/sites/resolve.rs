@@ -190,6 +190,16 @@ pub(crate) fn line_of(ip: usize, span: &Span<'_>) -> Option<u32> {
         .find(|line| (span.first_line..=span.last_line).contains(line))
 }
 
+/// Whether the return address `ip` is in `span`'s function itself: the
+/// function is among the frames inlined at `ip` (a closure of it, which
+/// may run after its call has returned, is not).
+pub(crate) fn in_own_frame(ip: usize, span: &Span<'_>) -> bool {
+    let wanted = without_generics(span.name);
+    symbols(ip)
+        .iter()
+        .any(|frame| without_generics(&frame.function) == wanted)
+}
+
 /// Whether the debug-info path `found` is the `file!()` path `wanted`
 /// (relative to the workspace, or absolute).
 fn same_file(found: &str, wanted: &str) -> bool {

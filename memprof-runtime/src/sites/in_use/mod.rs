@@ -96,7 +96,14 @@ pub(crate) fn freed(ptr: usize) {
 
 /// The origins in use of the function whose `FnMeta` is at `meta`.
 pub(crate) fn of_function(meta: usize) -> Vec<Read> {
-    origins::read(|row| row.meta == meta)
+    origins::read(|rows| rows.iter().any(|row| row.meta == meta))
+}
+
+/// The origins in use allocated while none of the rows of the function
+/// whose `FnMeta` is at `meta` was open: among them, those of its quiet
+/// calls, which open no rows (see `figures::for_rows`).
+pub(crate) fn without_function(meta: usize) -> Vec<Read> {
+    origins::read(|rows| !rows.iter().any(|row| row.meta == meta))
 }
 
 /// The locks of blocks and origins, held for `fork`.

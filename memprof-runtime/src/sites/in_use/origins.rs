@@ -139,9 +139,8 @@ pub(crate) struct Read {
     pub(crate) bytes: i64,
 }
 
-/// Every origin with blocks in use that `wanted` accepts (by one of its
-/// rows).
-pub(crate) fn read(wanted: impl Fn(&Row) -> bool) -> Vec<Read> {
+/// Every origin with blocks in use that `wanted` accepts (by its rows).
+pub(crate) fn read(wanted: impl Fn(&[Row]) -> bool) -> Vec<Read> {
     let Some(table) = table() else {
         return Vec::new();
     };
@@ -164,7 +163,7 @@ pub(crate) fn read(wanted: impl Fn(&Row) -> bool) -> Vec<Read> {
                 cell: o.cells[i].load(Ordering::Relaxed),
             })
             .collect();
-        if !rows.iter().any(&wanted) {
+        if !wanted(&rows) {
             continue;
         }
         let frames_len = o.frames_len.load(Ordering::Relaxed).min(MAX_FRAMES);
