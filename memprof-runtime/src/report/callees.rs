@@ -12,9 +12,11 @@ use crate::calls::edges;
 /// counted again in that function's own rows, so the two are not to be
 /// added.
 ///
-/// Not counted: calls of a function whose calls have gone quiet (they
-/// allocated nothing, `MEMPROF_QUIET`), and rows of an `async fn` (its
-/// calls count from the synchronous row that polls it, if any).
+/// Not counted: calls that ran quiet (`MEMPROF_QUIET`: a function whose
+/// calls moved nothing, or a hot one whose events take its rows' place),
+/// so that `calls` and `allocated_bytes` count only the calls that took
+/// their rows; and rows of an `async fn` (its calls count from the
+/// synchronous row that polls it, if any).
 ///
 /// ```
 /// #[memprof::profile]
