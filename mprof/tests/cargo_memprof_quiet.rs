@@ -169,12 +169,7 @@ fn event_columns(function: &Value) -> Vec<(u64, Value, Value, Value)> {
 
 /// A line's Increment, Allocs and Allocated, by its contents.
 fn line(function: &Value, contents: &str) -> (i64, u64, u64) {
-    let line = function["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["contents"].as_str().unwrap().trim() == contents)
-        .unwrap_or_else(|| panic!("no line {contents}"));
+    let line = line_of(function, contents);
     (
         line["increment"].as_i64().unwrap(),
         line["allocations"].as_u64().unwrap(),
@@ -303,16 +298,8 @@ fn live_columns(function: &Value) -> Vec<(u64, Value, Value)> {
 #[test]
 fn a_long_loops_rows_take_its_events_and_keep_their_figures() {
     let (events, rows) = reports("rows-events");
-    let occurrences = |f: &Value, contents: &str| {
-        f["lines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l["contents"].as_str().unwrap().trim() == contents)
-            .unwrap()["occurrences"]
-            .as_u64()
-            .unwrap()
-    };
+    let occurrences =
+        |f: &Value, contents: &str| line_of(f, contents)["occurrences"].as_u64().unwrap();
     // `scan`: one call, 200,000 turns, an allocation every 1,000th. Past
     // 65,536 blocks entered (its loop's turns and its `if`'s), with 66
     // allocations, its rows stopped stepping.
