@@ -6,31 +6,34 @@
 //! evicts; and in the same binary its load: client threads on HTTP/1.1
 //! keep-alive connections to 127.0.0.1, each sending its next request once
 //! it has read the last answer; timed after a warm-up of a tenth as many
-//! requests, so that the figures are the service's steady state) three ways, all in release: as written,
-//! with dhat's heap profiler (its `dhat` feature, `main` edited as dhat
-//! asks), and through `cargo memprof run --release` twice: the first run's
-//! binary profiles every function of the crate, the second's (a later run,
-//! built from the first one's record) only those whose calls moved the
-//! heap. Then runs them in rounds, each way between two runs of the plain
-//! service: each profiled binary as `cargo memprof` runs it
-//! (`MEMPROF_REPORT=off`, its report written to `MEMPROF_JSON`) with
-//! `MEMPROF_LIVE=1` and sampled allocation sites (`MEMPROF_SITES=sample`)
-//! and with every allocation's site (`MEMPROF_SITES=1`); dhat; heaptrack
-//! on the plain binary where it is installed (`scripts/install-peers`);
-//! and the plain binary again, whose ratios to its neighbours show the
-//! noise. Each run prints the requests per second its clients achieved,
-//! the 99th percentile of a request's latency and the CPU time the process
-//! spent per request; the bench prints, per way, the medians, and the
-//! medians of the ratios to the mean of the plain runs beside it (the load
-//! of a shared machine drifts from one second to the next, and a service's
-//! throughput with it). The clients run in the profiled process too, and
-//! pay what its other threads pay, but their functions (`load::`) are left
-//! as written (`--skip-fn`), as a load from outside the service would be:
-//! profiled, a client's calls stay open for the whole run, and a third of
-//! the allocations exact sites recorded were the load's.
+//! requests, so that the figures are the service's steady state) three
+//! ways, all in release: as written, with dhat's heap profiler (its `dhat`
+//! feature, `main` edited as dhat asks), and through `cargo memprof run
+//! --release` twice: the first run's binary profiles every function of the
+//! crate, the second's (a later run, built from the first one's record)
+//! only those whose calls moved the heap. Then runs them in rounds, each
+//! way between two runs of the plain service: each profiled binary as
+//! `cargo memprof` runs it (`MEMPROF_REPORT=off`, its report written to
+//! `MEMPROF_JSON`) with `MEMPROF_LIVE=1` and sampled allocation sites
+//! (`MEMPROF_SITES=sample`) and with every allocation's site
+//! (`MEMPROF_SITES=1`); dhat; heaptrack on the plain binary where it is
+//! installed (`scripts/install-peers`); and the plain binary again, whose
+//! ratios to its neighbours show the noise. Each way serves (`serve`) in a
+//! process of its own, and the plain binary sends the load from another
+//! (`load`), as a service's clients would: what the clients allocate is
+//! not the service's, and their functions are left as written in the
+//! profiled builds (`--skip-fn`) for the record's run, which serves its
+//! own load. The load prints the requests per second its clients achieved,
+//! the 99th percentile of a request's latency and the CPU time the
+//! service's process spent per request; the bench prints, per way, the
+//! medians, and the medians of the ratios to the mean of the plain runs
+//! beside it (the load of a shared machine drifts from one second to the
+//! next, and a service's throughput with it). Until 2026-12-06 the clients
+//! ran in the service's process and their allocations paid what the
+//! service's did (docs/cost.md has both).
 //!
-//! Last, a later-run binary is held open after an exact run's load, and
-//! `mprof snapshot` of it shows the lines holding the most bytes in use:
+//! Last, a later-run binary serves an exact run's load, and `mprof
+//! snapshot` of it shows the lines holding the most bytes in use:
 //! the receipt store's insert first.
 
 use std::io::{BufRead, BufReader};
@@ -74,19 +77,47 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The service's figures in one run; its checksum must be `expected`.
-    /// A wrapper (heaptrack) prints lines of its own among the service's,
-    /// and its own processes' time is not counted. Run in the target
-    /// directory, where dhat and heaptrack write their profiles.
-    fn measure(&self, expected: &str) -> Measured {
-        let out = Command::new(&self.program)
+    /// Starts the service this way (`serve`), in the target directory,
+    /// where dhat and heaptrack write their profiles, and reads its port
+    /// and pid as it prints them (a wrapper, heaptrack, prints lines of
+    /// its own among the service's).
+    fn serve(&self) -> Serving {
+        let mut child = Command::new(&self.program)
             .args(&self.args)
-            .args([REQUESTS, CLIENTS])
+            .arg("serve")
             .envs(self.env.iter().copied())
             .current_dir(FIXTURE.target())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .output()
+            .spawn()
             .expect("the service runs");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut lines = stdout.lines();
+        let mut after = |prefix: &str| {
+            lines
+                .by_ref()
+                .map_while(Result::ok)
+                .find_map(|l| l.strip_prefix(prefix).map(str::to_owned))
+                .unwrap_or_else(|| panic!("{}: no {prefix}", self.name))
+        };
+        let (port, pid) = (after("port "), after("pid "));
+        Serving {
+            child,
+            lines,
+            port,
+            pid,
+        }
+    }
+
+    /// The service's figures in one run of the load, which the plain
+    /// binary `load` sends from a process of its own, as clients would
+    /// (what the clients allocate is not the service's); the answers'
+    /// checksum must be `expected`.
+    fn measure(&self, load: &Path, expected: &str) -> Measured {
+        let service = self.serve();
+        let out = service.load(load).output().expect("the load runs");
+        service.stop(self.name);
         assert!(out.status.success(), "{}: {out:?}", self.name);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -105,6 +136,37 @@ impl<'a> Run<'a> {
             p99: figure(" us p99"),
             cpu: figure(" us of CPU per order"),
         }
+    }
+}
+
+/// A service started with `serve`.
+struct Serving {
+    child: std::process::Child,
+    /// The rest of its standard output, read to its end as it stops.
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    port: String,
+    pid: String,
+}
+
+impl Serving {
+    /// The plain binary `load` sending the bench's load to it.
+    fn load(&self, load: &Path) -> Command {
+        let mut command = Command::new(load);
+        command
+            .args(["load", &self.port, &self.pid, REQUESTS, CLIENTS])
+            .stderr(Stdio::null());
+        command
+    }
+
+    /// Closes its standard input, which ends it, and checks that it ended
+    /// well, having printed the receipts it kept.
+    fn stop(mut self, name: &str) {
+        drop(self.child.stdin.take());
+        // Read to the end: a wrapper (heaptrack) prints more after it.
+        let rest: Vec<String> = self.lines.map_while(Result::ok).collect();
+        let kept = rest.iter().any(|l| l.ends_with(" receipts kept"));
+        let status = self.child.wait().expect("the service ends");
+        assert!(status.success() && kept, "{name}: {status}");
     }
 }
 
@@ -141,11 +203,11 @@ fn main() {
     let first_copy = FIXTURE.target().join("first-run");
     std::fs::copy(&first, &first_copy).expect("copies the first run's binary");
     let later = FIXTURE.build_profiled_with(LOAD_AS_WRITTEN, &["2000", "2"]);
+    let baseline = Run::new("plain", &plain, vec![]);
     let expected = {
-        let out = Command::new(&plain)
-            .args([REQUESTS, CLIENTS])
-            .output()
-            .expect("runs");
+        let service = baseline.serve();
+        let out = service.load(&plain).output().expect("runs");
+        service.stop(baseline.name);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         stdout.lines().next().unwrap_or_default().to_owned()
     };
@@ -159,7 +221,6 @@ fn main() {
             ("MEMPROF_SITES", sites),
         ]
     };
-    let baseline = Run::new("plain", &plain, vec![]);
     let mut runs = vec![
         Run::new("plain again (the noise)", &plain, vec![]),
         Run::new(
@@ -199,12 +260,12 @@ fn main() {
     let mut figures: Vec<Vec<(Measured, Measured)>> = vec![Vec::new(); runs.len()];
     let mut plains = Vec::new();
     for round in 0..ROUNDS {
-        let mut before = baseline.measure(&expected);
+        let mut before = baseline.measure(&plain, &expected);
         plains.push(before);
         for k in 0..runs.len() {
             let i = (round + k) % runs.len();
-            let measured = runs[i].measure(&expected);
-            let after = baseline.measure(&expected);
+            let measured = runs[i].measure(&plain, &expected);
+            let after = baseline.measure(&plain, &expected);
             plains.push(after);
             figures[i].push((measured, before.mean(&after)));
             before = after;
@@ -250,36 +311,28 @@ fn main() {
     if !heaptrack {
         println!("(heaptrack is not installed: scripts/install-peers installs it)");
     }
-    leaking_lines(&later, &live("1"));
+    leaking_lines(&Run::new("later, exact", &later, live("1")), &plain);
 }
 
-/// Runs the exact service held open after its load, takes its snapshot
-/// and prints the three lines holding the most bytes in use.
-fn leaking_lines(profiled: &Path, env: &[(&str, &str)]) {
-    let mut service = Command::new(profiled)
-        .args([REQUESTS, CLIENTS, "hold"])
-        .envs(env.iter().copied())
-        .current_dir(FIXTURE.target())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the service runs");
-    let stdout = service.stdout.take().expect("piped");
-    let pid = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("pid ").map(str::to_owned))
-        .expect("the service's pid");
+/// Runs the exact service under the load, takes its snapshot and prints
+/// the three lines holding the most bytes in use.
+fn leaking_lines(profiled: &Run, load: &Path) {
+    let service = profiled.serve();
+    let status = service
+        .load(load)
+        .stdout(Stdio::null())
+        .status()
+        .expect("the load runs");
+    assert!(status.success(), "the load");
     let file = FIXTURE.target().join("snapshot.json");
     let status = Command::new(FIXTURE.mprof())
-        .args(["snapshot", &pid, "-o"])
+        .args(["snapshot", &service.pid, "-o"])
         .arg(&file)
         .stderr(Stdio::null())
         .status()
         .expect("mprof runs");
-    drop(service.stdin.take());
-    assert!(service.wait().expect("the service ends").success());
-    assert!(status.success(), "mprof snapshot {pid}");
+    assert!(status.success(), "mprof snapshot {}", service.pid);
+    service.stop(profiled.name);
     let snapshot: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&file).expect("the snapshot")).expect("JSON");
     let mut lines: Vec<(i64, String, String)> = Vec::new();

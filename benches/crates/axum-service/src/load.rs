@@ -50,7 +50,7 @@ struct Client {
 /// `requests / 10` more (orders of their own ids, answered but not timed:
 /// the service's steady state is measured, not its first requests') to
 /// the last answer.
-pub fn run(port: u16, requests: usize, clients: usize) -> Load {
+pub fn run(port: u16, requests: usize, clients: usize, server: Server) -> Load {
     let ready = Arc::new(Barrier::new(clients + 1));
     let warm = requests / 10 / clients;
     let threads: Vec<_> = (0..clients)
@@ -63,7 +63,7 @@ pub fn run(port: u16, requests: usize, clients: usize) -> Load {
         .collect();
     ready.wait();
     let start = Instant::now();
-    let cpu_start = cpu_seconds();
+    let cpu_start = server.cpu_seconds();
     let mut load = Load {
         answered: 0,
         checksum: 0,
@@ -78,14 +78,32 @@ pub fn run(port: u16, requests: usize, clients: usize) -> Load {
         load.latencies.extend(client.latencies);
     }
     load.seconds = start.elapsed().as_secs_f64();
-    load.cpu_seconds = cpu_seconds() - cpu_start;
+    load.cpu_seconds = server.cpu_seconds() - cpu_start;
     load.latencies.sort_unstable();
     load
 }
 
-/// The CPU time this process has used, user and system, its ended threads
-/// included (getrusage's `RUSAGE_SELF`), in seconds.
-fn cpu_seconds() -> f64 {
+/// The process whose CPU time a load counts: this one (the service runs in
+/// it, beside its clients) or the service's own, by its pid.
+#[derive(Clone, Copy)]
+pub enum Server {
+    InProcess,
+    Pid(u32),
+}
+
+impl Server {
+    /// The CPU time the process has used, user and system, its ended
+    /// threads included, in seconds.
+    fn cpu_seconds(self) -> f64 {
+        match self {
+            Server::InProcess => own_cpu_seconds(),
+            Server::Pid(pid) => cpu_seconds_of(pid).expect("the service's /proc/PID/stat"),
+        }
+    }
+}
+
+/// This process's CPU time (getrusage's `RUSAGE_SELF`).
+fn own_cpu_seconds() -> f64 {
     // SAFETY: an all-zero `rusage` is a valid value of the plain C struct,
     // and getrusage writes only into the one it is given.
     let usage = unsafe {
@@ -95,6 +113,20 @@ fn cpu_seconds() -> f64 {
     };
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// Process `pid`'s CPU time: the sum of its threads' time on a CPU, in
+/// nanoseconds (the first field of each `/proc/PID/task/TID/schedstat`;
+/// `/proc/PID/stat` counts in clock ticks, a hundredth of a second, too
+/// coarse for a run of half a second). The service's threads live as long
+/// as it does.
+fn cpu_seconds_of(pid: u32) -> Option<f64> {
+    let mut nanos = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        nanos += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(nanos as f64 / 1e9)
 }
 
 /// One client's requests: the warm-up's orders, then, timed, request `i`
