@@ -165,8 +165,66 @@ fn configured_return(x: u32) -> u32 {
     return x;
 }
 
+// The same with the second `return` the one left (serde_json's
+// `Map::remove` without `preserve_order`), `&mut self` and generic.
+impl Owner {
+    #[profile]
+    fn removed<Q: Into<u8>>(&mut self, key: Q) -> Option<u8> {
+        #[cfg(not(test))]
+        return self.0.first().copied();
+        #[cfg(test)]
+        return self.0.pop().filter(|&b| b == key.into());
+    }
+
+    #[profile]
+    fn drained(self) -> Vec<u8> {
+        #[cfg(not(test))]
+        return Vec::new();
+        #[cfg(test)]
+        return self.0;
+    }
+}
+
+// Recursive, so its copy as written is kept in optimized builds only, and
+// returned from (`cargo test --release` checks these).
+#[profile]
+fn configured_recursion(x: u32) -> u32 {
+    #[cfg(not(test))]
+    return x;
+    #[cfg(test)]
+    return if x == 0 {
+        0
+    } else {
+        configured_recursion(x - 1) + 1
+    };
+}
+
+impl Owner {
+    #[profile]
+    #[inline(always)]
+    fn first_byte(&self) -> Option<u8> {
+        #[cfg(not(test))]
+        return None;
+        #[cfg(test)]
+        return self.0.first().copied();
+    }
+}
+
+#[profile]
+fn configured_second_return(x: u32) -> u32 {
+    #[cfg(not(test))]
+    return x;
+    #[cfg(test)]
+    return x + 2;
+}
+
 #[test]
 fn lint_clean_functions_run() {
+    assert_eq!(Owner(vec![5]).removed(5u8), Some(5));
+    assert_eq!(Owner(vec![6]).drained(), [6]);
+    assert_eq!(configured_second_return(1), 3);
+    assert_eq!(configured_recursion(3), 3);
+    assert_eq!(Owner(vec![7]).first_byte(), Some(7));
     assert_eq!(Owner(vec![4]).taken(), [4]);
     assert_eq!(configured_return(1), 2);
     assert_eq!(consumes(vec![0], ("a".into(), "b".into()), Vec::new()), 4);

@@ -256,18 +256,21 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
     } else if kept == AsWritten::KeptOptimized {
         // The same, in optimized builds only (see `off_branch`): a recursive
         // or `#[inline(always)]` function. The quiet call's binding ends
-        // as the `return` leaves its block, after the body's locals.
+        // as the `return` leaves its block, after the body's locals. A copy
+        // that ends in a `return` of its own runs as it is (see
+        // `off_branch::ends_in_return`).
+        let leave = if crate::off_branch::ends_in_return(&as_written).is_some() {
+            quote!(#as_written)
+        } else {
+            quote!({ return #as_written; })
+        };
         quote! {
             #[cfg(not(debug_assertions))]
             {
-                if ::memprof::__private::is_off() {
-                    return #as_written;
-                }
+                if ::memprof::__private::is_off() #leave
                 if let ::core::option::Option::Some(__memprof_quiet) =
                     ::memprof::__private::QuietCall::start(&__MEMPROF_META)
-                {
-                    return #as_written;
-                }
+                #leave
             }
             #body
         }

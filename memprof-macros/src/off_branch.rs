@@ -121,7 +121,44 @@ pub(crate) fn as_written(
         (false, _) => AsWritten::Not,
         (true, false) => AsWritten::Kept,
         (true, true) if has_mut_argument(&func.sig) => AsWritten::Not,
+        // Its copy is returned from (see `ends_in_return`): a unit
+        // function's `#[cfg]`'d last `return` may be the one left out, and
+        // then the copy ends without one.
+        (true, true) if ends_in_return(body) == Some(true) && unit_return(&func.sig.output) => {
+            AsWritten::Not
+        }
         (true, true) => AsWritten::KeptOptimized,
+    }
+}
+
+/// Whether `body` ends in a `return` (its last statement, or its tail): `Some(false)` if that `return`
+/// always runs there, `Some(true)` if it carries a `#[cfg]` (serde_json's
+/// `Map::remove`: one `return` per feature), `None` if it does not end in
+/// one.
+///
+/// NOTE: a function kept in optimized builds only returns its copy as
+/// written from inside a block (`return { ... }`); a copy that ends in a
+/// `return` of its own makes ours unreachable code, which rustc reports
+/// inside a macro's expansion too. Such a copy is run as it is: it leaves
+/// the function itself, the `#[cfg]`'d one too where the function returns
+/// a value (its body could not end otherwise), and a unit function's is
+/// not kept.
+pub(crate) fn ends_in_return(body: &Block) -> Option<bool> {
+    match body.stmts.last()? {
+        syn::Stmt::Expr(Expr::Return(ret), _) => Some(
+            ret.attrs
+                .iter()
+                .any(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr")),
+        ),
+        _ => None,
+    }
+}
+
+/// A function that returns `()`, as written.
+fn unit_return(output: &syn::ReturnType) -> bool {
+    match output {
+        syn::ReturnType::Default => true,
+        syn::ReturnType::Type(_, ty) => matches!(&**ty, syn::Type::Tuple(t) if t.elems.is_empty()),
     }
 }
 
@@ -317,6 +354,36 @@ mod tests {
         assert_eq!(
             kept("fn f((a, mut b): (u8, u8)) -> u8 { b += a; f((a, b)) }"),
             AsWritten::Not
+        );
+    }
+
+    #[test]
+    fn copies_that_end_in_a_return_are_kept_where_they_leave_the_function() {
+        // serde_json's `Map::remove`: one `return` per feature, recursive
+        // to the attribute (`self.map.remove(key)`).
+        let two_returns = "fn remove(&mut self, k: &str) -> Option<u8> { \
+             #[cfg(a)] return self.map.remove(k); #[cfg(not(a))] return self.map.remove(k); }";
+        assert_eq!(kept(two_returns), AsWritten::KeptOptimized);
+        let body: Block =
+            syn::parse_str("{ #[cfg(a)] return 1; #[cfg(not(a))] return 2; }").unwrap();
+        assert_eq!(ends_in_return(&body), Some(true));
+        let body: Block = syn::parse_str("{ f(); return 2 }").unwrap();
+        assert_eq!(ends_in_return(&body), Some(false));
+        let body: Block = syn::parse_str("{ if x { return 1; } 2 }").unwrap();
+        assert_eq!(ends_in_return(&body), None);
+        // A unit function's `#[cfg]`'d `return` may be left out, and its
+        // copy then ends without one: one body.
+        assert_eq!(
+            kept("fn f(&self) { self.f(); #[cfg(a)] return; }"),
+            AsWritten::Not
+        );
+        assert_eq!(
+            kept("fn f(&self) -> () { self.f(); #[cfg(a)] return; }"),
+            AsWritten::Not
+        );
+        assert_eq!(
+            kept("fn f(&self) { self.f(); return; }"),
+            AsWritten::KeptOptimized
         );
     }
 
