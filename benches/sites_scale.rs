@@ -8,6 +8,11 @@
 //! profiled), and run with `MEMPROF_SITES=1` (every allocation's stack and
 //! every block in use followed), for N = 1 M and 10 M, in one sitting.
 //!
+//! `many-sites` keeps its blocks too, but makes them at the end of chains of
+//! 14 calls, at 16,384 sites (a stack each), for N = 100,000 and 1 M: what
+//! the tables of sites cost once a program has met more sites than they
+//! hold. `cargo bench --bench sites_scale -- PATTERN` runs one pattern.
+//!
 //! It prints, per pattern and N: the time per allocation and per free of
 //! each, memprof's at 10 M over its at 1 M (the target: within 1.5×, a cost
 //! that does not grow with the live heap), memprof's over dhat's (the
@@ -27,8 +32,19 @@ use fixture::{Fixture, median};
 const FIXTURE: Fixture = Fixture {
     name: "many-blocks",
 };
-const PATTERNS: [&str; 4] = ["kept", "in-order", "reverse", "other-thread"];
+const PATTERNS: [&str; 5] = ["kept", "in-order", "reverse", "other-thread", "many-sites"];
 const SIZES: [u64; 2] = [1_000_000, 10_000_000];
+/// `many-sites`'s: each block takes 14 profiled calls.
+const FEW_SIZES: [u64; 2] = [100_000, 1_000_000];
+
+/// The sizes `pattern` runs at.
+fn sizes(pattern: &str) -> [u64; 2] {
+    if pattern == "many-sites" {
+        FEW_SIZES
+    } else {
+        SIZES
+    }
+}
 /// Runs of each, interleaved; the median is shown.
 const ROUNDS: usize = 3;
 
@@ -66,6 +82,16 @@ fn measure(program: &Path, env: &[(&str, &str)], pattern: &str, n: u64) -> Measu
     }
 }
 
+/// Whether the bench's arguments (after `--bench`'s own) ask for
+/// `pattern`: all patterns when they name none.
+fn wanted(pattern: &str) -> bool {
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    named.is_empty() || named.iter().any(|n| n == pattern)
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -82,8 +108,8 @@ fn main() {
     // [pattern][size][tool] -> runs
     let mut runs = vec![vec![vec![Vec::new(); tools.len()]; SIZES.len()]; PATTERNS.len()];
     for _ in 0..ROUNDS {
-        for (p, pattern) in PATTERNS.iter().enumerate() {
-            for (s, &n) in SIZES.iter().enumerate() {
+        for (p, pattern) in PATTERNS.iter().enumerate().filter(|(_, p)| wanted(p)) {
+            for (s, &n) in sizes(pattern).iter().enumerate() {
                 for (t, (_, program, env)) in tools.iter().enumerate() {
                     runs[p][s][t].push(measure(program, env, pattern, n));
                 }
@@ -91,6 +117,7 @@ fn main() {
         }
     }
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let shown: Vec<bool> = PATTERNS.iter().map(|p| wanted(p)).collect();
     println!(
         "many-blocks: N boxed words made in one line, then freed by a pattern; release, \
          {cores} cores, medians of {ROUNDS} interleaved rounds. ns per allocation / per free:"
@@ -100,8 +127,8 @@ fn main() {
     );
     let med = |v: &[Measured], f: fn(&Measured) -> f64| median(v.iter().map(f).collect());
     let mut per_size = vec![vec![(0.0, 0.0); SIZES.len()]; PATTERNS.len()];
-    for (p, pattern) in PATTERNS.iter().enumerate() {
-        for (s, &n) in SIZES.iter().enumerate() {
+    for (p, pattern) in PATTERNS.iter().enumerate().filter(|&(p, _)| shown[p]) {
+        for (s, &n) in sizes(pattern).iter().enumerate() {
             let r = &runs[p][s];
             let (alloc, free) = (|m: &Measured| m.alloc, |m: &Measured| m.free);
             let peak = |m: &Measured| m.peak;
@@ -120,9 +147,10 @@ fn main() {
         }
     }
     println!(
-        "memprof's time per allocation and per free at 10 M live blocks over its time at 1 M:"
+        "memprof's time per allocation and per free at the larger N over its time at the \
+         smaller (10 M and 1 M; many-sites 1 M and 100,000):"
     );
-    for (p, pattern) in PATTERNS.iter().enumerate() {
+    for (p, pattern) in PATTERNS.iter().enumerate().filter(|&(p, _)| shown[p]) {
         let (small, large) = (per_size[p][0], per_size[p][1]);
         println!(
             "| {pattern} | {:.2}× | {:.2}× |",

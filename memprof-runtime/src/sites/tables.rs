@@ -18,7 +18,7 @@
 //! starts threads without end keeps as many table sets as it has threads
 //! at once.
 
-use super::addr_map::{AddrMap, Zeroed, mix, probe};
+use super::addr_map::{AddrMap, Zeroed, full, mix, probe};
 use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::sync::atomic::{
@@ -99,6 +99,12 @@ pub(crate) struct Tables {
     maybe_live: [Cell<u64>; MAYBE_WORDS],
     /// `live` is scanned for blocks to forget when it holds this many.
     next_scan: Cell<usize>,
+    /// Slots of `stacks` and `entries` taken (the owner's, as `live`):
+    /// neither takes more than [`FULL`] of its slots, so that a probe for
+    /// one not there meets a free slot in a few steps, however many stacks
+    /// and rows the thread met.
+    stacks_taken: Cell<usize>,
+    entries_taken: Cell<usize>,
 }
 
 // SAFETY: other threads only read the atomics of `stacks` and `entries`
@@ -165,6 +171,12 @@ impl Tables {
             let slot = &self.stacks[i];
             let h = slot.hash.load(Relaxed);
             if h == 0 {
+                // Not there (a slot is never emptied but with the whole set).
+                let taken = self.stacks_taken.get();
+                if taken >= full(STACKS) {
+                    return Some(NO_STACK);
+                }
+                self.stacks_taken.set(taken + 1);
                 slot.len.store(frames.len(), Relaxed);
                 for (cell, &frame) in slot.frames.iter().zip(frames) {
                     cell.store(frame, Relaxed);
@@ -209,21 +221,28 @@ impl Tables {
         probe(hash_key(key, stack), ENTRIES, ENTRIES / 2, |i| {
             let e = &self.entries[i];
             if e.used.load(Relaxed) == 0 {
+                // Not there, as in `intern`: `None` once the table is full.
+                let taken = self.entries_taken.get();
+                if taken >= full(ENTRIES) {
+                    return Some(None);
+                }
+                self.entries_taken.set(taken + 1);
                 e.meta.store(key.meta, Relaxed);
                 e.cell.store(u64::from(key.cell), Relaxed);
                 e.serial.store(key.serial, Relaxed);
                 e.generation.store(key.generation, Relaxed);
                 e.stack.store(u64::from(stack), Relaxed);
                 e.used.store(1, Release);
-                return Some(e);
+                return Some(Some(e));
             }
             let same = e.meta.load(Relaxed) == key.meta
                 && e.cell.load(Relaxed) == u64::from(key.cell)
                 && e.serial.load(Relaxed) == key.serial
                 && e.generation.load(Relaxed) == key.generation
                 && e.stack.load(Relaxed) == u64::from(stack);
-            same.then_some(e)
+            same.then_some(Some(e))
         })
+        .flatten()
     }
 
     /// The thread's `live` map. Only its owner calls this, and never
@@ -445,4 +464,36 @@ fn hash_key(key: &Key, stack: u32) -> u64 {
 fn maybe_bit(ptr: usize) -> (usize, u64) {
     let h = (ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48;
     ((h as usize >> 6) & (MAYBE_WORDS - 1), 1 << (h & 63))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_tables_take_no_more_and_still_find_theirs() {
+        let t = Tables::create().expect("a table set");
+        let stacks: Vec<u32> = (1..=STACKS).map(|i| t.intern(&[i, 7])).collect();
+        let kept = full(STACKS);
+        assert!(stacks[..kept].iter().all(|&s| s != NO_STACK));
+        assert!(stacks[kept..].iter().all(|&s| s == NO_STACK));
+        assert_eq!(t.intern(&[1, 7]), stacks[0]);
+        assert_eq!(t.intern(&[kept, 7]), stacks[kept - 1]);
+        let key = |cell| Key {
+            meta: 1,
+            cell,
+            serial: 0,
+            generation: 0,
+        };
+        let charged = (0..ENTRIES as u32)
+            .filter(|&cell| t.charge(&key(cell), 0, 1, 8, 8))
+            .count();
+        assert_eq!(charged, full(ENTRIES));
+        // A row it holds is still charged, one it has no room for is not.
+        assert!(t.charge(&key(0), 0, 1, 8, 8));
+        assert!(!t.charge(&key(ENTRIES as u32), 0, 1, 8, 8));
+        let first = charged_in(t, &|k| k.meta == 1 && k.cell == 0);
+        assert_eq!(first.len(), 1);
+        assert_eq!((first[0].allocations, first[0].bytes), (2, 16));
+    }
 }

@@ -6,7 +6,7 @@
 //! under one, so that two threads never add the same one twice. Counters
 //! are atomic: a block allocated on one thread is often freed on another.
 
-use crate::sites::addr_map::{mix, probe};
+use crate::sites::addr_map::{full, mix, probe};
 use crate::sites::mapping::map_zeroed;
 use crate::sites::tables::MAX_FRAMES;
 use std::sync::Mutex;
@@ -44,6 +44,9 @@ struct Origin {
 static TABLE: AtomicPtr<Origin> = AtomicPtr::new(std::ptr::null_mut());
 /// Taken to add an origin (and to map the table).
 static ADDING: Mutex<()> = Mutex::new(());
+/// Origins added, under `ADDING`: no more than `full(ORIGINS)`, so that a
+/// lookup of one not there meets a free slot in a few steps.
+static TAKEN: AtomicUsize = AtomicUsize::new(0);
 
 fn table() -> Option<&'static [Origin]> {
     let table = TABLE.load(Ordering::Acquire);
@@ -60,6 +63,10 @@ pub(crate) fn intern(rows: &[Row], frames: &[usize]) -> u32 {
     if let Some(found) = table().and_then(|t| find(t, hash, rows, frames).ok()) {
         return found;
     }
+    // Full: no lock to learn it again at every allocation.
+    if TAKEN.load(Ordering::Relaxed) >= full(ORIGINS) {
+        return NO_ORIGIN;
+    }
     let _adding = ADDING.lock().unwrap_or_else(|e| e.into_inner());
     let table = match table() {
         Some(t) => t,
@@ -74,9 +81,10 @@ pub(crate) fn intern(rows: &[Row], frames: &[usize]) -> u32 {
     };
     let at = match find(table, hash, rows, frames) {
         Ok(found) => return found,
-        Err(Some(empty)) => empty,
-        Err(None) => return NO_ORIGIN,
+        Err(Some(empty)) if TAKEN.load(Ordering::Relaxed) < full(ORIGINS) => empty,
+        Err(_) => return NO_ORIGIN,
     };
+    TAKEN.fetch_add(1, Ordering::Relaxed);
     let o = &table[at];
     o.rows_len.store(rows.len(), Ordering::Relaxed);
     for (i, row) in rows.iter().enumerate() {
@@ -93,7 +101,8 @@ pub(crate) fn intern(rows: &[Row], frames: &[usize]) -> u32 {
 
 /// The origin's index, or where it would go (`None`: the table is full).
 fn find(table: &[Origin], hash: u64, rows: &[Row], frames: &[usize]) -> Result<u32, Option<usize>> {
-    // NOTE: at most three quarters full, so that probes stay short.
+    // NOTE: at most three quarters full (`TAKEN`), so that probes stay
+    // short.
     probe(hash, ORIGINS, ORIGINS * 3 / 4, |i| {
         let o = &table[i];
         // One load decides: `hash` is stored last (release), once the
