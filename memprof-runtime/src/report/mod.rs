@@ -348,12 +348,15 @@ impl FunctionReport {
 /// `sites_serial`: the table's, for its sites (see `CallFacts`).
 pub(crate) fn call_report(meta: &FnMeta, cells: &[LineCell], sites_serial: u64) -> FunctionReport {
     let rows: Vec<RowFigures> = cells.iter().map(LineCell::read).collect();
-    function_report(meta, &rows, 1, Some(sites_serial))
+    // One call's table shows no blocks in use (see `sites::for_rows`).
+    let in_use = crate::sites::InUse::default();
+    function_report(meta, &rows, 1, Some(sites_serial), &in_use)
 }
 
 /// `meta`'s rows and calls as `report()` shows them: every thread's, and
-/// a call running on this thread, if any, with its rows so far.
-fn report_of(meta: &'static FnMeta) -> FunctionReport {
+/// a call running on this thread, if any, with its rows so far; its blocks
+/// in use from `in_use`, the report's.
+fn report_of(meta: &'static FnMeta, in_use: &crate::sites::InUse) -> FunctionReport {
     let (mut rows, calls) = meta.totals();
     let quiet_unplaced = quiet::place(meta, &mut rows);
     let ended = meta.running_at_thread_end();
@@ -367,7 +370,7 @@ fn report_of(meta: &'static FnMeta) -> FunctionReport {
                 1
             }
         };
-    let mut function = function_report(meta, &rows, calls, None);
+    let mut function = function_report(meta, &rows, calls, None, in_use);
     function.running = running;
     (function.quiet_calls, function.events_calls) = meta.quiet_calls();
     function.quiet_unplaced = quiet_unplaced;
@@ -376,12 +379,14 @@ fn report_of(meta: &'static FnMeta) -> FunctionReport {
 }
 
 /// `meta`'s table from its rows' figures, and its sites: those of one
-/// per-call table (`sites_serial`) or of every call (`None`).
+/// per-call table (`sites_serial`) or of every call (`None`, with the
+/// blocks in use of `in_use`).
 pub(crate) fn function_report(
     meta: &FnMeta,
     cells: &[RowFigures],
     calls: u64,
     sites_serial: Option<u64>,
+    in_use: &crate::sites::InUse,
 ) -> FunctionReport {
     let mut lines: Vec<LineReport> = meta
         .rows
@@ -430,6 +435,7 @@ pub(crate) fn function_report(
         meta.cell_rows,
         lines.len(),
         &span,
+        in_use,
         went_quiet.then_some(&mut quiet_rows),
     );
     for (&row, &parent) in meta.cell_rows.iter().zip(meta.cell_parents) {
@@ -523,12 +529,17 @@ pub fn report() -> Report {
 /// their `fn` rows, nor their calls, which count when they end).
 #[cfg(unix)]
 pub(crate) fn report_so_far() -> Report {
-    untracked(|| Report {
-        functions: registered()
-            .into_iter()
-            .map(report_of)
-            .filter(|f| f.calls > 0 || f.running > 0 || f.lines.iter().any(|l| l.occurrences > 0))
-            .collect(),
+    untracked(|| {
+        let in_use = crate::sites::read_in_use();
+        Report {
+            functions: registered()
+                .into_iter()
+                .map(|meta| report_of(meta, &in_use))
+                .filter(|f| {
+                    f.calls > 0 || f.running > 0 || f.lines.iter().any(|l| l.occurrences > 0)
+                })
+                .collect(),
+        }
     })
 }
 
@@ -540,9 +551,10 @@ static BUILT: AtomicU64 = AtomicU64::new(0);
 /// [`report`] holds.
 pub(crate) fn functions_of(metas: &[&'static FnMeta]) -> Vec<(&'static FnMeta, FunctionReport)> {
     BUILT.fetch_add(1, Relaxed);
+    let in_use = crate::sites::read_in_use();
     metas
         .iter()
-        .map(|&meta| (meta, report_of(meta)))
+        .map(|&meta| (meta, report_of(meta, &in_use)))
         .filter(|(_, f)| f.calls > 0 || f.running > 0)
         .collect()
 }

@@ -3,6 +3,7 @@
 //! where their trimmed stacks read the same (see `resolve`), ranked, the
 //! tail summed.
 
+use super::in_use::InUse;
 use super::resolve::{Span, trimmed};
 use super::tables::{COUNT_UNIT, read};
 use super::{Site, SiteFrame, sample_mean};
@@ -21,10 +22,12 @@ pub(crate) type QuietRows<'a> = &'a mut dyn FnMut(&[usize]) -> Vec<u32>;
 
 /// The sites of each row of the function whose `FnMeta` is at `meta`, in
 /// reset generation `generation`: those of one call's own table (`serial`)
-/// or of every call (`None`). Cells merge into their rows (`cell_rows`) as
+/// or of every call (`None`), with, for every call's, the blocks in use of
+/// `in_use` (the report's). Cells merge into their rows (`cell_rows`) as
 /// their figures do. With every call's, blocks still in use that the
 /// function's quiet calls allocated are placed by `quiet`. `None` when
 /// sites are off.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn for_rows(
     meta: usize,
     generation: u64,
@@ -32,6 +35,7 @@ pub(crate) fn for_rows(
     cell_rows: &[u32],
     rows: usize,
     span: &Span<'_>,
+    in_use: &InUse,
     quiet: Option<QuietRows<'_>>,
 ) -> Option<Vec<Vec<Site>>> {
     if !super::enabled() {
@@ -59,7 +63,7 @@ pub(crate) fn for_rows(
     }
     // What is in use now: of every call, so not in one call's table.
     if serial.is_none() {
-        let mut in_use = |origin: &super::in_use::Read, mut lines: Vec<u32>| {
+        let mut add = |origin: &super::in_use::Read, mut lines: Vec<u32>| {
             lines.sort_unstable();
             lines.dedup();
             let frames = trimmed(&origin.frames, span);
@@ -73,20 +77,20 @@ pub(crate) fn for_rows(
                 add_in_use(site, origin.count.max(0) as u64, origin.bytes.max(0) as u64);
             }
         };
-        for origin in super::in_use::of_function(meta) {
+        for origin in in_use.of_function(meta) {
             let lines = origin
                 .rows
                 .iter()
                 .filter(|r| r.meta == meta)
                 .filter_map(|r| cell_rows.get(r.cell as usize).copied())
                 .collect();
-            in_use(&origin, lines);
+            add(origin, lines);
         }
         if let Some(quiet) = quiet {
-            for origin in super::in_use::without_function(meta) {
+            for origin in in_use.through_function(meta, span.name) {
                 let lines = quiet(&origin.frames);
                 if !lines.is_empty() {
-                    in_use(&origin, lines);
+                    add(origin, lines);
                 }
             }
         }

@@ -33,6 +33,7 @@ mod tables;
 
 pub(crate) use figures::{for_rows, merge};
 pub(crate) use frames::{ANCHORS, anchor, caller_anchor, returns_into};
+pub(crate) use in_use::{InUse, read as read_in_use};
 pub use mapping::mapped_bytes;
 pub(crate) use recorder::{OpenRow, Rows, allocation, free, set_walker, thread_ends};
 pub(crate) use resolve::{Span, in_own_frame, let_go_of_debug_information, line_of};

@@ -200,6 +200,21 @@ pub(crate) fn in_own_frame(ip: usize, span: &Span<'_>) -> bool {
         .any(|frame| without_generics(&frame.function) == wanted)
 }
 
+/// The functions inlined at the return address `ip`, innermost first, each
+/// named as [`function_key`] names one.
+pub(crate) fn functions_at(ip: usize) -> Vec<String> {
+    symbols(ip)
+        .iter()
+        .map(|frame| without_generics(&frame.function))
+        .collect()
+}
+
+/// A function's name as [`functions_at`] gives it (its generic arguments
+/// left out, as debug information and memprof spell them differently).
+pub(crate) fn function_key(name: &str) -> String {
+    without_generics(name)
+}
+
 /// Whether the debug-info path `found` is the `file!()` path `wanted`
 /// (relative to the workspace, or absolute).
 fn same_file(found: &str, wanted: &str) -> bool {
