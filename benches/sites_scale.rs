@@ -137,12 +137,12 @@ fn main() {
             let dhat_tables = (med(&r[2], peak) - med(&r[0], peak)) / n as f64;
             per_size[p][s] = (med(&r[1], alloc), med(&r[1], free));
             println!(
-                "| {pattern} | {n} | {} | {} | {} | {:.2}×, {:.2}× | {tables:.0} B, {dhat_tables:.0} B |",
+                "| {pattern} | {n} | {} | {} | {} | {}, {} | {tables:.0} B, {dhat_tables:.0} B |",
                 cell(0),
                 cell(1),
                 cell(2),
-                med(&r[1], alloc) / med(&r[2], alloc),
-                med(&r[1], free) / med(&r[2], free),
+                ratio(med(&r[1], alloc), med(&r[2], alloc)),
+                ratio(med(&r[1], free), med(&r[2], free)),
             );
         }
     }
@@ -153,9 +153,19 @@ fn main() {
     for (p, pattern) in PATTERNS.iter().enumerate().filter(|&(p, _)| shown[p]) {
         let (small, large) = (per_size[p][0], per_size[p][1]);
         println!(
-            "| {pattern} | {:.2}× | {:.2}× |",
-            large.0 / small.0,
-            large.1 / small.1
+            "| {pattern} | {} | {} |",
+            ratio(large.0, small.0),
+            ratio(large.1, small.1)
         );
+    }
+}
+
+/// `a` over `b`, or a dash where `b` is 0 (a pattern that frees nothing
+/// while timed: `kept`, `many-sites`).
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.2}×", a / b)
+    } else {
+        "—".to_owned()
     }
 }
