@@ -194,10 +194,7 @@ pub(crate) fn line_of(ip: usize, span: &Span<'_>) -> Option<u32> {
 /// function is among the frames inlined at `ip` (a closure of it, which
 /// may run after its call has returned, is not).
 pub(crate) fn in_own_frame(ip: usize, span: &Span<'_>) -> bool {
-    let wanted = without_generics(span.name);
-    symbols(ip)
-        .iter()
-        .any(|frame| without_generics(&frame.function) == wanted)
+    functions_at(ip).contains(&function_key(span.name))
 }
 
 /// The functions inlined at the return address `ip`, innermost first, each

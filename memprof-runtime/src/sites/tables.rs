@@ -100,7 +100,7 @@ pub(crate) struct Tables {
     /// `live` is scanned for blocks to forget when it holds this many.
     next_scan: Cell<usize>,
     /// Slots of `stacks` and `entries` taken (the owner's, as `live`):
-    /// neither takes more than [`FULL`] of its slots, so that a probe for
+    /// neither takes more than `full` of its slots, so that a probe for
     /// one not there meets a free slot in a few steps, however many stacks
     /// and rows the thread met.
     stacks_taken: Cell<usize>,
