@@ -5,7 +5,8 @@
 //! the release profile, and runs each: once as it is, once under
 //! `MEMPROF=off`, and once with its calls gone quiet (`MEMPROF_QUIET` unset; the other runs set it off, so that calls keep their rows). Each run times a 3-statement function with and without
 //! `#[profile]` on one thread and on two at once, a loop whose body binds
-//! a local (per probe and per statement), the call through a function pointer,
+//! a local (per probe and per statement), the same loop in an `async fn`,
+//! the call through a function pointer,
 //! and a recursive function, in interleaved rounds; a figure is the median over rounds of the
 //! difference within a round. Then the 1-thread call again in the same
 //! process, after 10,000 threads came and went and with 2,000 alive, as a
@@ -122,6 +123,12 @@ fn main() {
             format!("{:.1} ns", on["loop_statement"]),
             "per statement, its share of the `}` and the body's cursor".to_owned(),
             if profile == "release" { "≤ 3 ns" } else { "" }.to_owned(),
+        ));
+        rows.push((
+            format!("a statement of the same loop in an `async fn`, {profile} profile"),
+            format!("{:.1} ns", on["async_loop_statement"]),
+            format!("in a synchronous fn {:.1} ns", on["loop_statement"]),
+            String::new(),
         ));
         rows.push((
             format!("the 3-statement call through a function pointer, {profile} profile"),

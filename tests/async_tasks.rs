@@ -129,3 +129,65 @@ fn measure_around_polls_sees_the_polls_allocations() {
     }
     assert_eq!((second.increment, second.peak), (0, 0));
 }
+
+#[profile]
+async fn allocates_across_an_await() -> usize {
+    let before = vec![3u8; 500];
+    let pair = (vec![4u8; 700], YieldOnce(false).await, vec![5u8; 900]);
+    let n = before.len() + pair.0.len() + pair.2.len();
+    drop(pair);
+    for i in 0..3 {
+        let turn = vec![6u8; 100 * (i + 1)];
+        YieldOnce(false).await;
+        drop(turn);
+    }
+    n
+}
+
+/// Polls `fut` once on a new thread that allocated `noise` bytes before,
+/// and hands it back.
+fn poll_on_a_new_thread<F: Future<Output = usize> + Send + Unpin + 'static>(
+    mut fut: F,
+    noise: usize,
+) -> (F, Poll<usize>) {
+    std::thread::spawn(move || {
+        let noise = vec![0u8; noise];
+        let out = poll_once(&mut fut);
+        drop(noise);
+        (fut, out)
+    })
+    .join()
+    .unwrap()
+}
+
+/// The statements of an `async fn` step through the kernel while their
+/// block has a row open, on whichever thread polls them: a statement
+/// whose allocations straddle an `.await` that moved the task counts both
+/// threads' parts, and a loop's rows, open across polls on five threads,
+/// count each turn once.
+#[test]
+fn rows_open_across_polls_on_other_threads_stay_exact() {
+    noop_waker();
+    let mut fut = Box::pin(allocates_across_an_await());
+    let mut out = Poll::Pending;
+    for k in 0..5 {
+        assert!(out.is_pending(), "ready after {k} polls");
+        (fut, out) = poll_on_a_new_thread(fut, 10_000 * (k + 1));
+    }
+    assert_eq!(out, Poll::Ready(2100));
+
+    let report = memprof::report();
+    let t = report.function("allocates_across_an_await").unwrap();
+    let fig = |text: &str| {
+        let r = t.line_containing(text).unwrap();
+        (r.increment.unwrap(), r.peak.unwrap(), r.occurrences)
+    };
+    assert_eq!(fig("let before = vec!"), (500, 500, 1));
+    assert_eq!(fig("let pair = (vec!"), (1600, 1600, 1));
+    assert_eq!(fig("let n = before"), (0, 0, 1));
+    assert_eq!(fig("drop(pair)"), (-1600, 0, 1));
+    assert_eq!(fig("let turn = vec!"), (600, 300, 3));
+    assert_eq!(fig("YieldOnce(false).await;"), (0, 0, 3));
+    assert_eq!(fig("drop(turn);"), (-600, 0, 3));
+    assert_eq!(fig("async fn allocates_across_an_await"), (0, 2100, 1));
+}

@@ -14,7 +14,7 @@ use super::frame::Frame;
 use crate::alloc;
 use crate::gpu::GpuMark;
 pub(crate) use crate::kernel::layout::NO_CELL;
-use crate::kernel::layout::{CALL_SLOW, CallHead, CursorHead};
+use crate::kernel::layout::{CALL_SLOW, CallHead, Counters, CursorHead};
 use crate::owned::{get, set};
 use crate::region::{
     Region, RegionStats, Scope, allocated_in, allocs_in, close_device_in, close_in, open_device_in,
@@ -180,7 +180,8 @@ impl<'a> Cursor<'a> {
     }
 
     fn step(&self, frame: &Frame, next: u32) {
-        if get(&frame.state().is_async) {
+        let is_async = get(&frame.state().is_async);
+        if is_async {
             self.follow(frame, next);
         }
         if get(&frame.state().slow) {
@@ -200,6 +201,31 @@ impl<'a> Cursor<'a> {
                 .closed(&stats, get(&frame.head.base) + stats.end);
         }
         self.open_next(frame, t, next);
+        if is_async {
+            self.to_kernel(frame, t, next);
+        }
+    }
+
+    /// An `async fn` call's cursor: hands its steps to the kernel while it
+    /// has a row open, with the polling thread's counters (each poll hands
+    /// them the next polling thread's, see [`rebind`]):
+    /// its step from row to row is then a synchronous call's. Opening its
+    /// first row and closing its last stay here, which keep the call's
+    /// chain of cursors (see [`Cursor::follow`]).
+    ///
+    /// PERF: every statement of an `async fn` took this slow step: a
+    /// statement of a loop body 15 ns against 6 ns in a synchronous fn
+    /// (`cargo bench --bench call_cost`, release), 10 ns since. What is
+    /// left is each turn's body cursor joining and leaving the chain here.
+    fn to_kernel(&self, frame: &Frame, t: &alloc::ThreadCounters, next: u32) {
+        // A call whose later polls do not find its frame stays here.
+        if next == NO_CELL || !frame.polls_find_it() {
+            set(&self.head.counters, std::ptr::null());
+        } else {
+            set(&self.head.counters, std::ptr::from_ref::<Counters>(t));
+            // The kernel's test of a quiet region (see `kernel::step`).
+            set(&self.head.events, t.events());
+        }
     }
 
     /// Keeps an `async fn` call's innermost open cursor, for allocation
@@ -360,6 +386,42 @@ impl Cursor<'_> {
             // is (see `calls::rows_events`).
             crate::kernel::call::release(&self.head, unsafe { &*self.head.call });
         }
+    }
+}
+
+/// Hands the kernel's steps of the cursors of an `async fn` call with a
+/// row open, from `innermost` out (see [`Cursor::to_kernel`]), the
+/// counters of the thread now polling the call, and makes their next step
+/// a loud one: since their last, the call may have moved threads, and its
+/// polls' ends and starts moved the thread's watermarks, which the quiet
+/// step takes as they were.
+///
+/// # Safety
+/// `innermost` is null or the innermost linked cursor of an `async fn`
+/// call, open (see `Frame::polled_here`).
+pub(super) unsafe fn rebind(innermost: *const CursorHead) {
+    let t = alloc::thread_counters().cast::<Counters>();
+    let mut cursor = innermost;
+    let mut n = 0;
+    while !cursor.is_null() && n < super::polling::MAX_POLLS {
+        // SAFETY: a linked cursor of the call, still open (as the caller
+        // promises for the innermost, and `follow` keeps for the rest).
+        let head = unsafe { &*cursor };
+        if !get(&head.counters).is_null() {
+            // SAFETY: null, or this thread's counters, which live as long
+            // as it does.
+            match unsafe { t.as_ref() } {
+                Some(counters) => {
+                    set(&head.counters, t);
+                    // No count of events is its own complement.
+                    set(&head.events, !counters.events());
+                }
+                None => set(&head.counters, std::ptr::null()),
+            }
+        }
+        n += 1;
+        // SAFETY: as above.
+        cursor = unsafe { enclosing(cursor) };
     }
 }
 

@@ -310,6 +310,13 @@ impl Frame {
         self.innermost_cursor()
     }
 
+    /// Whether this `async fn` call's later polls find its frame (in its
+    /// future's slot), and so hand its cursors their thread's counters
+    /// (see `task::chain`).
+    pub(super) fn polls_find_it(&self) -> bool {
+        !get(&self.state().poll_slot).is_null()
+    }
+
     /// Names an entered `async fn` call's caller: the row open on the
     /// thread at its first poll (see `calls::edges`).
     pub(crate) fn set_async_caller(&self, caller: Option<(&'static FnMeta, u32)>) {

@@ -106,14 +106,20 @@ impl<F> Instrumented<F> {
 }
 
 /// Puts the innermost cursor with a row open of the call whose frame
-/// registered in `slot` in the thread's chain until the value drops: at its
-/// first poll, the call enters and names its caller from the poller's.
+/// registered in `slot` in the thread's chain until the value drops, its
+/// cursors stepping with this thread's counters: at its first poll, the
+/// call enters and names its caller from the poller's.
 fn chain(slot: &super::polling::Slot) -> PollChain {
     let frame = slot.get().cast::<Frame>();
     // SAFETY: null or the frame of the call running in `inner`, which
     // leaves the slot before it ends.
     let innermost = match unsafe { frame.as_ref() } {
-        Some(frame) => frame.polled_here(),
+        Some(frame) => {
+            let innermost = frame.polled_here();
+            // SAFETY: the call's innermost linked cursor, open.
+            unsafe { super::cursor::rebind(innermost) };
+            innermost
+        }
         None => std::ptr::null(),
     };
     PollChain::enter(innermost)

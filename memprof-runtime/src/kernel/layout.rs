@@ -459,7 +459,8 @@ const _: () =
 
 /// `CallHead::flags`: the call takes the runtime's slow statement step
 /// (NVML sampling, process scope, or an `async fn` call, whose thread
-/// changes).
+/// changes: its cursors with a row open are stepped by the kernel, see
+/// `CursorHead::counters`).
 pub const CALL_SLOW: u8 = 1;
 /// `CallHead::flags`: the call's rows count this thread's device bytes
 /// (`Counters::device_*`) beside its heap's.
@@ -525,7 +526,11 @@ pub struct CursorHead {
     /// The thread's counters when the kernel steps this cursor (its call is
     /// synchronous and in thread scope, and samples no NVML: the call's
     /// flags have no `CALL_SLOW`); null when the runtime does. Fixed when
-    /// the cursor is made, as the call's flags are at its entry.
+    /// the cursor is made, as the call's flags are at its entry; for an
+    /// `async fn` call's cursor (`CALL_SLOW`, and no other reason for it),
+    /// the polling thread's while it has a row open, renewed by each poll,
+    /// and the kernel leaves its step to `NO_CELL` to the runtime (see
+    /// `Cursor::to_kernel` in the runtime).
     pub counters: Cell<*const Counters>,
     /// The open region's start and the enclosing region's watermark, and
     /// the context's allocation count and bytes allocated at its start.

@@ -2,7 +2,9 @@
 //! the quiet path (nothing allocated or freed since the row opened) in a
 //! few loads and stores.
 
-use super::layout::{CALL_DEVICE, CallHead, Counters, CursorHead, NO_CELL, NO_SAMPLE, STOPPED};
+use super::layout::{
+    CALL_DEVICE, CALL_SLOW, CallHead, Counters, CursorHead, NO_CELL, NO_SAMPLE, STOPPED,
+};
 use super::owned::{get, set};
 use super::region::{
     allocated_in, allocs_in, close_device_in, close_device_quiet_in, close_in, close_quiet_in,
@@ -36,6 +38,14 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
     let t = unsafe { &*counters };
     // SAFETY: as the caller promises.
     let call = unsafe { &*cursor.call };
+    if next == NO_CELL && get(&call.flags) & CALL_SLOW != 0 {
+        // An `async fn` call's cursor closing its last row: the runtime
+        // keeps the call's chain of cursors (see `Cursor::to_kernel`).
+        // PERF: a compare of an argument on every step, and a load only at
+        // a block's end.
+        set(&cursor.pending, next);
+        return 1;
+    }
     let cell = get(&cursor.cell);
     if cell != NO_CELL && t.events() == get(&cursor.events) {
         // PERF: the fast path of almost every statement: nothing was

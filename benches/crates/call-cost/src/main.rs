@@ -3,6 +3,8 @@
 //! benches/call_cost.rs; prints one `name value` line per figure, in
 //! nanoseconds.
 //!
+//! The loop's statements again in an `async fn`, polled once.
+//!
 //! Then the 1-thread call again, after 10,000 threads came and went and
 //! with 2,000 alive.
 //!
@@ -60,6 +62,48 @@ fn profiled_depth(n: u64) -> u64 {
     }
     let below = profiled_depth(black_box(n - 1));
     below + n
+}
+
+// The loop again in an `async fn`, polled to its end at once: what its
+// statements cost where a task runs them.
+async fn plain_async_loop(n: u64) -> u64 {
+    let mut sum = 0u64;
+    for i in 0..n {
+        let x = black_box(i ^ sum);
+        sum = sum.wrapping_add(x);
+    }
+    sum
+}
+
+#[memprof::profile]
+async fn profiled_async_loop(n: u64) -> u64 {
+    let mut sum = 0u64;
+    for i in 0..n {
+        let x = black_box(i ^ sum);
+        sum = sum.wrapping_add(x);
+    }
+    sum
+}
+
+/// Polls `future` once, which ends it.
+fn ready<F: std::future::Future<Output = u64>>(future: F) -> u64 {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    thread_local! {
+        static WAKER: std::task::Waker = std::task::Waker::from(std::sync::Arc::new(Noop));
+    }
+    let mut future = std::pin::pin!(future);
+    WAKER.with(|waker| {
+        match future
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(waker))
+        {
+            std::task::Poll::Ready(out) => out,
+            std::task::Poll::Pending => unreachable!("the loops never wait"),
+        }
+    })
 }
 
 /// Levels per call of the recursion.
@@ -136,6 +180,7 @@ fn main() {
     let (plain_ptr, profiled_ptr): (fn(u64) -> u64, fn(u64) -> u64) =
         (black_box(plain), black_box(profiled));
     let (mut depth_plain, mut depth_ratio) = (vec![], vec![]);
+    let mut async_statement = vec![];
     for _ in 0..rounds {
         let p1 = per_call(plain, calls, 1);
         let m1 = per_call(profiled, calls, 1);
@@ -153,6 +198,9 @@ fn main() {
         let dm = per_call(|_| profiled_depth(DEPTH), calls / DEPTH, 1);
         depth_plain.push(dp / DEPTH as f64);
         depth_ratio.push(dm / dp);
+        let ap = per_call(|_| ready(plain_async_loop(LOOP)), calls / LOOP, 1) / LOOP as f64;
+        let am = per_call(|_| ready(profiled_async_loop(LOOP)), calls / LOOP, 1) / LOOP as f64;
+        async_statement.push((am - ap) / STATEMENTS_PER_ITERATION);
     }
     let (one, two) = (median(one), median(two));
     println!("plain_call {:.2}", median(one_plain));
@@ -163,6 +211,7 @@ fn main() {
     println!("call_overhead_fn_pointer {:.2}", median(pointer));
     println!("recursive_plain_level {:.2}", median(depth_plain));
     println!("recursive_ratio {:.3}", median(depth_ratio));
+    println!("async_loop_statement {:.2}", median(async_statement));
 
     // The same call after 10,000 threads came and went (each allocating,
     // none making a profiled call), then with 2,000 threads alive: a call's
