@@ -150,6 +150,17 @@ impl Target {
             .envs(env.iter().copied())
             .spawn()
             .unwrap();
+        // `spawn` returns once the child's exec has replaced its memory,
+        // which is before the kernel records where its environment lies:
+        // until then `/proc/PID/environ` reads empty, and mprof would not
+        // find the program's own socket directory. Wait for it.
+        let environ = format!("/proc/{}/environ", child.id());
+        let start = std::time::Instant::now();
+        while std::fs::read(&environ).is_ok_and(|e| e.is_empty())
+            && start.elapsed() < std::time::Duration::from_secs(10)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         Target(child)
     }
 
