@@ -78,7 +78,10 @@ impl std::fmt::Debug for Cursor<'_> {
 // across `.await` only needs it to be `Send`.
 unsafe impl Sync for Cursor<'_> {}
 // SAFETY: as for `Sync`: the frame it points at moves with it (an `async
-// fn`'s future), and only the thread polling it touches either.
+// fn`'s future), and only the thread polling it touches either. A cursor
+// that moved keeps the counters of the thread that polled it last until its
+// next poll renews them (`rebind`), before any step; nothing reads them in
+// between.
 unsafe impl Send for Cursor<'_> {}
 
 impl<'a> Cursor<'a> {
@@ -402,8 +405,9 @@ impl Cursor<'_> {
 pub(super) unsafe fn rebind(innermost: *const CursorHead) {
     let t = alloc::thread_counters().cast::<Counters>();
     let mut cursor = innermost;
-    let mut n = 0;
-    while !cursor.is_null() && n < super::polling::MAX_POLLS {
+    // NOTE: the whole chain, however deep: a cursor left out would step
+    // with another thread's counters.
+    while !cursor.is_null() {
         // SAFETY: a linked cursor of the call, still open (as the caller
         // promises for the innermost, and `follow` keeps for the rest).
         let head = unsafe { &*cursor };
@@ -413,13 +417,13 @@ pub(super) unsafe fn rebind(innermost: *const CursorHead) {
             match unsafe { t.as_ref() } {
                 Some(counters) => {
                     set(&head.counters, t);
-                    // No count of events is its own complement.
+                    // The thread's count cannot reach its complement
+                    // before the next step (over 2^63 events away).
                     set(&head.events, !counters.events());
                 }
                 None => set(&head.counters, std::ptr::null()),
             }
         }
-        n += 1;
         // SAFETY: as above.
         cursor = unsafe { enclosing(cursor) };
     }

@@ -541,8 +541,10 @@ pub struct CursorHead {
     /// The thread's allocations plus frees when the open region started
     /// (`Counters::events`), for the kernel's test of a quiet region; in a
     /// `CALL_DEVICE` call, the complement of those and the device's events
-    /// together (see `step`). Only the kernel's opens write it, and only the
-    /// kernel reads it.
+    /// together (see `step`). Only the kernel reads it; the kernel's opens
+    /// write it, and the runtime's for an `async fn` call's cursor that it
+    /// hands to the kernel (the thread's events, or at each poll a value
+    /// the next step cannot match).
     pub events: Cell<u64>,
     /// A `CALL_DEVICE` call's open region: the thread's device bytes at its
     /// start and the enclosing device watermark (unused in other calls).

@@ -17,7 +17,9 @@ use super::region::{
 ///
 /// # Safety
 /// `cursor` is null or points at a live cursor of the calling thread, whose
-/// `call`, if not null, is a call entered on this thread and still open.
+/// `call`, if not null, is a call still open, entered on this thread, or an
+/// `async fn` call being polled on it (whose cursors' counters each poll
+/// renews, see `Cursor::to_kernel` in the runtime).
 #[cfg_attr(memprof_kernel, allow(dead_code))]
 #[inline(always)]
 pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
@@ -33,8 +35,9 @@ pub unsafe fn step(cursor: *const CursorHead, next: u32) -> u32 {
         set(&cursor.pending, next);
         return 1;
     }
-    // SAFETY: a cursor's counters are its call's thread's, which live as
-    // long as the thread.
+    // SAFETY: a cursor's counters are those of the thread running its call
+    // (for an `async fn` call, of the thread polling it, renewed by each
+    // poll), which live as long as the thread.
     let t = unsafe { &*counters };
     // SAFETY: as the caller promises.
     let call = unsafe { &*cursor.call };
