@@ -194,7 +194,14 @@ fn child_awaits_spawned_tasks() {
             .unwrap();
         let kept = rt.block_on(keeps_what_a_task_returns());
         assert_eq!(rt.block_on(drops_what_a_task_returns()), kept.len());
+        assert_eq!(hands_a_buffer_to_a_thread(), 4 << 20);
     }
+}
+
+#[profile]
+fn hands_a_buffer_to_a_thread() -> usize {
+    let buffer = vec![2u8; 4 << 20];
+    std::thread::spawn(move || buffer.len()).join().unwrap()
 }
 
 /// The `(memprof: ...)` line under the table of `function` in `out`.
@@ -223,6 +230,14 @@ fn what_other_tasks_allocated_or_freed_is_said_under_the_table() {
         "(memprof: this call freed 4.0 MiB more than its thread allocated during it: memory \
          allocated before, or by other threads or tasks, which thread scope does not count, so \
          Mem usage can read low or below zero; #[profile(scope = \"process\")] counts every thread)"
+    );
+    // Regression: a test whose queue's blocks a receiving thread freed
+    // showed them kept, with no word of why.
+    assert_eq!(
+        note_under(&out, "hands_a_buffer_to_a_thread"),
+        "(memprof: other threads or tasks freed 4.0 MiB more than they allocated during this \
+         call, perhaps blocks it kept: thread scope leaves a block kept where it was \
+         allocated; #[profile(scope = \"process\")] counts every thread)"
     );
 }
 

@@ -463,9 +463,11 @@ pub(crate) fn freed_more_note(
 }
 
 /// The note under one call's table, if any: in thread scope, what it freed
-/// of memory it did not allocate, or else what other threads or tasks left
-/// allocated during it, which its figures do not count (the result of a task
-/// it spawned and awaited, say). Empty when there is nothing to say.
+/// of memory it did not allocate, what other threads or tasks freed during
+/// it while it kept memory (which may be its own blocks, whose frees its
+/// figures do not count), or else what they left allocated during it, which
+/// its figures do not count either (the result of a task it spawned and
+/// awaited, say). Empty when there is nothing to say.
 pub(crate) fn call_note(
     scope: Scope,
     function: &FunctionReport,
@@ -485,8 +487,20 @@ pub(crate) fn call_note(
     if let Some(note) = freed_more_note(function, others_moved, settings) {
         return note;
     }
-    let own_peak = function.fn_row().and_then(|l| l.peak).unwrap_or(0);
     let others = facts.others_kept;
+    let kept = function.fn_row().and_then(|l| l.increment).unwrap_or(0);
+    // Blocks this thread allocated and another freed (a queue's, a buffer
+    // handed to a worker) stay in its Kept: said where other threads or
+    // tasks freed at least 1 KiB and half of it more than they allocated.
+    if kept > 0 && others <= -(OTHERS_NOTED as i64) && others.saturating_neg() >= kept / 2 {
+        return format!(
+            "(memprof: other threads or tasks freed {} more than they allocated during this \
+             call, perhaps blocks it kept: thread scope leaves a block kept where it was \
+             allocated; #[profile(scope = \"process\")] counts every thread)\n",
+            bytes(others.saturating_neg(), settings)
+        );
+    }
+    let own_peak = function.fn_row().and_then(|l| l.peak).unwrap_or(0);
     if others < OTHERS_NOTED as i64 || (others as u64) < own_peak {
         return String::new();
     }
