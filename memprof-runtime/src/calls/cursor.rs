@@ -409,6 +409,9 @@ impl Cursor<'_> {
 /// call, open (see `Frame::polled_here`).
 pub(super) unsafe fn rebind(innermost: *const CursorHead) {
     let t = alloc::thread_counters().cast::<Counters>();
+    // SAFETY: null, or this thread's counters, which live as long as it
+    // does.
+    let counters = unsafe { t.as_ref() };
     let mut cursor = innermost;
     // NOTE: the whole chain, however deep: a cursor left out would step
     // with another thread's counters.
@@ -417,9 +420,7 @@ pub(super) unsafe fn rebind(innermost: *const CursorHead) {
         // promises for the innermost, and `follow` keeps for the rest).
         let head = unsafe { &*cursor };
         if !get(&head.counters).is_null() {
-            // SAFETY: null, or this thread's counters, which live as long
-            // as it does.
-            match unsafe { t.as_ref() } {
+            match counters {
                 Some(counters) => {
                     set(&head.counters, t);
                     // The thread's count cannot reach its complement

@@ -23,6 +23,12 @@ macro_rules! with_and_without_profile {
         #[memprof::profile]
         fn $profiled($arg: u64) -> u64 $body
     };
+    ($name:ident, $profiled:ident, async fn($arg:ident: u64) -> u64 $body:block) => {
+        async fn $name($arg: u64) -> u64 $body
+
+        #[memprof::profile]
+        async fn $profiled($arg: u64) -> u64 $body
+    };
 }
 
 // The 3-statement function.
@@ -66,24 +72,14 @@ fn profiled_depth(n: u64) -> u64 {
 
 // The loop again in an `async fn`, polled to its end at once: what its
 // statements cost where a task runs them.
-async fn plain_async_loop(n: u64) -> u64 {
+with_and_without_profile!(plain_async_loop, profiled_async_loop, async fn(n: u64) -> u64 {
     let mut sum = 0u64;
     for i in 0..n {
         let x = black_box(i ^ sum);
         sum = sum.wrapping_add(x);
     }
     sum
-}
-
-#[memprof::profile]
-async fn profiled_async_loop(n: u64) -> u64 {
-    let mut sum = 0u64;
-    for i in 0..n {
-        let x = black_box(i ^ sum);
-        sum = sum.wrapping_add(x);
-    }
-    sum
-}
+});
 
 /// Polls `future` once, which ends it.
 fn ready<F: std::future::Future<Output = u64>>(future: F) -> u64 {
