@@ -283,15 +283,30 @@ pub(crate) struct EdgeSum {
     pub(crate) allocated: u64,
 }
 
-/// The edges from `caller`'s rows, each summed over the threads: by row,
-/// then most bytes allocated first, then by the callee's name.
-pub(crate) fn from(caller: &FnMeta) -> Vec<EdgeSum> {
-    let mut sums: Vec<EdgeSum> = Vec::new();
+/// Every caller's edges, each summed over the threads, as one report reads
+/// them: gathered in one pass over the edges, which number the threads
+/// times the edges of each (a test suite's thousand test threads), so that
+/// a report does not walk them once per function.
+#[derive(Debug, Default)]
+pub(crate) struct EdgeSums(HashMap<usize, Vec<EdgeSum>>);
+
+impl EdgeSums {
+    /// The edges from `caller`'s rows: by row, then most bytes allocated
+    /// first, then by the callee's name.
+    pub(crate) fn from(&self, caller: &FnMeta) -> &[EdgeSum] {
+        self.0
+            .get(&(std::ptr::from_ref(caller) as usize))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Every caller's edges as they stand (see [`EdgeSums`]).
+pub(crate) fn sums() -> EdgeSums {
+    // (caller, row, callee) → the sum.
+    let mut summed: HashMap<(usize, u32, usize), EdgeSum> = HashMap::new();
     let edges = lock();
     for edge in edges.iter().flat_map(|m| m.values()) {
-        if !std::ptr::eq(edge.caller, caller)
-            || edge.generation.load(Relaxed) != edge.callee.head.generation.load(Relaxed)
-        {
+        if edge.generation.load(Relaxed) != edge.callee.head.generation.load(Relaxed) {
             continue;
         }
         let (calls, allocated) = (
@@ -301,28 +316,32 @@ pub(crate) fn from(caller: &FnMeta) -> Vec<EdgeSum> {
         if calls == 0 {
             continue;
         }
-        match sums
-            .iter_mut()
-            .find(|s| s.row == edge.row && std::ptr::eq(s.callee, edge.callee))
-        {
-            Some(sum) => {
-                sum.calls += calls;
-                sum.allocated += allocated;
-            }
-            None => sums.push(EdgeSum {
-                row: edge.row,
-                callee: edge.callee,
-                calls,
-                allocated,
-            }),
-        }
+        let key = (
+            std::ptr::from_ref(edge.caller) as usize,
+            edge.row,
+            std::ptr::from_ref(edge.callee) as usize,
+        );
+        let sum = summed.entry(key).or_insert(EdgeSum {
+            row: edge.row,
+            callee: edge.callee,
+            calls: 0,
+            allocated: 0,
+        });
+        sum.calls += calls;
+        sum.allocated += allocated;
     }
     drop(edges);
-    sums.sort_by(|a, b| {
-        a.row
-            .cmp(&b.row)
-            .then_with(|| b.allocated.cmp(&a.allocated))
-            .then_with(|| a.callee.name().cmp(b.callee.name()))
-    });
-    sums
+    let mut by_caller: HashMap<usize, Vec<EdgeSum>> = HashMap::new();
+    for ((caller, ..), sum) in summed {
+        by_caller.entry(caller).or_default().push(sum);
+    }
+    for sums in by_caller.values_mut() {
+        sums.sort_by(|a, b| {
+            a.row
+                .cmp(&b.row)
+                .then_with(|| b.allocated.cmp(&a.allocated))
+                .then_with(|| a.callee.name().cmp(b.callee.name()))
+        });
+    }
+    EdgeSums(by_caller)
 }

@@ -57,13 +57,14 @@ pub struct LineCall {
     pub allocated_bytes: u64,
 }
 
-/// Sets each row's calls from the edges of `meta`'s function: an empty list
-/// on each row that ran, the edges from it where it has some.
-pub(super) fn fill(meta: &FnMeta, lines: &mut [super::LineReport]) {
+/// Sets each row's calls from the edges of `meta`'s function (of `edges`,
+/// the report's): an empty list on each row that ran, the edges from it
+/// where it has some.
+pub(super) fn fill(meta: &FnMeta, edges: &edges::EdgeSums, lines: &mut [super::LineReport]) {
     for line in lines.iter_mut().filter(|l| l.occurrences > 0) {
         line.calls = Some(Vec::new());
     }
-    for edge in edges::from(meta) {
+    for edge in edges.from(meta) {
         let Some(line) = lines.get_mut(edge.row as usize) else {
             continue;
         };

@@ -353,10 +353,26 @@ pub(crate) fn call_report(meta: &FnMeta, cells: &[LineCell], sites_serial: u64) 
     function_report(meta, &rows, 1, Some(sites_serial), &in_use)
 }
 
+/// What a whole report reads once for all its functions: the blocks in use
+/// and the call edges.
+struct Shared {
+    in_use: crate::sites::InUse,
+    edges: crate::calls::edges::EdgeSums,
+}
+
+impl Shared {
+    fn read() -> Shared {
+        Shared {
+            in_use: crate::sites::read_in_use(),
+            edges: crate::calls::edges::sums(),
+        }
+    }
+}
+
 /// `meta`'s rows and calls as `report()` shows them: every thread's, and
 /// a call running on this thread, if any, with its rows so far; its blocks
-/// in use from `in_use`, the report's.
-fn report_of(meta: &'static FnMeta, in_use: &crate::sites::InUse) -> FunctionReport {
+/// in use and its call edges from `shared`, the report's.
+fn report_of(meta: &'static FnMeta, shared: &Shared) -> FunctionReport {
     let (mut rows, calls) = meta.totals();
     let quiet_unplaced = quiet::place(meta, &mut rows);
     let ended = meta.running_at_thread_end();
@@ -370,11 +386,11 @@ fn report_of(meta: &'static FnMeta, in_use: &crate::sites::InUse) -> FunctionRep
                 1
             }
         };
-    let mut function = function_report(meta, &rows, calls, None, in_use);
+    let mut function = function_report(meta, &rows, calls, None, &shared.in_use);
     function.running = running;
     (function.quiet_calls, function.events_calls) = meta.quiet_calls();
     function.quiet_unplaced = quiet_unplaced;
-    callees::fill(meta, &mut function.lines);
+    callees::fill(meta, &shared.edges, &mut function.lines);
     function
 }
 
@@ -530,11 +546,11 @@ pub fn report() -> Report {
 #[cfg(unix)]
 pub(crate) fn report_so_far() -> Report {
     untracked(|| {
-        let in_use = crate::sites::read_in_use();
+        let shared = Shared::read();
         Report {
             functions: registered()
                 .into_iter()
-                .map(|meta| report_of(meta, &in_use))
+                .map(|meta| report_of(meta, &shared))
                 .filter(|f| {
                     f.calls > 0 || f.running > 0 || f.lines.iter().any(|l| l.occurrences > 0)
                 })
@@ -551,10 +567,10 @@ static BUILT: AtomicU64 = AtomicU64::new(0);
 /// [`report`] holds.
 pub(crate) fn functions_of(metas: &[&'static FnMeta]) -> Vec<(&'static FnMeta, FunctionReport)> {
     BUILT.fetch_add(1, Relaxed);
-    let in_use = crate::sites::read_in_use();
+    let shared = Shared::read();
     metas
         .iter()
-        .map(|&meta| (meta, report_of(meta, &in_use)))
+        .map(|&meta| (meta, report_of(meta, &shared)))
         .filter(|(_, f)| f.calls > 0 || f.running > 0)
         .collect()
 }
