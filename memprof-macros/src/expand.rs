@@ -199,8 +199,14 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             let #call = #frame.enter_async();
         }
     } else {
+        // PERF: out of line where the function's own code is unoptimized
+        // (see `SyncCall::start_outlined`).
         quote! {
-            let #frame = ::memprof::__private::SyncCall::start(&__MEMPROF_META, #first);
+            let #frame = if ::core::cfg!(debug_assertions) {
+                ::memprof::__private::SyncCall::start_outlined(&__MEMPROF_META, #first)
+            } else {
+                ::memprof::__private::SyncCall::start(&__MEMPROF_META, #first)
+            };
         }
     };
     use crate::off_branch::AsWritten;

@@ -375,7 +375,19 @@ impl Instrumenter {
         } else if self.async_cursors {
             out.insert(0, parse_quote!(let #cursor = #frame.cursor();));
         } else {
-            out.insert(0, parse_quote!(let #cursor = #frame.cursor(#first);));
+            // PERF: out of line where the function's own code is unoptimized
+            // (see `SyncCall::cursor_outlined`); `cfg!` is this crate's, and
+            // an unoptimized build drops the other branch before codegen.
+            out.insert(
+                0,
+                parse_quote! {
+                    let #cursor = if ::core::cfg!(debug_assertions) {
+                        #frame.cursor_outlined(#first)
+                    } else {
+                        #frame.cursor(#first)
+                    };
+                },
+            );
         }
         if let Some((pat, item)) = loop_item {
             // `{ cursor; let PAT = item; { body } }`: the body's statements

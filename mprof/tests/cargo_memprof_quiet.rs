@@ -103,9 +103,14 @@ fn main() {
 }
 "#;
 
-/// The report.json of a run, with `env` set.
+/// The report.json of a release run, with `env` set.
 fn report(dir: &std::path::Path, env: &[(&str, &str)]) -> Value {
-    let run = run_with(dir, &["run", "--release", "-q"], env);
+    report_of(dir, &["run", "--release", "-q"], env)
+}
+
+/// The report.json of a run of `cargo memprof` with `args`, with `env` set.
+fn report_of(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let run = run_with(dir, args, env);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout
@@ -298,12 +303,29 @@ fn live_columns(function: &Value) -> Vec<(u64, Value, Value)> {
 #[test]
 fn a_long_loops_rows_take_its_events_and_keep_their_figures() {
     let (events, rows) = reports("rows-events");
+    check_rows_events(&events, &rows);
+}
+
+/// The same in the dev profile, where the blocks' cursors are made out of
+/// line (the function's code unoptimized, memprof's runtime optimized), so
+/// the frame that anchors the loop's events is the cursor's caller's.
+#[test]
+fn a_long_loops_rows_take_its_events_in_the_dev_profile_too() {
+    let dir = fixture("rows-events-dev");
+    let events = report_of(&dir, &["run", "-q"], &[]);
+    let rows = report_of(&dir, &["run", "-q"], &[("MEMPROF_QUIET", "off")]);
+    check_rows_events(&events, &rows);
+}
+
+/// `scan`'s rows took its events past 65,536 turns and `fill`'s did not,
+/// each line's figures those of the run where every call took its rows.
+fn check_rows_events(events: &Value, rows: &Value) {
     let occurrences =
         |f: &Value, contents: &str| line_of(f, contents)["occurrences"].as_u64().unwrap();
     // `scan`: one call, 200,000 turns, an allocation every 1,000th. Past
     // 65,536 blocks entered (its loop's turns and its `if`'s), with 66
     // allocations, its rows stopped stepping.
-    let (e, r) = (function(&events, "::scan"), function(&rows, "::scan"));
+    let (e, r) = (function(events, "::scan"), function(rows, "::scan"));
     assert_eq!(e["calls"], 1);
     assert_eq!(e["events_calls"], 1, "{e}");
     assert_eq!(r["events_calls"], 0, "{r}");
@@ -336,7 +358,7 @@ fn a_long_loops_rows_take_its_events_and_keep_their_figures() {
 
     // `fill` allocates three times a turn: it keeps its rows, every turn
     // stepped, its figures those of the rows run.
-    let (e, r) = (function(&events, "::fill"), function(&rows, "::fill"));
+    let (e, r) = (function(events, "::fill"), function(rows, "::fill"));
     assert_eq!(e["events_calls"], 0, "{e}");
     assert_eq!(event_columns(e), event_columns(r));
     assert_eq!(occurrences(e, "all.push(v);"), 70_000);

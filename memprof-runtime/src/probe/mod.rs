@@ -176,6 +176,23 @@ impl SyncCall {
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn start(meta: &'static FnMeta, first: u32) -> SyncCall {
+        Self::started(meta, first)
+    }
+
+    /// [`SyncCall::start`] out of line: what generated code calls in a
+    /// build with debug assertions (the dev profile, unoptimized), where
+    /// `cargo memprof` builds this runtime optimized all the same. Inlined,
+    /// the start would be compiled again, unoptimized and with the pointer
+    /// checks of debug assertions, into every profiled function: more for
+    /// rustc to compile (each doctest compiles the generic functions it
+    /// calls) and slower to run than one call into the optimized runtime.
+    #[inline(never)]
+    pub fn start_outlined(meta: &'static FnMeta, first: u32) -> SyncCall {
+        Self::started(meta, first)
+    }
+
+    #[inline(always)]
+    fn started(meta: &'static FnMeta, first: u32) -> SyncCall {
         // PERF: `MEMPROF=off` asks neither the kernel nor the runtime.
         if crate::calls::is_off() {
             return SyncCall {
@@ -198,6 +215,25 @@ impl SyncCall {
     #[cfg_attr(memprof_unoptimized, inline(never))]
     #[cfg_attr(not(memprof_unoptimized), inline(always))]
     pub fn cursor(&self, first: u32) -> StackCursor {
+        self.cursor_from(first, false)
+    }
+
+    /// [`SyncCall::cursor`] out of line, for the same builds and the same
+    /// reasons as [`SyncCall::start_outlined`]: a block's cursor was most
+    /// of what profiling added to an unoptimized function (pulldown-cmark's
+    /// `handle_inline_pass1`: 75 blocks, 2,271 lines of LLVM IR as written,
+    /// 11,408 profiled).
+    #[inline(never)]
+    pub fn cursor_outlined(&self, first: u32) -> StackCursor {
+        self.cursor_from(first, true)
+    }
+
+    /// The cursor, from the function's code (`outlined` false: inlined
+    /// into it) or from [`SyncCall::cursor_outlined`], whose caller is the
+    /// function: either way the function's frame anchors the events its
+    /// rows may take (see `cursor_slowly`).
+    #[inline(always)]
+    fn cursor_from(&self, first: u32, outlined: bool) -> StackCursor {
         let top = self.probe.0;
         // A call whose rows take its events gives its blocks no cursor
         // (see `calls::rows_events`).
@@ -209,12 +245,18 @@ impl SyncCall {
         }
         // SAFETY: this thread's innermost open call.
         let cursor = unsafe { crate::kernel::cursor(top, first) };
+        if !cursor.is_null() {
+            return StackCursor {
+                probe: Probe(cursor),
+            };
+        }
+        let anchor = if outlined {
+            crate::sites::caller_anchor()
+        } else {
+            crate::sites::anchor()
+        };
         StackCursor {
-            probe: Probe(if cursor.is_null() {
-                cursor_slowly(top, first)
-            } else {
-                cursor
-            }),
+            probe: Probe(cursor_slowly(top, first, anchor)),
         }
     }
 }
@@ -361,15 +403,13 @@ fn exit_slowly(top: *const CursorHead) {
 
 /// [`SyncCall::cursor`] where the kernel made none: a call the runtime
 /// entered, a full side stack, or a call whose rows may take its events
-/// from now on (see `calls::rows_events`), whose answer this gives: out of
-/// line, so that its caller, the function, anchors them. `top`: the call's
-/// body cursor.
+/// from now on (see `calls::rows_events`), whose answer this gives, with
+/// `anchor`, the function's frame. `top`: the call's body cursor.
 #[inline(never)]
-fn cursor_slowly(top: *const CursorHead, first: u32) -> *const CursorHead {
+fn cursor_slowly(top: *const CursorHead, first: u32, anchor: usize) -> *const CursorHead {
     // SAFETY: a live body cursor leads to its call's frame.
     let frame = unsafe { &*(*top).call };
     if frame.turns.get() == EVENTS_AFTER_TURNS {
-        let anchor = crate::sites::caller_anchor();
         // SAFETY: the body cursor of the thread's innermost open call,
         // which the kernel steps.
         unsafe { crate::calls::rows_events::begin(top, anchor) };
