@@ -7,7 +7,8 @@
 //!
 //! Without its `enabled` feature (which `memprof`'s own `enabled` feature
 //! turns on), every macro still checks its input but emits the user's code
-//! unchanged.
+//! unchanged. Inside rustdoc, `#[profile]` gives the item back as written,
+//! unchecked: rustc, which builds the library, checks and instruments it.
 
 mod assert;
 mod attr;
@@ -17,6 +18,7 @@ mod instrument;
 mod memit;
 mod off_branch;
 mod ownership;
+mod rustdoc;
 mod size;
 mod syntax;
 
@@ -26,6 +28,10 @@ use proc_macro::TokenStream;
 /// `impl` block; see `memprof::profile`.
 #[proc_macro_attribute]
 pub fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
+    // Rustdoc reads doc comments, not bodies (see `rustdoc`).
+    if rustdoc::running() {
+        return item;
+    }
     expand::profile(args.into(), item.into()).into()
 }
 
