@@ -248,24 +248,21 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         quote!(::memprof::__private::Instrumented::new(async move { #body }).await)
     } else if kept == AsWritten::Kept {
         // PERF: under `MEMPROF=off` a call costs one load and a branch,
-        // in unoptimized builds too (the guard is never set, so nothing
-        // drops); a quiet call (see `QuietCall`), one call into the kernel
-        // on the way in and one on the way out. Both run the one copy as
-        // written: a second copy would be compiled, and weigh against
-        // inlining, for nothing. The guard is a local of the function's
-        // block, set only for a quiet call: it ends the quiet call where
-        // `SyncCall` ends a call with rows, after the body's locals,
-        // before the arguments.
-        let (guard, started) = quiet_guard();
+        // in unoptimized builds too (no guard to drop, hence the body's
+        // second copy); a quiet call (see `QuietCall`), one call into the
+        // kernel on the way in and one on the way out. The binding ends
+        // the quiet call where `SyncCall` ends a call with rows: after the
+        // body's locals, before the arguments.
         quote! {
-            #guard
-            if ::memprof::__private::is_off() || #started #as_written
-            else { #body }
+            if ::memprof::__private::is_off() #as_written
+            else if let ::core::option::Option::Some(__memprof_quiet) =
+                ::memprof::__private::QuietCall::start(&__MEMPROF_META)
+            #as_written else { #body }
         }
     } else if kept == AsWritten::KeptOptimized {
         // The same, in optimized builds only (see `off_branch`): a recursive
-        // or `#[inline(always)]` function. The quiet call's guard ends as
-        // the `return` leaves its block, after the body's locals. A copy
+        // or `#[inline(always)]` function. The quiet call's binding ends
+        // as the `return` leaves its block, after the body's locals. A copy
         // that ends in a `return` of its own runs as it is (see
         // `off_branch::ends_in_return`).
         let leave = if crate::off_branch::ends_in_return(&as_written).is_some() {
@@ -273,12 +270,13 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
         } else {
             quote!({ return #as_written; })
         };
-        let (guard, started) = quiet_guard();
         quote! {
             #[cfg(not(debug_assertions))]
             {
-                #guard
-                if ::memprof::__private::is_off() || #started #leave
+                if ::memprof::__private::is_off() #leave
+                if let ::core::option::Option::Some(__memprof_quiet) =
+                    ::memprof::__private::QuietCall::start(&__MEMPROF_META)
+                #leave
             }
             #body
         }
@@ -321,23 +319,6 @@ fn expand_fn(args: &ProfileArgs, mut func: ItemFn) -> TokenStream {
             #body
         }
     }
-}
-
-/// The guard of a quiet call (see `QuietCall`), declared unset, and the
-/// condition that sets it when the call goes quiet: the function's block
-/// holds it, so it drops only where it was set.
-fn quiet_guard() -> (TokenStream, TokenStream) {
-    let guard = quote!(let __memprof_quiet: ::memprof::__private::QuietCall;);
-    let started = quote! {
-        match ::memprof::__private::QuietCall::start(&__MEMPROF_META) {
-            ::core::option::Option::Some(__memprof_started) => {
-                __memprof_quiet = __memprof_started;
-                true
-            }
-            ::core::option::Option::None => false,
-        }
-    };
-    (guard, started)
 }
 
 /// Finds the `async` block that holds the function's body when an attribute
