@@ -241,3 +241,100 @@ fn clean_removes_the_copy_and_the_record() {
         again.stderr
     );
 }
+
+/// A function called often whose calls rarely move the heap: the run after
+/// the record leaves it as written and names it, and every table it shows
+/// is the first run's, its caller's rows holding its bytes as before;
+/// `--fn .` gives it its table back. `helper::push_to` is called 200,000
+/// times and allocates only as its vector grows.
+#[test]
+fn a_hot_function_that_rarely_allocates_is_left_as_written_and_named() {
+    let dir = fixture("record-rare", 39);
+    let lib = dir.join("helper/src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(
+        &lib,
+        format!(
+            "{text}\npub fn collect(n: u64) -> Vec<u64> {{\n    let mut out = Vec::new();\n    \
+             for i in 0..n {{\n        push_to(&mut out, i);\n    }}\n    out\n}}\n\n\
+             pub fn push_to(out: &mut Vec<u64>, i: u64) {{\n    out.push(i);\n}}\n"
+        ),
+    )
+    .unwrap();
+    let main = dir.join("app/src/main.rs");
+    let text = std::fs::read_to_string(&main).unwrap();
+    let text = text.replace(
+        "    let words = words();\n",
+        "    let words = words();\n    assert_eq!(helper::collect(200_000).len(), 200_000);\n",
+    );
+    std::fs::write(&main, text).unwrap();
+
+    let first = run(&dir, &["run", "--offline"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        first
+            .stderr
+            .starts_with("annotated 7 functions in 3 files\n"),
+        "{}",
+        first.stderr
+    );
+    let all = functions(&dir);
+    let push_to = &all.iter().find(|(n, _)| n == "helper::push_to").unwrap().1;
+    let row = fn_row(push_to);
+    assert_eq!(row["occurrences"], 200_000, "{push_to}");
+    let allocations = row["allocations"].as_u64().unwrap();
+    assert!((1..=200).contains(&allocations), "{push_to}");
+
+    let second = run(&dir, &["run", "--offline"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second.stderr.starts_with(
+            "annotated 6 functions in 3 files; left as written: 1 called often that rarely \
+             moved the heap in an earlier run (below)\nleft as written, called 100,000 times \
+             or more with at most one allocation in 1,000 calls (their bytes count in their \
+             callers' rows; --fn . profiles them): helper::push_to\n"
+        ),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(second.stdout, first.stdout);
+    let later = functions(&dir);
+    assert_eq!(later.len(), all.len() - 1);
+    // Every table as the first run's, `collect`'s loop row holding
+    // `push_to`'s bytes; only the lists of profiled callees no longer name
+    // it.
+    let mut pushed = Value::Null;
+    for (name, function) in &later {
+        let mut before = all.iter().find(|(n, _)| n == name).unwrap().1.clone();
+        for line in before["lines"].as_array_mut().unwrap() {
+            if let Some(calls) = line["calls"].as_array_mut() {
+                calls.retain(|call| call["function"] != "helper::push_to");
+            }
+        }
+        assert_eq!(function, &before, "{name}");
+        if name == "helper::collect" {
+            pushed = function["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["contents"].as_str().unwrap().contains("push_to("))
+                .unwrap()
+                .clone();
+        }
+    }
+    let moved = |row: &Value| {
+        let keys = ["allocations", "allocated_bytes", "increment"];
+        keys.map(|k| row[k].clone())
+    };
+    assert_eq!(moved(&pushed), moved(row), "{pushed}");
+
+    let every = run(&dir, &["run", "--offline", "--fn", "."]);
+    assert!(
+        every
+            .stderr
+            .starts_with("annotated 7 functions in 3 files\n"),
+        "{}",
+        every.stderr
+    );
+    assert!(functions(&dir).iter().any(|(n, _)| n == "helper::push_to"));
+}

@@ -32,6 +32,9 @@ pub struct Selection {
     /// and the hash of their tokens (see `record`). A function changed
     /// since has another hash, and is profiled.
     pub unmoved: std::collections::BTreeSet<(String, u64)>,
+    /// Functions the record says were called often and moved the heap
+    /// rarely, as written then (see `record::HOT_CALLS`).
+    pub rare: std::collections::BTreeSet<(String, u64)>,
 }
 
 impl Selection {
@@ -57,6 +60,9 @@ pub struct Tally {
     pub deselected: usize,
     /// Left out as the record found them: no heap moved in their calls.
     pub unmoved: usize,
+    /// Left out as the record found them called often, rarely moving the
+    /// heap: their paths.
+    pub rare: Vec<String>,
 }
 
 impl Tally {
@@ -69,6 +75,7 @@ impl Tally {
         self.templates += other.templates;
         self.deselected += other.deselected;
         self.unmoved += other.unmoved;
+        self.rare.extend(other.rare.iter().cloned());
     }
 }
 
@@ -381,8 +388,13 @@ impl Finder<'_> {
         // its macro calls.
         let tokens = item.to_token_stream();
         let hash = token_hash(&tokens);
-        if self.selection.unmoved.contains(&(path.clone(), hash)) {
-            self.tally.unmoved += 1;
+        let key = (path.clone(), hash);
+        let unmoved = self.selection.unmoved.contains(&key);
+        if unmoved || self.selection.rare.contains(&key) {
+            match unmoved {
+                true => self.tally.unmoved += 1,
+                false => self.tally.rare.push(path.clone()),
+            }
             let calls = super::callers::called_names(item);
             self.left.push(Left { path, hash, calls });
             return;

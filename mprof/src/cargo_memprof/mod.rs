@@ -244,6 +244,10 @@ fn tally_line(tally: &Tally, proc_macros: usize) -> String {
         tally.unmoved,
         "that moved no heap in an earlier run (the record in target/memprof; --fn . profiles them)",
     );
+    count(
+        tally.rare.len(),
+        "called often that rarely moved the heap in an earlier run (below)",
+    );
     count(proc_macros, "proc-macro crates");
     let files = if tally.files == 1 { "file" } else { "files" };
     let functions = if tally.annotated == 1 {
@@ -259,7 +263,31 @@ fn tally_line(tally: &Tally, proc_macros: usize) -> String {
         line.push_str("; left as written: ");
         line.push_str(&left.join(", "));
     }
+    if !tally.rare.is_empty() {
+        let mut rare = tally.rare.clone();
+        rare.sort();
+        line.push_str(&format!(
+            "\nleft as written, called {} times or more with at most one allocation in {} \
+             calls (their bytes count in their callers' rows; --fn . profiles them): {}",
+            grouped(record::HOT_CALLS),
+            grouped(record::RARE_IN),
+            rare.join(", ")
+        ));
+    }
     line
+}
+
+/// `n` with its thousands set apart by commas.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// The copy's root manifest: `replace`'s edit of it when it is a package,
@@ -334,6 +362,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
             Some(regex("--skip-fn", &options.skip.join("|"))?)
         },
         unmoved: Default::default(),
+        rare: Default::default(),
     };
     let manifest = values(&options.cargo_args, "--manifest-path", None).pop();
     let metadata = metadata(&options.cargo_args, manifest.map(PathBuf::from), true)?;
@@ -350,6 +379,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     // `--fn` chooses by path alone: the record is not read for it.
     if options.only.is_none() {
         selection.unmoved = record.unmoved();
+        selection.rare = record.rare();
     }
     let members = selected_members(&metadata, &options.cargo_args)?;
     let profiled: Vec<Profiled> = members
@@ -374,8 +404,9 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         .collect();
     let again = callers::to_profile(&annotation.left, changed);
     if !again.is_empty() {
-        for (path, hash) in again {
-            selection.unmoved.remove(&(path, hash));
+        for key in again {
+            selection.unmoved.remove(&key);
+            selection.rare.remove(&key);
         }
         (annotation, proc_macros) = shadow::annotate_packages(&profiled, &selection)?;
     }

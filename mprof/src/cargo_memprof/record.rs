@@ -15,6 +15,14 @@
 //! each keeps its own entry, so that a later run annotates the same
 //! functions as the one before it, and rebuilds nothing.
 //!
+//! A function called often whose calls moved the heap rarely (at least
+//! [`HOT_CALLS`] calls, at most one allocation in [`RARE_IN`] of them: a
+//! serializer whose output buffer grows now and then) is left as written
+//! too: the entry and exit of millions of calls cost more than its table
+//! is worth, and its bytes count, exactly, in its callers' rows. The line
+//! before the build names each one. One that ever moved the heap more
+//! often stays profiled.
+//!
 //! `--fn` (such as `--fn .`) selects by path alone and ignores the record;
 //! removing the file forgets it.
 
@@ -38,7 +46,19 @@ pub struct Seen {
     pub hash: u64,
     /// Whether its calls moved the heap in that run.
     pub moved: bool,
+    /// Whether they moved it, but in few of many calls (see [`rare`]), in
+    /// every run that profiled it since it last changed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rare: bool,
 }
+
+/// Calls in a run (its `fn` row's Occurrences, a recursion's nested calls
+/// included) from which a function whose calls rarely move the heap is
+/// left as written.
+pub const HOT_CALLS: u64 = 100_000;
+
+/// At most one allocation in this many calls: rarely.
+pub const RARE_IN: u64 = 1_000;
 
 /// Functions by path.
 #[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,13 +88,23 @@ impl Record {
             .unwrap_or_default()
     }
 
-    /// The functions to leave as written: by path and hash, those that
-    /// moved no heap when last profiled.
+    /// The functions to leave as written because they moved no heap when
+    /// last profiled: by path and hash.
     pub fn unmoved(&self) -> BTreeSet<(String, u64)> {
+        self.matching(|seen| !seen.moved)
+    }
+
+    /// The functions to leave as written because they were called often
+    /// and moved the heap rarely: by path and hash.
+    pub fn rare(&self) -> BTreeSet<(String, u64)> {
+        self.matching(|seen| seen.rare)
+    }
+
+    fn matching(&self, keep: impl Fn(&Seen) -> bool) -> BTreeSet<(String, u64)> {
         self.functions
             .iter()
             .flat_map(|(path, seen)| seen.iter().map(move |s| (path, s)))
-            .filter(|(_, seen)| !seen.moved)
+            .filter(|(_, seen)| keep(seen))
             .map(|(path, seen)| (path.clone(), seen.hash))
             .collect()
     }
@@ -92,8 +122,9 @@ impl Record {
     /// Takes in a run: each annotated function that ran, with whether its
     /// calls moved the heap, in this run or an earlier one since it last
     /// changed (a function that moved once stays profiled: another input
-    /// may move it again); each that did not run, as known, unless it ran
-    /// as it is. Functions the run did not annotate keep what the record
+    /// may move it again), and whether rarely (in every such run: one that
+    /// once moved it often stays profiled); each that did not run, as
+    /// known, unless it ran as it is. Functions the run did not annotate keep what the record
     /// had. A path the run annotated or `left` as written keeps only the
     /// hashes its functions have now: an edited function's old hash goes.
     pub fn update(&mut self, annotated: &[Annotated], left: &[Left], report: &Report, tree: &Path) {
@@ -102,9 +133,16 @@ impl Record {
             let before = self.seen(&function.path, function.hash);
             match find(report, function, tree) {
                 Some(ran) => {
+                    let often_before = before.is_some_and(|s| s.moved && !s.rare);
+                    let moved_now = moved(ran);
                     let seen = Seen {
                         hash: function.hash,
-                        moved: before.is_some_and(|s| s.moved) || moved(ran),
+                        moved: before.is_some_and(|s| s.moved) || moved_now,
+                        rare: !often_before
+                            && match moved_now {
+                                true => rare(ran),
+                                false => before.is_some_and(|s| s.rare),
+                            },
                     };
                     let all = self.functions.entry(function.path.clone()).or_default();
                     all.retain(|s| s.hash != function.hash);
@@ -191,6 +229,19 @@ fn moved(function: &FunctionReport) -> bool {
     function
         .fn_row()
         .is_some_and(|row| row.allocations.unwrap_or(0) > 0 || row.increment != Some(0))
+}
+
+/// Whether the function was called at least [`HOT_CALLS`] times, with at
+/// most one allocation in [`RARE_IN`] calls and no more freed than
+/// allocated (the rows count no frees: a function that frees often nets
+/// less than zero, and stays profiled).
+fn rare(function: &FunctionReport) -> bool {
+    function.fn_row().is_some_and(|row| {
+        let allocations = row.allocations.unwrap_or(0);
+        row.occurrences >= HOT_CALLS
+            && allocations.saturating_mul(RARE_IN) <= row.occurrences
+            && row.increment.is_some_and(|net| net >= 0)
+    })
 }
 
 #[cfg(test)]
@@ -304,5 +355,56 @@ mod tests {
         );
         assert_eq!(record.unmoved(), BTreeSet::from([("a::f".to_owned(), 3)]));
         assert_eq!(record.functions["a::f"].len(), 2);
+    }
+
+    /// A function called 100,000 times that allocated 100 times (one in
+    /// 1,000) is left as written for its rarity; one more allocation, one
+    /// call fewer or a net free, and it stays profiled. Once it moved the
+    /// heap often (a run under `--fn .`), it stays profiled.
+    #[test]
+    fn a_hot_function_that_rarely_moves_the_heap_is_left_as_written() {
+        let run = |occurrences: u64, allocations: u64, increment: i64| {
+            let mut report = report("src/lib.rs", 10);
+            let row = &mut report.functions[0].lines[1];
+            (row.occurrences, row.allocations) = (occurrences, Some(allocations));
+            row.increment = Some(increment);
+            report
+        };
+        let rare_after = |report: &Report| {
+            let mut record = Record::default();
+            record.update(&[annotated(1, 10)], &[], report, Path::new("/t"));
+            assert!(record.unmoved().is_empty());
+            !record.rare().is_empty()
+        };
+        assert!(rare_after(&run(100_000, 100, 4096)));
+        assert!(rare_after(&run(100_000, 100, 0)));
+        assert!(!rare_after(&run(100_000, 101, 4096)));
+        assert!(!rare_after(&run(99_999, 99, 4096)));
+        assert!(!rare_after(&run(100_000, 0, -64)));
+
+        let mut record = Record::default();
+        let rare = BTreeSet::from([("a::f".to_owned(), 1)]);
+        record.update(
+            &[annotated(1, 10)],
+            &[],
+            &run(200_000, 20, 64),
+            Path::new("/t"),
+        );
+        assert_eq!(record.rare(), rare);
+        // Profiled again (`--fn .`) on an input where it moves nothing: it
+        // stays rare; on one where it allocates at every call, it is
+        // profiled from then on, however rarely it moves the heap after.
+        record.update(
+            &[annotated(1, 10)],
+            &[],
+            &run(200_000, 0, 0),
+            Path::new("/t"),
+        );
+        assert_eq!(record.rare(), rare);
+        for report in [run(1_000, 1_000, 64), run(200_000, 20, 64)] {
+            record.update(&[annotated(1, 10)], &[], &report, Path::new("/t"));
+            assert!(record.rare().is_empty());
+            assert!(record.unmoved().is_empty());
+        }
     }
 }
