@@ -222,8 +222,7 @@ pub(crate) fn report_so_far() -> Report {
     })
 }
 
-/// Whole reports built so far in this process: the exit hook builds one
-/// for its tables, its summary and `MEMPROF_JSON` (a test counts them).
+/// Whole reports built so far in this process (see [`reports_built`]).
 static BUILT: AtomicU64 = AtomicU64::new(0);
 
 /// The report of `metas`' functions that ran, each with its function: what
