@@ -173,8 +173,8 @@ fn main() {
     let (mut loop_statement, mut pointer) = (vec![], vec![]);
     // The same functions called through pointers the compiler cannot see
     // through, as a callback or a trait object would call them.
-    let (plain_ptr, profiled_ptr): (fn(u64) -> u64, fn(u64) -> u64) =
-        (black_box(plain), black_box(profiled));
+    let plain_ptr = black_box(plain as fn(u64) -> u64);
+    let profiled_ptr = black_box(profiled as fn(u64) -> u64);
     let (mut depth_plain, mut depth_ratio) = (vec![], vec![]);
     let mut async_statement = vec![];
     for _ in 0..rounds {
