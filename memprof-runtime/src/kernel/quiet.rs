@@ -27,7 +27,6 @@ use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, 
 use super::rows_events::{join, leave};
 use core::sync::atomic::Ordering;
 
-/// The side stack's room for a quiet call's head.
 /// A quiet call's room on the side stack.
 pub const QUIET_ROOM: usize = core::mem::size_of::<QuietHead>().next_multiple_of(16);
 
