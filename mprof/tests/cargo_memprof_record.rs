@@ -46,6 +46,20 @@ fn functions(dir: &Path) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// `function`'s table from `all` (an earlier run's), its lines' lists of
+/// profiled callees without `callee`; and the entries taken out.
+fn without_calls_to(all: &[(String, Value)], function: &str, callee: &str) -> (Value, Vec<Value>) {
+    let mut table = all.iter().find(|(n, _)| n == function).unwrap().1.clone();
+    let mut taken = Vec::new();
+    for line in table["lines"].as_array_mut().unwrap() {
+        if let Some(calls) = line["calls"].as_array_mut() {
+            taken.extend(calls.iter().filter(|c| c["function"] == callee).cloned());
+            calls.retain(|call| call["function"] != callee);
+        }
+    }
+    (table, taken)
+}
+
 /// A table's `fn` row: its first with an increment (the rows of its
 /// outer attributes come before it).
 fn fn_row(function: &Value) -> &Value {
@@ -96,15 +110,9 @@ fn a_later_run_leaves_what_moved_no_heap_and_shows_the_same_figures() {
     // name the function left as written, which moved 0 bytes.
     assert_eq!(later.len(), all.len() - 1);
     for (name, function) in &later {
-        let mut before = all.iter().find(|(n, _)| n == name).unwrap().1.clone();
-        for line in before["lines"].as_array_mut().unwrap() {
-            if let Some(calls) = line["calls"].as_array_mut() {
-                calls.retain(|call| {
-                    let left = call["function"] == "helper::offset";
-                    assert!(!left || call["allocated_bytes"] == 0, "{call}");
-                    !left
-                });
-            }
+        let (before, taken) = without_calls_to(&all, name, "helper::offset");
+        for call in taken {
+            assert_eq!(call["allocated_bytes"], 0, "{call}");
         }
         assert_eq!(function, &before, "{name}");
     }
@@ -305,12 +313,7 @@ fn a_hot_function_that_rarely_allocates_is_left_as_written_and_named() {
     // it.
     let mut pushed = Value::Null;
     for (name, function) in &later {
-        let mut before = all.iter().find(|(n, _)| n == name).unwrap().1.clone();
-        for line in before["lines"].as_array_mut().unwrap() {
-            if let Some(calls) = line["calls"].as_array_mut() {
-                calls.retain(|call| call["function"] != "helper::push_to");
-            }
-        }
+        let (before, _) = without_calls_to(&all, name, "helper::push_to");
         assert_eq!(function, &before, "{name}");
         if name == "helper::collect" {
             pushed = function["lines"]

@@ -391,9 +391,10 @@ impl Finder<'_> {
         let key = (path.clone(), hash);
         let unmoved = self.selection.unmoved.contains(&key);
         if unmoved || self.selection.rare.contains(&key) {
-            match unmoved {
-                true => self.tally.unmoved += 1,
-                false => self.tally.rare.push(path.clone()),
+            if unmoved {
+                self.tally.unmoved += 1;
+            } else {
+                self.tally.rare.push(path.clone());
             }
             let calls = super::callers::called_names(item);
             self.left.push(Left { path, hash, calls });

@@ -124,8 +124,8 @@ impl Record {
     /// changed (a function that moved once stays profiled: another input
     /// may move it again), and whether rarely (in every such run: one that
     /// once moved it often stays profiled); each that did not run, as
-    /// known, unless it ran as it is. Functions the run did not annotate keep what the record
-    /// had. A path the run annotated or `left` as written keeps only the
+    /// known, unless it ran as it is. Functions the run did not annotate
+    /// keep what the record had. A path the run annotated or `left` as written keeps only the
     /// hashes its functions have now: an edited function's old hash goes.
     pub fn update(&mut self, annotated: &[Annotated], left: &[Left], report: &Report, tree: &Path) {
         self.schema = SCHEMA;
@@ -383,28 +383,20 @@ mod tests {
         assert!(!rare_after(&run(100_000, 0, -64)));
 
         let mut record = Record::default();
+        let mut take = |report: Report| {
+            record.update(&[annotated(1, 10)], &[], &report, Path::new("/t"));
+            (record.rare(), record.unmoved())
+        };
         let rare = BTreeSet::from([("a::f".to_owned(), 1)]);
-        record.update(
-            &[annotated(1, 10)],
-            &[],
-            &run(200_000, 20, 64),
-            Path::new("/t"),
-        );
-        assert_eq!(record.rare(), rare);
+        assert_eq!(take(run(200_000, 20, 64)).0, rare);
         // Profiled again (`--fn .`) on an input where it moves nothing: it
         // stays rare; on one where it allocates at every call, it is
         // profiled from then on, however rarely it moves the heap after.
-        record.update(
-            &[annotated(1, 10)],
-            &[],
-            &run(200_000, 0, 0),
-            Path::new("/t"),
-        );
-        assert_eq!(record.rare(), rare);
+        assert_eq!(take(run(200_000, 0, 0)).0, rare);
         for report in [run(1_000, 1_000, 64), run(200_000, 20, 64)] {
-            record.update(&[annotated(1, 10)], &[], &report, Path::new("/t"));
-            assert!(record.rare().is_empty());
-            assert!(record.unmoved().is_empty());
+            let (rare, unmoved) = take(report);
+            assert!(rare.is_empty());
+            assert!(unmoved.is_empty());
         }
     }
 }
