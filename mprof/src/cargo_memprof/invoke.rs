@@ -24,19 +24,23 @@ pub struct Invocation<'a> {
     pub functions: &'a [Annotated],
     /// `MEMPROF_SITES` for the processes, from `--sites`.
     pub sites: Option<String>,
-    /// The names of the packages the user's workspace builds as written
-    /// (`cargo metadata` before memprof is added).
-    pub user_packages: &'a BTreeSet<String>,
+    /// The names of the packages the user's own build compiles (the
+    /// workspace's members and its Cargo.lock's packages); None where the
+    /// workspace has no Cargo.lock.
+    pub user_packages: Option<&'a BTreeSet<String>>,
 }
 
 /// The libraries memprof's runtime links (`cargo tree -p memprof-runtime
-/// -e normal`, proc-macros aside). Those the user's workspace does not
-/// build itself are built without debug information, and the runtime with
-/// line tables only: every test binary and doctest links them again, and
-/// their debug information was a quarter of a doctest's time (link and
-/// build) on pulldown-cmark's suite. Their frames never show in a table
-/// or a site (memprof's own, known by file: `sites::resolve`). A name
-/// missing here is only built as the profile says.
+/// -e normal`, proc-macros aside). Those the user's own build does not
+/// compile (its Cargo.lock does not name them) are built optimized and
+/// without debug information, and the runtime with line tables only:
+/// every test binary and doctest links them again (their debug
+/// information was a quarter of a doctest's time, link and build, on
+/// pulldown-cmark's suite; unoptimized, their code is about twice the
+/// size), and they symbolize a process's addresses at exit. Their frames
+/// never show in a table or a site (memprof's own, known by file:
+/// `sites::resolve`). Without a Cargo.lock, or for a name missing here,
+/// they are built as the profile says.
 const RUNTIME_LIBRARIES: &[&str] = &[
     "addr2line",
     "adler2",
@@ -172,6 +176,39 @@ fn frame_pointers(command: &mut Command) {
     }
 }
 
+/// The `--config` settings of the dev and test profiles for memprof's
+/// runtime and the libraries only it links, given the packages the user's
+/// own build compiles (see [`RUNTIME_LIBRARIES`]).
+///
+/// PERF: memprof's runtime optimized in every profile (in a dev build it
+/// was most of a test suite's cost: each test's thread sets up and merges
+/// its functions' rows), and the JSON library it writes and merges each
+/// process's report with at exit (unoptimized, that was half of a test
+/// binary's time in pulldown-cmark's suite, whose merged report is about 9
+/// MB); the user's crates as their profiles build them.
+fn profile_settings(user_packages: Option<&BTreeSet<String>>) -> Vec<String> {
+    let mut settings = Vec::new();
+    for profile in ["dev", "test"] {
+        for package in ["memprof-runtime", "miniserde", "itoa"] {
+            settings.push(format!("profile.{profile}.package.{package}.opt-level=3"));
+        }
+        for package in ["memprof", "memprof-runtime"] {
+            settings.push(format!(
+                "profile.{profile}.package.{package}.debug=\"line-tables-only\""
+            ));
+        }
+        let runtime_only = RUNTIME_LIBRARIES
+            .iter()
+            .filter(|p| user_packages.is_some_and(|u| !u.contains(**p)));
+        for package in runtime_only {
+            for setting in ["debug=0", "opt-level=3"] {
+                settings.push(format!("profile.{profile}.package.{package}.{setting}"));
+            }
+        }
+    }
+    settings
+}
+
 /// Runs cargo; returns its exit status (128 + the signal that ended it).
 pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
     let options = invocation.options;
@@ -198,33 +235,8 @@ pub fn run_cargo(invocation: &Invocation<'_>) -> Result<i32, CargoError> {
         // Test binaries run in their package's directory: the copy's.
         command.current_dir(here.map_or_else(|| layout.tree.clone(), |d| layout.mirror(&d)));
     }
-    // PERF: memprof's runtime optimized in every profile (in a dev build
-    // it was most of a test suite's cost: each test's thread sets up and
-    // merges its functions' rows), and the JSON library it writes and
-    // merges each process's report with at exit (unoptimized, that was
-    // half of a test binary's time in pulldown-cmark's suite, whose merged
-    // report is about 9 MB); the user's crates as their profiles build them.
-    for profile in ["dev", "test"] {
-        for package in ["memprof-runtime", "miniserde", "itoa"] {
-            command
-                .arg("--config")
-                .arg(format!("profile.{profile}.package.{package}.opt-level=3"));
-        }
-    }
-    for profile in ["dev", "test"] {
-        for package in ["memprof", "memprof-runtime"] {
-            command.arg("--config").arg(format!(
-                "profile.{profile}.package.{package}.debug=\"line-tables-only\""
-            ));
-        }
-        for package in RUNTIME_LIBRARIES
-            .iter()
-            .filter(|p| !invocation.user_packages.contains(**p))
-        {
-            command
-                .arg("--config")
-                .arg(format!("profile.{profile}.package.{package}.debug=0"));
-        }
+    for setting in profile_settings(invocation.user_packages) {
+        command.arg("--config").arg(setting);
     }
     // Debug information, so that sites and pprof locations have files and
     // lines in a release build too.
@@ -364,4 +376,41 @@ fn bug_line(held: &[String], invocation: &Invocation<'_>) -> String {
         names.join(", "),
         pattern.join("|")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings_for(package: &str, user: Option<&BTreeSet<String>>) -> Vec<String> {
+        let prefix = format!("profile.test.package.{package}.");
+        profile_settings(user)
+            .into_iter()
+            .filter_map(|s| s.strip_prefix(&prefix).map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn runtime_only_libraries_are_optimized_and_the_users_own_are_left_as_their_profile_says() {
+        let user: BTreeSet<String> = ["memchr", "serde", "my-app"].map(String::from).into();
+        assert_eq!(
+            settings_for("gimli", Some(&user)),
+            ["debug=0", "opt-level=3"]
+        );
+        assert_eq!(
+            settings_for("tabled", Some(&user)),
+            ["debug=0", "opt-level=3"]
+        );
+        // The user's build compiles these too: their profile decides.
+        assert!(settings_for("memchr", Some(&user)).is_empty());
+        assert!(settings_for("serde", Some(&user)).is_empty());
+        assert!(settings_for("my-app", Some(&user)).is_empty());
+        // Without a Cargo.lock nothing says which are the user's.
+        assert!(settings_for("gimli", None).is_empty());
+        // The runtime itself, always.
+        assert_eq!(
+            settings_for("memprof-runtime", None),
+            ["opt-level=3", "debug=\"line-tables-only\""]
+        );
+    }
 }

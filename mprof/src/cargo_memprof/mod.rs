@@ -367,11 +367,13 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let manifest = values(&options.cargo_args, "--manifest-path", None).pop();
     let metadata = metadata(&options.cargo_args, manifest.map(PathBuf::from), true)?;
     let layout = Layout::new(&metadata);
-    let user_packages: BTreeSet<String> = metadata
-        .packages
-        .iter()
-        .map(|p| p.name.to_string())
-        .collect();
+    // The packages the user's own build compiles: the workspace's members
+    // and every package of its Cargo.lock. None without a lock file.
+    let user_packages: Option<BTreeSet<String>> =
+        shadow::locked_packages(&layout.workspace.join("Cargo.lock")).map(|mut locked| {
+            locked.extend(metadata.packages.iter().map(|p| p.name.to_string()));
+            locked
+        });
     let record_path = layout
         .root
         .join(record::file_name(options.subcommand.name()));
@@ -531,7 +533,7 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
         dep_dirs: dep_dirs.clone(),
         functions: &functions,
         sites,
-        user_packages: &user_packages,
+        user_packages: user_packages.as_ref(),
     })?;
     let mut renames: Vec<(String, String)> = dep_copies
         .iter()

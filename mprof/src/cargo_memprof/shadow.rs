@@ -262,6 +262,21 @@ pub fn copy_lock(lock: &Path, layout: &Layout) -> Result<(), CargoError> {
     }
 }
 
+/// The names of the packages the user's Cargo.lock at `lock` holds: every
+/// package their own build can use (for any target or feature). None
+/// without a lock file, or with one that does not parse.
+pub fn locked_packages(lock: &Path) -> Option<BTreeSet<String>> {
+    let text = std::fs::read_to_string(lock).ok()?;
+    let doc: toml_edit::DocumentMut = text.parse().ok()?;
+    let packages = doc.get("package")?.as_array_of_tables()?;
+    Some(
+        packages
+            .iter()
+            .filter_map(|p| p.get("name")?.as_str().map(str::to_owned))
+            .collect(),
+    )
+}
+
 fn manifest_error(path: &Path, problem: impl std::fmt::Display) -> CargoError {
     CargoError::Manifest {
         path: path.to_path_buf(),
@@ -426,5 +441,25 @@ mod tests {
             "{other:?}"
         );
         assert_ne!(outside, other);
+    }
+
+    #[test]
+    fn a_lock_file_names_every_package_of_the_users_build() {
+        let dir = std::env::temp_dir().join(format!("memprof-locked-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lock = dir.join("Cargo.lock");
+        std::fs::write(
+            &lock,
+            "version = 4\n\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\n\
+             dependencies = [\"memchr\"]\n\n[[package]]\nname = \"memchr\"\n\
+             version = \"2.7.4\"\nsource = \"registry+https://example.invalid/index\"\n",
+        )
+        .unwrap();
+        let names = locked_packages(&lock).unwrap();
+        assert_eq!(names, ["app", "memchr"].map(String::from).into());
+        std::fs::write(&lock, "not [a lock").unwrap();
+        assert_eq!(locked_packages(&lock), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(locked_packages(&lock), None);
     }
 }
