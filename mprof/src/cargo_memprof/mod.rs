@@ -367,10 +367,11 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let manifest = values(&options.cargo_args, "--manifest-path", None).pop();
     let metadata = metadata(&options.cargo_args, manifest.map(PathBuf::from), true)?;
     let layout = Layout::new(&metadata);
+    let lock = layout.workspace.join("Cargo.lock");
     // The packages the user's own build compiles: the workspace's members
     // and every package of its Cargo.lock. None without a lock file.
     let user_packages: Option<BTreeSet<String>> =
-        shadow::locked_packages(&layout.workspace.join("Cargo.lock")).map(|mut locked| {
+        shadow::locked_packages(&lock).map(|mut locked| {
             locked.extend(metadata.packages.iter().map(|p| p.name.to_string()));
             locked
         });
@@ -439,7 +440,6 @@ pub fn execute(options: &Options) -> Result<i32, CargoError> {
     let root_manifest = layout.workspace.join("Cargo.toml");
     let root = root_manifest_text(&layout, &replace, &[])?;
     replace.insert(root_manifest.clone(), root);
-    let lock = layout.workspace.join("Cargo.lock");
     copy::tag_as_cache(&layout.root)?;
     ancestors::mirror_ancestors(&layout.real_workspace, &layout.top)?;
     copy::copy_tree(

@@ -125,8 +125,9 @@ impl Record {
     /// may move it again), and whether rarely (in every such run: one that
     /// once moved it often stays profiled); each that did not run, as
     /// known, unless it ran as it is. Functions the run did not annotate
-    /// keep what the record had. A path the run annotated or `left` as written keeps only the
-    /// hashes its functions have now: an edited function's old hash goes.
+    /// keep what the record had. A path the run annotated or `left` as
+    /// written keeps only the hashes its functions have now: an edited
+    /// function's old hash goes.
     pub fn update(&mut self, annotated: &[Annotated], left: &[Left], report: &Report, tree: &Path) {
         self.schema = SCHEMA;
         for function in annotated {

@@ -264,8 +264,13 @@ pub fn copy_lock(lock: &Path, layout: &Layout) -> Result<(), CargoError> {
 
 /// The names of the packages the user's Cargo.lock at `lock` holds: every
 /// package their own build can use (for any target or feature). None
-/// without a lock file, or with one that does not parse.
+/// without a lock file, with one that does not parse, or where the path is
+/// not a regular file (a FIFO would block the read; a dangling link or a
+/// loop of links fails it).
 pub fn locked_packages(lock: &Path) -> Option<BTreeSet<String>> {
+    if !std::fs::metadata(lock).ok()?.is_file() {
+        return None;
+    }
     let text = std::fs::read_to_string(lock).ok()?;
     let doc: toml_edit::DocumentMut = text.parse().ok()?;
     let packages = doc.get("package")?.as_array_of_tables()?;
@@ -458,6 +463,17 @@ mod tests {
         let names = locked_packages(&lock).unwrap();
         assert_eq!(names, ["app", "memchr"].map(String::from).into());
         std::fs::write(&lock, "not [a lock").unwrap();
+        assert_eq!(locked_packages(&lock), None);
+        // Not a regular file: None, at once (a FIFO's read would block).
+        std::fs::remove_file(&lock).unwrap();
+        let fifo = std::ffi::CString::new(lock.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert_eq!(locked_packages(&lock), None);
+        std::fs::remove_file(&lock).unwrap();
+        std::os::unix::fs::symlink(dir.join("missing"), &lock).unwrap();
+        assert_eq!(locked_packages(&lock), None);
+        std::fs::remove_file(&lock).unwrap();
+        std::os::unix::fs::symlink(&lock, &lock).unwrap();
         assert_eq!(locked_packages(&lock), None);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(locked_packages(&lock), None);
