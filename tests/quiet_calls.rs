@@ -232,6 +232,61 @@ fn the_quiet_call_that_allocates_is_counted_whole_and_ends_the_quiet() {
 }
 
 #[profile]
+fn keep_one(keep: bool) -> Vec<u8> {
+    let v: Vec<u8> = if keep { vec![7; 1 << 18] } else { Vec::new() };
+    black_box(v)
+}
+
+/// Goes quiet on `keep_one`, lets `other` allocate and hold its block,
+/// then keeps what a quiet call of `keep_one` allocated.
+#[profile]
+fn keeps_after_another_thread(at: &std::sync::Barrier) -> usize {
+    let mut empty = 0;
+    for _ in 0..100 {
+        empty += keep_one(false).len();
+    }
+    at.wait();
+    at.wait();
+    let kept = keep_one(true);
+    at.wait();
+    kept.len() + empty
+}
+
+#[test]
+fn a_quiet_calls_mem_usage_is_read_in_thread_scope_as_its_callers_rows_are() {
+    let at = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let other = std::thread::spawn({
+        let at = at.clone();
+        move || {
+            at.wait();
+            let held = black_box(vec![1u8; 4 << 20]);
+            at.wait();
+            at.wait();
+            drop(held);
+        }
+    });
+    let at_here = at.clone();
+    let kept = std::thread::spawn(move || keeps_after_another_thread(&at_here))
+        .join()
+        .unwrap();
+    other.join().unwrap();
+    assert_eq!(kept, 1 << 18);
+    let caller = table("quiet_calls::keeps_after_another_thread");
+    let line = row(&caller, "let kept = keep_one(true)");
+    let t = table("quiet_calls::keep_one");
+    assert_eq!(t.calls, 101);
+    let fn_row = row(&t, "fn keep_one");
+    // The last call was quiet and kept 256 KiB (more than the binary's
+    // other tests hold at once): its Mem usage is the heap as the caller's
+    // line reads it after the call (the heap when the caller began plus
+    // this thread's count since), not the process heap, which held the
+    // other thread's 4 MiB as well.
+    assert_eq!(fn_row.increment, Some(1 << 18));
+    assert_eq!(fn_row.mem_usage, line.mem_usage);
+    assert_eq!(line.increment, Some(1 << 18));
+}
+
+#[profile]
 fn add_one(x: u64) -> u64 {
     let y = x + 1;
     black_box(y)

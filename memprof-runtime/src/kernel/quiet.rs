@@ -19,8 +19,8 @@
 
 use super::call::{process_net, push, thread_fn};
 use super::layout::{
-    CALL_QUIET, Counters, FAST_QUIET, FnHead, Globals, LineCell, NEVER_HOT, NO_SAMPLE, QUIET,
-    QUIET_AFTER, QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
+    CALL_QUIET, CALL_SLOW, Counters, FAST_QUIET, FnHead, Globals, LineCell, NEVER_HOT, NO_SAMPLE,
+    QUIET, QUIET_AFTER, QuietHead, ThreadFnHead, WITH_ROWS_AGAIN,
 };
 use super::owned::{get, load_u64, set};
 use super::region::{allocated_in, allocs_in, close_in, close_quiet_in, open_in, quiet_in, row_at};
@@ -137,7 +137,16 @@ fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, row: &LineCell, g: &
         head.start_allocs,
         head.start_allocated,
     );
-    row.closed(&stats, process_net(g));
+    // Thread scope, as its caller's rows read it: the heap when the
+    // innermost open call with rows on this thread began plus this
+    // thread's count since. Reading the process heap instead takes every
+    // other thread's slot, whose line its owner writes at each allocation:
+    // two threads doing so on every call stalled both.
+    let mem_usage = match enclosing_base(t) {
+        Some(base) => base + stats.end,
+        None => process_net(g),
+    };
+    row.closed(&stats, mem_usage);
     let moved = get(&tf.quiet_moved) + 1;
     set(&tf.quiet_moved, moved);
     // The `fn` row's Occurrences: every call on this thread, a recursion's
@@ -157,4 +166,25 @@ fn moved(head: &QuietHead, t: &Counters, tf: &ThreadFnHead, row: &LineCell, g: &
             .quiet
             .store(WITH_ROWS_AGAIN, Ordering::Relaxed);
     }
+}
+
+/// `CallHead::base` of the innermost open call with rows on the thread of
+/// `t`, where that call is synchronous and in thread scope (the kernel
+/// steps its rows with these counters); otherwise none.
+#[inline(always)]
+fn enclosing_base(t: &Counters) -> Option<i64> {
+    let cursor = get(&t.open_cursor);
+    if cursor.is_null() {
+        return None;
+    }
+    // SAFETY: the thread's innermost open cursor, on its side stack or in
+    // an open call's frame, and its call, open as long as the cursor is.
+    let call = unsafe { (*cursor).call };
+    if call.is_null() {
+        return None;
+    }
+    // SAFETY: as above.
+    let call = unsafe { &*call };
+    let own = core::ptr::eq(get(&call.counters), t);
+    (own && get(&call.flags) & CALL_SLOW == 0).then(|| get(&call.base))
 }
